@@ -1,0 +1,774 @@
+//! The on-disk format of a sealog ring: the one place where its bytes are drawn, encoded and
+//! decoded. Everything else in the workspace goes through the types here; nothing else knows
+//! an offset. Integers are little-endian with explicit widths (never `usize`), every offset is a
+//! constant derived from the one before it, and the sizes are pinned by compile-time asserts. A
+//! golden-bytes test (`tests/golden.rs`) pins the encoding, and `docs/format.md` carries the hash
+//! of this file so the two cannot drift apart.
+//!
+//! # The ring's address space
+//!
+//! A ring is one linear space of bytes (a raw block device, or the engine's concatenation of
+//! segment files). `B` is the ring's block size, `S` the segment size:
+//!
+//! ```text
+//!  ring offset 0        B               2B               2B+S             2B+N*S
+//!  +---------------+---------------+----------------+----------------+---+
+//!  | control copy 0| control copy 1|   segment 0    |   segment 1    |...|
+//!  +---------------+---------------+----------------+----------------+---+
+//!
+//!  one segment (S bytes, a multiple of B):
+//!  +----------------+------------------------------------------------------+
+//!  | segment header | batch | batch | ... | batch |   (unwritten / older lap) |
+//!  |   (block 0)    |  starts at a block boundary, ends at one             |
+//!  +----------------+------------------------------------------------------+
+//! ```
+//!
+//! A batch is written with one O_DIRECT write; the first batch a writer puts into a segment on a
+//! lap is written together with the segment header in front of it. Writes are whole blocks, so no
+//! write ever shares a block (and so a physical sector) with an earlier batch: the tail block is
+//! never rewritten in place.
+//!
+//! # Control block (two copies, each in its own block; 128 bytes used, the rest zero)
+//!
+//! ```text
+//!  0       4       8       12      16              24
+//!  +-------+---+---+-------+-------+---------------+
+//!  | magic |ver|rsv|  crc  | incar.|   sequence    |
+//!  +-------+---+---+-------+-------+---------------+
+//!  24                              40      44      48              56      60      64
+//!  +-------------------------------+-------+-------+---------------+-------+-------+
+//!  |           ring id             | block | seg.  | segment size  | batch | window|
+//!  |          (16 bytes)           | size  | count |    (bytes)    |  max  |batches|
+//!  +-------------------------------+-------+-------+---------------+-------+-------+
+//!  64              72              80              88      92      96      100     104
+//!  +---------------+---------------+---------------+-------+-------+-------+-------+
+//!  | window bytes  |   trim LSN    |   head LSN    | head  | head  | head  | rsv   |
+//!  |     max       |               |               | lap   | seg.  | offset|       |
+//!  +---------------+---------------+---------------+-------+-------+-------+-------+
+//!  104 .. 128: reserved, zero
+//! ```
+//!
+//! `crc` is CRC32C over the 128 bytes with the crc field zeroed. The copy with the highest
+//! `sequence` whose CRC checks out is current; copy `sequence % 2` is the one rewritten next, so a
+//! torn control write leaves the other copy intact. `trim LSN` is inclusive: entries with
+//! `lsn <= trim LSN` are released. `head` is the batch boundary where replay starts; `head LSN` is
+//! the LSN of the first record of the batch there (`head LSN <= trim LSN + 1`).
+//!
+//! # Segment header (block 0 of every segment; 64 bytes used, the rest zero)
+//!
+//! ```text
+//!  0       4       8       12      16      20      24              32
+//!  +-------+---+---+-------+-------+-------+-------+---------------+
+//!  | magic |ver|rsv|  crc  |segment|  lap  | incar.|   first LSN   |
+//!  +-------+---+---+-------+-------+-------+-------+---------------+
+//!  32                              48                              64
+//!  +-------------------------------+-------------------------------+
+//!  |           ring id             |           reserved            |
+//!  +-------------------------------+-------------------------------+
+//! ```
+//!
+//! `crc` is CRC32C seeded with the ring id, over the 64 bytes with the crc field zeroed.
+//! `first LSN` is the LSN of the first record of the first batch in this segment on this lap.
+//!
+//! # Entry header (64 bytes, in front of every record's payload)
+//!
+//! ```text
+//!  0       4   6   7   8       12      16      20      24              32
+//!  +-------+---+---+---+-------+-------+-------+-------+---------------+
+//!  | magic |ver|knd|flg|hdr crc|pay len|pay crc| incar.|      LSN      |
+//!  +-------+---+---+---+-------+-------+-------+-------+---------------+
+//!  32              40      44      48      52      56      60      64
+//!  +---------------+-------+-------+-------+-------+-------+-------+
+//!  |   watermark   |  lap  |segment|offset | batch | batch | ring  |
+//!  | (durable LSN) |       |       |       | bytes | index |  tag  |
+//!  +---------------+-------+-------+-------+-------+-------+-------+
+//! ```
+//!
+//! - `hdr crc`: CRC32C seeded with the 16-byte ring id, over the 64 header bytes with this field
+//!   zeroed. It covers every field, the payload's length and CRC among them, and through the seed
+//!   the full ring identity: an entry of another ring never passes.
+//! - `pay crc`: CRC32C of the payload. `pay len` is at most the ring's payload limit.
+//! - `LSN`: contiguous from 1. A padding record consumes none: it carries the LSN the next record
+//!   will take.
+//! - `watermark`: the highest LSN acknowledged when the batch was built. Always below the batch's
+//!   first LSN. Everything at or below it was durable before this batch existed.
+//! - `lap`, `segment`, `offset`: where this header was written (offset within the segment), so a
+//!   misdirected write or a record left from an earlier lap is caught.
+//! - `batch bytes`: the length of the batch this record belongs to (a multiple of the block
+//!   size); `batch index`: this record's index within the batch (0 for the first), so the batch's
+//!   first LSN is `LSN - batch index`.
+//! - `ring tag`: CRC32C of the ring id, so a record of another ring is named as such rather than
+//!   as a checksum failure.
+//!
+//! Records follow each other without gaps inside a batch. The bytes after the last record up to
+//! the batch's end are a padding record when at least [`ENTRY_HEADER_SIZE`] bytes remain (its
+//! payload is zeros), else zeros.
+
+use crate::error::GeometryError;
+
+/// The format version this crate writes and the only one it reads.
+pub const FORMAT_VERSION: u16 = 1;
+
+/// Magic of a control block: the bytes `SLGC`.
+pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"SLGC");
+/// Magic of a segment header: the bytes `SLGS`.
+pub const SEGMENT_MAGIC: u32 = u32::from_le_bytes(*b"SLGS");
+/// Magic of an entry header: the bytes `SLGE`.
+pub const ENTRY_MAGIC: u32 = u32::from_le_bytes(*b"SLGE");
+
+/// The smallest ring block size: no write is smaller than a 4 KiB physical sector.
+pub const BLOCK_SIZE_MIN_BYTES: u32 = 4096;
+/// The largest ring block size this format accepts.
+pub const BLOCK_SIZE_MAX_BYTES: u32 = 65536;
+/// The largest batch the format accepts: bounds the replay buffer whatever a header says.
+pub const BATCH_SIZE_LIMIT_BYTES: u32 = 64 << 20;
+/// Number of control block copies at the start of the ring.
+pub const CONTROL_COPIES: u64 = 2;
+
+// Control block field offsets, each derived from the one before it.
+const CONTROL_MAGIC_OFFSET: usize = 0;
+const CONTROL_VERSION_OFFSET: usize = CONTROL_MAGIC_OFFSET + 4;
+const CONTROL_RESERVED0_OFFSET: usize = CONTROL_VERSION_OFFSET + 2;
+const CONTROL_CRC_OFFSET: usize = CONTROL_RESERVED0_OFFSET + 2;
+const CONTROL_INCARNATION_OFFSET: usize = CONTROL_CRC_OFFSET + 4;
+const CONTROL_SEQUENCE_OFFSET: usize = CONTROL_INCARNATION_OFFSET + 4;
+const CONTROL_RING_ID_OFFSET: usize = CONTROL_SEQUENCE_OFFSET + 8;
+const CONTROL_BLOCK_SIZE_OFFSET: usize = CONTROL_RING_ID_OFFSET + 16;
+const CONTROL_SEGMENT_COUNT_OFFSET: usize = CONTROL_BLOCK_SIZE_OFFSET + 4;
+const CONTROL_SEGMENT_SIZE_OFFSET: usize = CONTROL_SEGMENT_COUNT_OFFSET + 4;
+const CONTROL_BATCH_MAX_OFFSET: usize = CONTROL_SEGMENT_SIZE_OFFSET + 8;
+const CONTROL_WINDOW_BATCHES_OFFSET: usize = CONTROL_BATCH_MAX_OFFSET + 4;
+const CONTROL_WINDOW_BYTES_OFFSET: usize = CONTROL_WINDOW_BATCHES_OFFSET + 4;
+const CONTROL_TRIM_LSN_OFFSET: usize = CONTROL_WINDOW_BYTES_OFFSET + 8;
+const CONTROL_HEAD_LSN_OFFSET: usize = CONTROL_TRIM_LSN_OFFSET + 8;
+const CONTROL_HEAD_LAP_OFFSET: usize = CONTROL_HEAD_LSN_OFFSET + 8;
+const CONTROL_HEAD_SEGMENT_OFFSET: usize = CONTROL_HEAD_LAP_OFFSET + 4;
+const CONTROL_HEAD_OFFSET_OFFSET: usize = CONTROL_HEAD_SEGMENT_OFFSET + 4;
+const CONTROL_RESERVED1_OFFSET: usize = CONTROL_HEAD_OFFSET_OFFSET + 4;
+const CONTROL_RESERVED2_OFFSET: usize = CONTROL_RESERVED1_OFFSET + 4;
+/// Bytes of a control block that carry fields (the rest of its block is zero).
+pub const CONTROL_SIZE: usize = CONTROL_RESERVED2_OFFSET + 24;
+
+// Segment header field offsets.
+const SEGMENT_MAGIC_OFFSET: usize = 0;
+const SEGMENT_VERSION_OFFSET: usize = SEGMENT_MAGIC_OFFSET + 4;
+const SEGMENT_RESERVED0_OFFSET: usize = SEGMENT_VERSION_OFFSET + 2;
+const SEGMENT_CRC_OFFSET: usize = SEGMENT_RESERVED0_OFFSET + 2;
+const SEGMENT_INDEX_OFFSET: usize = SEGMENT_CRC_OFFSET + 4;
+const SEGMENT_LAP_OFFSET: usize = SEGMENT_INDEX_OFFSET + 4;
+const SEGMENT_INCARNATION_OFFSET: usize = SEGMENT_LAP_OFFSET + 4;
+const SEGMENT_FIRST_LSN_OFFSET: usize = SEGMENT_INCARNATION_OFFSET + 4;
+const SEGMENT_RING_ID_OFFSET: usize = SEGMENT_FIRST_LSN_OFFSET + 8;
+const SEGMENT_RESERVED1_OFFSET: usize = SEGMENT_RING_ID_OFFSET + 16;
+/// Bytes of a segment header that carry fields (the rest of its block is zero).
+pub const SEGMENT_HEADER_SIZE: usize = SEGMENT_RESERVED1_OFFSET + 16;
+
+// Entry header field offsets.
+const ENTRY_MAGIC_OFFSET: usize = 0;
+const ENTRY_VERSION_OFFSET: usize = ENTRY_MAGIC_OFFSET + 4;
+const ENTRY_KIND_OFFSET: usize = ENTRY_VERSION_OFFSET + 2;
+const ENTRY_FLAGS_OFFSET: usize = ENTRY_KIND_OFFSET + 1;
+const ENTRY_HEADER_CRC_OFFSET: usize = ENTRY_FLAGS_OFFSET + 1;
+const ENTRY_PAYLOAD_LEN_OFFSET: usize = ENTRY_HEADER_CRC_OFFSET + 4;
+const ENTRY_PAYLOAD_CRC_OFFSET: usize = ENTRY_PAYLOAD_LEN_OFFSET + 4;
+const ENTRY_INCARNATION_OFFSET: usize = ENTRY_PAYLOAD_CRC_OFFSET + 4;
+const ENTRY_LSN_OFFSET: usize = ENTRY_INCARNATION_OFFSET + 4;
+const ENTRY_WATERMARK_OFFSET: usize = ENTRY_LSN_OFFSET + 8;
+const ENTRY_LAP_OFFSET: usize = ENTRY_WATERMARK_OFFSET + 8;
+const ENTRY_SEGMENT_OFFSET: usize = ENTRY_LAP_OFFSET + 4;
+const ENTRY_OFFSET_OFFSET: usize = ENTRY_SEGMENT_OFFSET + 4;
+const ENTRY_BATCH_BYTES_OFFSET: usize = ENTRY_OFFSET_OFFSET + 4;
+const ENTRY_BATCH_INDEX_OFFSET: usize = ENTRY_BATCH_BYTES_OFFSET + 4;
+const ENTRY_RING_TAG_OFFSET: usize = ENTRY_BATCH_INDEX_OFFSET + 4;
+/// Size of the header in front of every record: the per-entry overhead, in bytes.
+pub const ENTRY_HEADER_SIZE: usize = ENTRY_RING_TAG_OFFSET + 4;
+
+const _: () = assert!(CONTROL_SIZE == 128);
+const _: () = assert!(SEGMENT_HEADER_SIZE == 64);
+const _: () = assert!(ENTRY_HEADER_SIZE == 64);
+const _: () = assert!(CONTROL_SIZE <= BLOCK_SIZE_MIN_BYTES as usize);
+const _: () = assert!(BLOCK_SIZE_MIN_BYTES.is_power_of_two());
+const _: () = assert!(BLOCK_SIZE_MAX_BYTES.is_power_of_two());
+const _: () = assert!(BATCH_SIZE_LIMIT_BYTES % BLOCK_SIZE_MAX_BYTES == 0);
+
+/// A ring's identity: 16 random bytes chosen at format time (a UUID).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RingId(pub [u8; 16]);
+
+impl RingId {
+    /// The 32-bit tag stored in every entry header: CRC32C of the id.
+    pub fn tag(&self) -> u32 {
+        crc32c::crc32c(&self.0)
+    }
+
+    /// The CRC32C state after the id, the seed of every header checksum.
+    fn crc_seed(&self) -> u32 {
+        crc32c::crc32c(&self.0)
+    }
+}
+
+impl std::fmt::Display for RingId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (index, byte) in self.0.iter().enumerate() {
+            if matches!(index, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for RingId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RingId({self})")
+    }
+}
+
+/// The kind of a record. Zero is not a kind, so zeroed memory never parses as a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// An embedder's payload.
+    Data = 1,
+    /// Fills a batch up to its block boundary; consumes no LSN, never returned.
+    Padding = 2,
+    /// Reserved for the LogDrive layer: a trim record in the log.
+    Trim = 3,
+    /// Reserved for the LogDrive layer: a seal record.
+    Seal = 4,
+    /// Reserved for the LogDrive layer: a fence record.
+    Fence = 5,
+}
+
+impl Kind {
+    /// Decodes a kind byte; `None` for a byte that names no kind.
+    pub fn from_byte(byte: u8) -> Option<Kind> {
+        match byte {
+            1 => Some(Kind::Data),
+            2 => Some(Kind::Padding),
+            3 => Some(Kind::Trim),
+            4 => Some(Kind::Seal),
+            5 => Some(Kind::Fence),
+            _ => None,
+        }
+    }
+
+    /// Whether a record of this kind takes an LSN (every kind but padding).
+    pub fn consumes_lsn(self) -> bool {
+        self != Kind::Padding
+    }
+
+    /// Lower-case name, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Data => "data",
+            Kind::Padding => "padding",
+            Kind::Trim => "trim",
+            Kind::Seal => "seal",
+            Kind::Fence => "fence",
+        }
+    }
+}
+
+/// Where a batch or record lives: the lap of the ring, the segment, and the byte offset inside
+/// the segment. Positions order by lap, then segment, then offset: the order of the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Position {
+    /// Which pass over the ring (the first is lap 1; lap 0 is never written).
+    pub lap: u32,
+    /// Segment index, below the ring's segment count.
+    pub segment: u32,
+    /// Byte offset inside the segment.
+    pub offset: u32,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "lap {} segment {} offset {}", self.lap, self.segment, self.offset)
+    }
+}
+
+/// The ring's geometry, fixed at format time and recorded in the control block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// The unit of every write and read: the largest of 4096 and the device's logical and
+    /// physical block sizes.
+    pub block_size_bytes: u32,
+    /// Size of one segment, its header block included.
+    pub segment_size_bytes: u64,
+    /// Number of segments in the ring (at least 2).
+    pub segment_count: u32,
+    /// The largest batch the writer builds, in bytes (a multiple of the block size).
+    pub batch_size_max_bytes: u32,
+    /// At most this many batches are written but not yet covered by a completed flush.
+    pub window_batches_max: u32,
+    /// At most this many batch bytes are written but not yet covered by a completed flush.
+    pub window_bytes_max: u64,
+}
+
+impl Geometry {
+    /// Checks every rule the format relies on; the writer and replay assume them.
+    pub fn validate(&self) -> Result<(), GeometryError> {
+        let block = self.block_size_bytes;
+        if !block.is_power_of_two() || !(BLOCK_SIZE_MIN_BYTES..=BLOCK_SIZE_MAX_BYTES).contains(&block)
+        {
+            return Err(GeometryError::BlockSize { block_size_bytes: block });
+        }
+        let block = u64::from(block);
+        if self.segment_size_bytes % block != 0
+            || self.segment_size_bytes < 2 * block
+            || self.segment_size_bytes > u64::from(u32::MAX) - block + 1
+        {
+            return Err(GeometryError::SegmentSize {
+                segment_size_bytes: self.segment_size_bytes,
+                block_size_bytes: self.block_size_bytes,
+            });
+        }
+        if self.segment_count < 2 {
+            return Err(GeometryError::SegmentCount { segment_count: self.segment_count });
+        }
+        let batch = u64::from(self.batch_size_max_bytes);
+        if batch % block != 0
+            || batch < block
+            || batch > u64::from(BATCH_SIZE_LIMIT_BYTES)
+            || batch > self.segment_data_bytes()
+        {
+            return Err(GeometryError::BatchSize {
+                batch_size_max_bytes: self.batch_size_max_bytes,
+                segment_data_bytes: self.segment_data_bytes(),
+            });
+        }
+        if self.window_batches_max == 0 || self.window_bytes_max < batch {
+            return Err(GeometryError::Window {
+                window_batches_max: self.window_batches_max,
+                window_bytes_max: self.window_bytes_max,
+                batch_size_max_bytes: self.batch_size_max_bytes,
+            });
+        }
+        self.ring_size_bytes().ok_or(GeometryError::TooLarge)?;
+        Ok(())
+    }
+
+    /// Bytes of a segment available to batches (all but its header block).
+    pub fn segment_data_bytes(&self) -> u64 {
+        self.segment_size_bytes.saturating_sub(u64::from(self.block_size_bytes))
+    }
+
+    /// Offset inside a segment where its first batch starts (right after the header block).
+    pub fn segment_data_offset(&self) -> u32 {
+        self.block_size_bytes
+    }
+
+    /// Total bytes the ring occupies: the control copies plus every segment.
+    pub fn ring_size_bytes(&self) -> Option<u64> {
+        let segments = self.segment_size_bytes.checked_mul(u64::from(self.segment_count))?;
+        segments.checked_add(self.control_area_bytes())
+    }
+
+    /// Bytes taken by the control block copies at the start of the ring.
+    pub fn control_area_bytes(&self) -> u64 {
+        CONTROL_COPIES * u64::from(self.block_size_bytes)
+    }
+
+    /// Ring offset of control block copy `copy` (0 or 1).
+    pub fn control_offset(&self, copy: u64) -> u64 {
+        debug_assert!(copy < CONTROL_COPIES);
+        copy * u64::from(self.block_size_bytes)
+    }
+
+    /// Ring offset of the first byte of `segment`.
+    pub fn segment_ring_offset(&self, segment: u32) -> u64 {
+        debug_assert!(segment < self.segment_count);
+        self.control_area_bytes() + u64::from(segment) * self.segment_size_bytes
+    }
+
+    /// Ring offset of a position.
+    pub fn ring_offset(&self, position: Position) -> u64 {
+        debug_assert!(u64::from(position.offset) <= self.segment_size_bytes);
+        self.segment_ring_offset(position.segment) + u64::from(position.offset)
+    }
+
+    /// The largest payload one record may carry: a batch holding that record alone.
+    pub fn payload_size_max_bytes(&self) -> u32 {
+        self.batch_size_max_bytes - ENTRY_HEADER_SIZE as u32
+    }
+
+    /// The first data position of the segment after `position`'s, on the lap it is on then.
+    pub fn next_segment_start(&self, position: Position) -> Position {
+        let (segment, lap) = if position.segment + 1 == self.segment_count {
+            (0, position.lap + 1)
+        } else {
+            (position.segment + 1, position.lap)
+        };
+        Position { lap, segment, offset: self.segment_data_offset() }
+    }
+
+    /// A position's segment in one count over all laps: `lap * segment_count + segment`.
+    pub fn linear_segment(&self, position: Position) -> u64 {
+        u64::from(position.lap) * u64::from(self.segment_count) + u64::from(position.segment)
+    }
+
+    /// Bytes from `from` to `to` along the log (`to` at or after `from`), counting every byte in
+    /// between: segment headers and unused segment tails included.
+    pub fn distance_bytes(&self, from: Position, to: Position) -> u64 {
+        debug_assert!(from <= to);
+        let segments = self.linear_segment(to) - self.linear_segment(from);
+        (segments * self.segment_size_bytes + u64::from(to.offset)) - u64::from(from.offset)
+    }
+}
+
+fn put_u16(buf: &mut [u8], offset: usize, value: u16) {
+    buf[offset..offset + 2].copy_from_slice(&value.to_le_bytes());
+}
+
+fn put_u32(buf: &mut [u8], offset: usize, value: u32) {
+    buf[offset..offset + 4].copy_from_slice(&value.to_le_bytes());
+}
+
+fn put_u64(buf: &mut [u8], offset: usize, value: u64) {
+    buf[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
+}
+
+fn get_u16(buf: &[u8], offset: usize) -> u16 {
+    u16::from_le_bytes([buf[offset], buf[offset + 1]])
+}
+
+fn get_u32(buf: &[u8], offset: usize) -> u32 {
+    let mut bytes = [0u8; 4];
+    bytes.copy_from_slice(&buf[offset..offset + 4]);
+    u32::from_le_bytes(bytes)
+}
+
+fn get_u64(buf: &[u8], offset: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&buf[offset..offset + 8]);
+    u64::from_le_bytes(bytes)
+}
+
+/// CRC32C over `bytes` with the 4-byte crc field at `crc_offset` taken as zero, starting from
+/// `seed` (0 for none, or the ring id's CRC state).
+fn crc_skipping_field(seed: u32, bytes: &[u8], crc_offset: usize) -> u32 {
+    let crc = crc32c::crc32c_append(seed, &bytes[..crc_offset]);
+    let crc = crc32c::crc32c_append(crc, &[0u8; 4]);
+    crc32c::crc32c_append(crc, &bytes[crc_offset + 4..])
+}
+
+/// What a control block records: identity, geometry, incarnation and trim point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlBlock {
+    /// Bumped on every rewrite; the valid copy with the highest sequence is current.
+    pub sequence: u64,
+    /// The ring's identity.
+    pub ring_id: RingId,
+    /// The ring's geometry.
+    pub geometry: Geometry,
+    /// The incarnation of the last writable open (0 on a freshly formatted ring).
+    pub incarnation: u32,
+    /// Entries with an LSN at or below this are released (trim is inclusive).
+    pub trim_lsn: u64,
+    /// The batch boundary where replay starts.
+    pub head: Position,
+    /// LSN of the first record of the batch at `head`.
+    pub head_lsn: u64,
+}
+
+/// Why a control block copy was not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlDefect {
+    /// The copy does not start with the control magic: not a sealog control block.
+    Magic,
+    /// The magic is there but the CRC does not match: the copy is damaged or torn.
+    Crc,
+    /// The copy is intact but was written by another format version.
+    Version(u16),
+}
+
+impl ControlBlock {
+    /// The control block of a freshly formatted ring: nothing written, head at segment 0.
+    pub fn new_ring(ring_id: RingId, geometry: Geometry) -> ControlBlock {
+        ControlBlock {
+            sequence: 1,
+            ring_id,
+            geometry,
+            incarnation: 0,
+            trim_lsn: 0,
+            head: Position { lap: 1, segment: 0, offset: geometry.segment_data_offset() },
+            head_lsn: 1,
+        }
+    }
+
+    /// Which of the two copies this block is written to.
+    pub fn copy(&self) -> u64 {
+        self.sequence % CONTROL_COPIES
+    }
+
+    /// Encodes into the first [`CONTROL_SIZE`] bytes of `buf` and zeroes the rest.
+    pub fn encode(&self, buf: &mut [u8]) {
+        assert!(buf.len() >= CONTROL_SIZE);
+        buf.fill(0);
+        let g = &self.geometry;
+        put_u32(buf, CONTROL_MAGIC_OFFSET, CONTROL_MAGIC);
+        put_u16(buf, CONTROL_VERSION_OFFSET, FORMAT_VERSION);
+        put_u32(buf, CONTROL_INCARNATION_OFFSET, self.incarnation);
+        put_u64(buf, CONTROL_SEQUENCE_OFFSET, self.sequence);
+        buf[CONTROL_RING_ID_OFFSET..CONTROL_RING_ID_OFFSET + 16].copy_from_slice(&self.ring_id.0);
+        put_u32(buf, CONTROL_BLOCK_SIZE_OFFSET, g.block_size_bytes);
+        put_u32(buf, CONTROL_SEGMENT_COUNT_OFFSET, g.segment_count);
+        put_u64(buf, CONTROL_SEGMENT_SIZE_OFFSET, g.segment_size_bytes);
+        put_u32(buf, CONTROL_BATCH_MAX_OFFSET, g.batch_size_max_bytes);
+        put_u32(buf, CONTROL_WINDOW_BATCHES_OFFSET, g.window_batches_max);
+        put_u64(buf, CONTROL_WINDOW_BYTES_OFFSET, g.window_bytes_max);
+        put_u64(buf, CONTROL_TRIM_LSN_OFFSET, self.trim_lsn);
+        put_u64(buf, CONTROL_HEAD_LSN_OFFSET, self.head_lsn);
+        put_u32(buf, CONTROL_HEAD_LAP_OFFSET, self.head.lap);
+        put_u32(buf, CONTROL_HEAD_SEGMENT_OFFSET, self.head.segment);
+        put_u32(buf, CONTROL_HEAD_OFFSET_OFFSET, self.head.offset);
+        let crc = crc_skipping_field(0, &buf[..CONTROL_SIZE], CONTROL_CRC_OFFSET);
+        put_u32(buf, CONTROL_CRC_OFFSET, crc);
+    }
+
+    /// Decodes a control block copy. The geometry and head are not validated here
+    /// ([`Geometry::validate`] and the replay do that), only the bytes' integrity.
+    pub fn decode(buf: &[u8]) -> Result<ControlBlock, ControlDefect> {
+        if buf.len() < CONTROL_SIZE || get_u32(buf, CONTROL_MAGIC_OFFSET) != CONTROL_MAGIC {
+            return Err(ControlDefect::Magic);
+        }
+        let bytes = &buf[..CONTROL_SIZE];
+        if crc_skipping_field(0, bytes, CONTROL_CRC_OFFSET) != get_u32(bytes, CONTROL_CRC_OFFSET) {
+            return Err(ControlDefect::Crc);
+        }
+        let version = get_u16(bytes, CONTROL_VERSION_OFFSET);
+        if version != FORMAT_VERSION {
+            return Err(ControlDefect::Version(version));
+        }
+        let mut ring_id = [0u8; 16];
+        ring_id.copy_from_slice(&bytes[CONTROL_RING_ID_OFFSET..CONTROL_RING_ID_OFFSET + 16]);
+        Ok(ControlBlock {
+            sequence: get_u64(bytes, CONTROL_SEQUENCE_OFFSET),
+            ring_id: RingId(ring_id),
+            geometry: Geometry {
+                block_size_bytes: get_u32(bytes, CONTROL_BLOCK_SIZE_OFFSET),
+                segment_size_bytes: get_u64(bytes, CONTROL_SEGMENT_SIZE_OFFSET),
+                segment_count: get_u32(bytes, CONTROL_SEGMENT_COUNT_OFFSET),
+                batch_size_max_bytes: get_u32(bytes, CONTROL_BATCH_MAX_OFFSET),
+                window_batches_max: get_u32(bytes, CONTROL_WINDOW_BATCHES_OFFSET),
+                window_bytes_max: get_u64(bytes, CONTROL_WINDOW_BYTES_OFFSET),
+            },
+            incarnation: get_u32(bytes, CONTROL_INCARNATION_OFFSET),
+            trim_lsn: get_u64(bytes, CONTROL_TRIM_LSN_OFFSET),
+            head_lsn: get_u64(bytes, CONTROL_HEAD_LSN_OFFSET),
+            head: Position {
+                lap: get_u32(bytes, CONTROL_HEAD_LAP_OFFSET),
+                segment: get_u32(bytes, CONTROL_HEAD_SEGMENT_OFFSET),
+                offset: get_u32(bytes, CONTROL_HEAD_OFFSET_OFFSET),
+            },
+        })
+    }
+}
+
+/// A segment's header: which lap it is on and where its LSNs start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentHeader {
+    /// The segment's index in the ring.
+    pub segment: u32,
+    /// The lap the segment was last started on.
+    pub lap: u32,
+    /// The incarnation of the writer that started it.
+    pub incarnation: u32,
+    /// LSN of the first record of the segment's first batch on this lap.
+    pub first_lsn: u64,
+}
+
+/// Why a segment header was not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentDefect {
+    /// The block is all zeros: the segment was never started.
+    Zeroed,
+    /// No segment magic.
+    Magic,
+    /// Another format version.
+    Version,
+    /// The CRC (seeded with this ring's id) does not match: damaged, torn or another ring's.
+    Crc,
+}
+
+impl SegmentHeader {
+    /// Encodes into the first [`SEGMENT_HEADER_SIZE`] bytes of `buf` and zeroes the rest.
+    pub fn encode(&self, ring_id: RingId, buf: &mut [u8]) {
+        assert!(buf.len() >= SEGMENT_HEADER_SIZE);
+        buf.fill(0);
+        put_u32(buf, SEGMENT_MAGIC_OFFSET, SEGMENT_MAGIC);
+        put_u16(buf, SEGMENT_VERSION_OFFSET, FORMAT_VERSION);
+        put_u32(buf, SEGMENT_INDEX_OFFSET, self.segment);
+        put_u32(buf, SEGMENT_LAP_OFFSET, self.lap);
+        put_u32(buf, SEGMENT_INCARNATION_OFFSET, self.incarnation);
+        put_u64(buf, SEGMENT_FIRST_LSN_OFFSET, self.first_lsn);
+        buf[SEGMENT_RING_ID_OFFSET..SEGMENT_RING_ID_OFFSET + 16].copy_from_slice(&ring_id.0);
+        let crc =
+            crc_skipping_field(ring_id.crc_seed(), &buf[..SEGMENT_HEADER_SIZE], SEGMENT_CRC_OFFSET);
+        put_u32(buf, SEGMENT_CRC_OFFSET, crc);
+    }
+
+    /// Decodes and checks a segment header against this ring's identity.
+    pub fn decode(ring_id: RingId, buf: &[u8]) -> Result<SegmentHeader, SegmentDefect> {
+        let bytes = &buf[..SEGMENT_HEADER_SIZE];
+        if get_u32(bytes, SEGMENT_MAGIC_OFFSET) != SEGMENT_MAGIC {
+            if bytes.iter().all(|&byte| byte == 0) {
+                return Err(SegmentDefect::Zeroed);
+            }
+            return Err(SegmentDefect::Magic);
+        }
+        if get_u16(bytes, SEGMENT_VERSION_OFFSET) != FORMAT_VERSION {
+            return Err(SegmentDefect::Version);
+        }
+        let crc = crc_skipping_field(ring_id.crc_seed(), bytes, SEGMENT_CRC_OFFSET);
+        if crc != get_u32(bytes, SEGMENT_CRC_OFFSET) {
+            return Err(SegmentDefect::Crc);
+        }
+        Ok(SegmentHeader {
+            segment: get_u32(bytes, SEGMENT_INDEX_OFFSET),
+            lap: get_u32(bytes, SEGMENT_LAP_OFFSET),
+            incarnation: get_u32(bytes, SEGMENT_INCARNATION_OFFSET),
+            first_lsn: get_u64(bytes, SEGMENT_FIRST_LSN_OFFSET),
+        })
+    }
+}
+
+/// A decoded entry header: every field of the 64 bytes but the checksums, which decoding checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryHeader {
+    /// The record's kind.
+    pub kind: Kind,
+    /// Payload length in bytes.
+    pub payload_len: u32,
+    /// CRC32C of the payload.
+    pub payload_crc: u32,
+    /// The writer's incarnation.
+    pub incarnation: u32,
+    /// The record's LSN (for padding: the LSN the next record takes).
+    pub lsn: u64,
+    /// The highest LSN acknowledged when the batch was built.
+    pub watermark: u64,
+    /// Where the header was written.
+    pub position: Position,
+    /// Length of the record's batch in bytes.
+    pub batch_bytes: u32,
+    /// The record's index within its batch.
+    pub batch_index: u32,
+}
+
+/// Why an entry header was not accepted, in the order the checks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderDefect {
+    /// All 64 bytes are zero: nothing was written here.
+    Zeroed,
+    /// No entry magic.
+    Magic,
+    /// Another format version.
+    Version,
+    /// The ring tag names another ring.
+    RingId,
+    /// The header CRC does not match.
+    HeaderCrc,
+    /// The kind byte names no kind, or the flags are not zero.
+    Kind,
+}
+
+impl EntryHeader {
+    /// The LSN of the first record of this record's batch.
+    pub fn batch_first_lsn(&self) -> u64 {
+        self.lsn.wrapping_sub(u64::from(self.batch_index))
+    }
+
+    /// Bytes of this record: header plus payload.
+    pub fn record_bytes(&self) -> u64 {
+        ENTRY_HEADER_SIZE as u64 + u64::from(self.payload_len)
+    }
+
+    /// Encodes into the first [`ENTRY_HEADER_SIZE`] bytes of `buf`, header CRC included.
+    pub fn encode(&self, ring_id: RingId, buf: &mut [u8]) {
+        self.encode_unsealed(ring_id, buf);
+        seal_entry_header(ring_id, buf, self.batch_bytes);
+    }
+
+    /// Encodes every field but the header CRC, which [`seal_entry_header`] computes once the
+    /// batch's length is known (so the encoder computes each header CRC once).
+    pub(crate) fn encode_unsealed(&self, ring_id: RingId, buf: &mut [u8]) {
+        let header = &mut buf[..ENTRY_HEADER_SIZE];
+        put_u32(header, ENTRY_MAGIC_OFFSET, ENTRY_MAGIC);
+        put_u16(header, ENTRY_VERSION_OFFSET, FORMAT_VERSION);
+        header[ENTRY_KIND_OFFSET] = self.kind as u8;
+        header[ENTRY_FLAGS_OFFSET] = 0;
+        put_u32(header, ENTRY_HEADER_CRC_OFFSET, 0);
+        put_u32(header, ENTRY_PAYLOAD_LEN_OFFSET, self.payload_len);
+        put_u32(header, ENTRY_PAYLOAD_CRC_OFFSET, self.payload_crc);
+        put_u32(header, ENTRY_INCARNATION_OFFSET, self.incarnation);
+        put_u64(header, ENTRY_LSN_OFFSET, self.lsn);
+        put_u64(header, ENTRY_WATERMARK_OFFSET, self.watermark);
+        put_u32(header, ENTRY_LAP_OFFSET, self.position.lap);
+        put_u32(header, ENTRY_SEGMENT_OFFSET, self.position.segment);
+        put_u32(header, ENTRY_OFFSET_OFFSET, self.position.offset);
+        put_u32(header, ENTRY_BATCH_BYTES_OFFSET, self.batch_bytes);
+        put_u32(header, ENTRY_BATCH_INDEX_OFFSET, self.batch_index);
+        put_u32(header, ENTRY_RING_TAG_OFFSET, ring_id.tag());
+    }
+
+    /// Decodes the header at the start of `buf` and checks its integrity and identity: magic,
+    /// version, ring, header CRC, kind and flags. Where it was found, its lap and LSN are for the
+    /// caller to check against what it expects.
+    pub fn decode(ring_id: RingId, buf: &[u8]) -> Result<EntryHeader, HeaderDefect> {
+        let header = &buf[..ENTRY_HEADER_SIZE];
+        if get_u32(header, ENTRY_MAGIC_OFFSET) != ENTRY_MAGIC {
+            if header.iter().all(|&byte| byte == 0) {
+                return Err(HeaderDefect::Zeroed);
+            }
+            return Err(HeaderDefect::Magic);
+        }
+        if get_u16(header, ENTRY_VERSION_OFFSET) != FORMAT_VERSION {
+            return Err(HeaderDefect::Version);
+        }
+        if get_u32(header, ENTRY_RING_TAG_OFFSET) != ring_id.tag() {
+            return Err(HeaderDefect::RingId);
+        }
+        let crc = crc_skipping_field(ring_id.crc_seed(), header, ENTRY_HEADER_CRC_OFFSET);
+        if crc != get_u32(header, ENTRY_HEADER_CRC_OFFSET) {
+            return Err(HeaderDefect::HeaderCrc);
+        }
+        let kind = Kind::from_byte(header[ENTRY_KIND_OFFSET]).ok_or(HeaderDefect::Kind)?;
+        if header[ENTRY_FLAGS_OFFSET] != 0 {
+            return Err(HeaderDefect::Kind);
+        }
+        Ok(EntryHeader {
+            kind,
+            payload_len: get_u32(header, ENTRY_PAYLOAD_LEN_OFFSET),
+            payload_crc: get_u32(header, ENTRY_PAYLOAD_CRC_OFFSET),
+            incarnation: get_u32(header, ENTRY_INCARNATION_OFFSET),
+            lsn: get_u64(header, ENTRY_LSN_OFFSET),
+            watermark: get_u64(header, ENTRY_WATERMARK_OFFSET),
+            position: Position {
+                lap: get_u32(header, ENTRY_LAP_OFFSET),
+                segment: get_u32(header, ENTRY_SEGMENT_OFFSET),
+                offset: get_u32(header, ENTRY_OFFSET_OFFSET),
+            },
+            batch_bytes: get_u32(header, ENTRY_BATCH_BYTES_OFFSET),
+            batch_index: get_u32(header, ENTRY_BATCH_INDEX_OFFSET),
+        })
+    }
+}
+
+/// Sets the `batch bytes` field of the encoded header at the start of `buf`, computes its
+/// header CRC, and returns the record's length (header plus payload) in bytes.
+pub(crate) fn seal_entry_header(ring_id: RingId, buf: &mut [u8], batch_bytes: u32) -> u64 {
+    let header = &mut buf[..ENTRY_HEADER_SIZE];
+    put_u32(header, ENTRY_BATCH_BYTES_OFFSET, batch_bytes);
+    put_u32(header, ENTRY_HEADER_CRC_OFFSET, 0);
+    let crc = crc_skipping_field(ring_id.crc_seed(), header, ENTRY_HEADER_CRC_OFFSET);
+    put_u32(header, ENTRY_HEADER_CRC_OFFSET, crc);
+    ENTRY_HEADER_SIZE as u64 + u64::from(get_u32(header, ENTRY_PAYLOAD_LEN_OFFSET))
+}
+
+/// CRC32C of a payload, as stored in its header.
+pub fn payload_crc(payload: &[u8]) -> u32 {
+    crc32c::crc32c(payload)
+}

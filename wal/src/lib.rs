@@ -1,0 +1,48 @@
+//! sealog's on-disk format and replay, as pure code over bytes: no syscalls, no threads, no
+//! unsafe. The engine (`sealog`) writes what [`batch`] encodes where [`layout`] places it, and
+//! opens a ring by running [`replay`] over its device; the fault-injection crate runs the same
+//! replay over simulated crash images.
+//!
+//! - [`format`]: the byte layout, drawn once, with its encoders and decoders;
+//! - [`batch`]: packs records into block-aligned batches;
+//! - [`layout`]: where the next batch goes, segment changes, laps, ring-full;
+//! - [`decision`]: replay's decision table;
+//! - [`replay`]: the scan, the torn-tail/corruption decision and the [`RecoveryReport`];
+//! - [`source`]: the read-only source replay reads through;
+//! - [`model`]: a reference writer over memory, for tests, the example and the fuzz target.
+
+#![forbid(unsafe_code)]
+
+pub mod batch;
+pub mod decision;
+pub mod error;
+pub mod format;
+pub mod layout;
+pub mod model;
+pub mod replay;
+pub mod source;
+
+pub use batch::{BatchBuilder, BatchStart, EncodedBatch};
+pub use error::{EncodeError, GeometryError, ReplayError, RingFull};
+pub use format::{ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader};
+pub use layout::{BatchSlot, WriteCursor};
+pub use replay::{
+    read_control, replay, scan, Check, Corruption, Entry, Evidence, Outcome, RecoveryMode,
+    RecoveryReport, ReplayOptions, TornTail,
+};
+pub use source::RingSource;
+
+/// Feeds arbitrary bytes to replay as a ring, in both recovery modes; used by the `replay`
+/// fuzz target and its stable-toolchain twin in the tests. Replay must return `Ok` or a typed
+/// error for any input; a panic is a bug.
+pub fn fuzz_replay(bytes: &[u8]) {
+    for mode in [RecoveryMode::Strict, RecoveryMode::TruncateAtCorruption] {
+        let options = ReplayOptions { mode, read_chunk_bytes: 1 << 16 };
+        let mut source: &[u8] = bytes;
+        let mut visited = 0u64;
+        if let Ok(report) = replay(&mut source, &options, &mut |_| visited += 1) {
+            assert_eq!(report.entries, visited);
+            assert!(report.first_lsn <= report.last_lsn);
+        }
+    }
+}

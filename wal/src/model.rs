@@ -1,0 +1,355 @@
+//! A reference writer over an in-memory ring: the writer's protocol (format, open with replay,
+//! incarnation bump, invalidation of the dirty region, batches placed by [`WriteCursor`],
+//! pipelined writes bounded by the in-flight window, flushes, acknowledgements, trim) with the
+//! device modelled as durable bytes plus writes not yet covered by a flush. A crash builds an
+//! image from the durable bytes and a caller-chosen fate for every block of every pending write.
+//!
+//! It exists so that the format and replay can be tested against exactly the layout a writer
+//! produces, with no I/O: the property tests, the example and the fuzz seeds use it. The engine
+//! implements the same protocol on real devices; this module owns none of the engine's
+//! concerns (threads, io_uring, buffers, errors of real I/O).
+
+use std::collections::VecDeque;
+
+use crate::batch::{BatchBuilder, BatchStart};
+use crate::error::{EncodeError, ReplayError, RingFull};
+use crate::format::{ControlBlock, Geometry, Kind, Position, RingId};
+use crate::layout::WriteCursor;
+use crate::replay::{replay, RecoveryReport, ReplayOptions};
+
+/// What becomes of one block of a pending (unflushed) write when the power fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockFate {
+    /// The new bytes reached the media.
+    New,
+    /// The old bytes stayed.
+    Old,
+    /// The block reads back as zeros.
+    Zero,
+    /// The block reads back as garbage (derived from the seed).
+    Garbage(u64),
+    /// The first `n` sectors (512 bytes each) are new, the rest old.
+    PartlyNew(u32),
+}
+
+/// A write submitted but not yet covered by a completed flush.
+#[derive(Clone, Debug)]
+pub struct PendingWrite {
+    /// Where it goes.
+    pub ring_offset: u64,
+    /// What it writes.
+    pub bytes: Vec<u8>,
+    /// The LSNs of the records in it (empty for a tail marker).
+    pub lsns: std::ops::Range<u64>,
+}
+
+/// Why the model writer refused an append.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The record cannot be encoded.
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
+    /// The ring is full.
+    #[error(transparent)]
+    RingFull(#[from] RingFull),
+}
+
+/// A batch the writer put in the ring and has not released by trim.
+#[derive(Clone, Copy, Debug)]
+struct LiveBatch {
+    position: Position,
+    first_lsn: u64,
+    next_lsn: u64,
+}
+
+/// The reference writer.
+pub struct ModelWriter {
+    geometry: Geometry,
+    ring_id: RingId,
+    durable: Vec<u8>,
+    pending: Vec<PendingWrite>,
+    control: ControlBlock,
+    cursor: WriteCursor,
+    incarnation: u32,
+    acked_lsn: u64,
+    live: VecDeque<LiveBatch>,
+    batch_buf: Vec<u8>,
+}
+
+/// Sector size used for [`BlockFate::PartlyNew`] tears.
+pub const TEAR_SECTOR_BYTES: usize = 512;
+
+impl ModelWriter {
+    /// A freshly formatted ring's bytes: both control copies, everything else zero.
+    pub fn format(geometry: Geometry, ring_id: RingId) -> Vec<u8> {
+        geometry.validate().expect("model rings use valid geometries");
+        let size = geometry.ring_size_bytes().expect("validated");
+        let mut image = vec![0u8; usize::try_from(size).expect("in-memory ring fits in memory")];
+        let block = geometry.block_size_bytes as usize;
+        for sequence in 0..2u64 {
+            let control = ControlBlock { sequence, ..ControlBlock::new_ring(ring_id, geometry) };
+            let at = (control.copy() as usize) * block;
+            control.encode(&mut image[at..at + block]);
+        }
+        image
+    }
+
+    /// Opens a ring image for writing, as the engine does: replay (with `options`), bump the
+    /// incarnation in a durable control block, zero the dirty region after the cut durably, and
+    /// place the cursor at the cut. Returns the writer, the report and the recovered entries.
+    pub fn open(
+        mut image: Vec<u8>,
+        options: &ReplayOptions,
+    ) -> Result<(ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>), ReplayError> {
+        let mut entries = Vec::new();
+        let mut live: VecDeque<LiveBatch> = VecDeque::new();
+        let report = replay(&mut image, options, &mut |entry| {
+            entries.push((entry.lsn, entry.payload.to_vec()));
+            match live.back_mut() {
+                Some(batch) if batch.position == entry.batch => batch.next_lsn = entry.lsn + 1,
+                _ => live.push_back(LiveBatch {
+                    position: entry.batch,
+                    first_lsn: entry.lsn,
+                    next_lsn: entry.lsn + 1,
+                }),
+            }
+        })?;
+        let geometry = report.control.geometry;
+        let incarnation = report.incarnation_max + 1;
+        let mut writer = ModelWriter {
+            geometry,
+            ring_id: report.control.ring_id,
+            durable: image,
+            pending: Vec::new(),
+            control: report.control,
+            cursor: WriteCursor { position: report.next_position, next_lsn: report.next_lsn },
+            incarnation,
+            acked_lsn: report.next_lsn - 1,
+            live,
+            batch_buf: vec![0u8; geometry.batch_size_max_bytes as usize],
+        };
+        if let Some(invalidate) = report.invalidate {
+            for (offset, len) in invalidate.ranges(&geometry) {
+                let (offset, len) = (offset as usize, len as usize);
+                writer.durable[offset..offset + len].fill(0);
+            }
+        }
+        let head = if report.trim_lsn < report.control.trim_lsn || writer.live.is_empty() {
+            (report.next_position, report.next_lsn)
+        } else {
+            (report.control.head, report.control.head_lsn)
+        };
+        writer.write_control(report.trim_lsn.min(report.next_lsn - 1), head.0, head.1);
+        Ok((writer, report, entries))
+    }
+
+    fn write_control(&mut self, trim_lsn: u64, head: Position, head_lsn: u64) {
+        let control = ControlBlock {
+            sequence: self.control.sequence + 1,
+            incarnation: self.incarnation,
+            trim_lsn,
+            head,
+            head_lsn,
+            ..self.control
+        };
+        let block = self.geometry.block_size_bytes as usize;
+        let at = control.copy() as usize * block;
+        control.encode(&mut self.durable[at..at + block]);
+        self.control = control;
+    }
+
+    /// The ring's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The ring's identity.
+    pub fn ring_id(&self) -> RingId {
+        self.ring_id
+    }
+
+    /// The incarnation this writer writes with.
+    pub fn incarnation(&self) -> u32 {
+        self.incarnation
+    }
+
+    /// Highest acknowledged LSN.
+    pub fn acked_lsn(&self) -> u64 {
+        self.acked_lsn
+    }
+
+    /// The LSN the next record takes.
+    pub fn next_lsn(&self) -> u64 {
+        self.cursor.next_lsn
+    }
+
+    /// Writes submitted and not yet flushed.
+    pub fn pending(&self) -> &[PendingWrite] {
+        &self.pending
+    }
+
+    /// The durable bytes (what survives a crash with every pending write lost).
+    pub fn durable(&self) -> &[u8] {
+        &self.durable
+    }
+
+    /// Encodes the payloads into one or more batches and submits each as a pending write,
+    /// flushing first whenever the in-flight window would overflow. Returns the LSNs given.
+    /// A payload over the limit is refused before anything of this call is submitted.
+    pub fn append(&mut self, payloads: &[&[u8]]) -> Result<Vec<u64>, ModelError> {
+        let limit = self.geometry.payload_size_max_bytes();
+        if let Some(payload) = payloads.iter().find(|payload| payload.len() as u64 > u64::from(limit))
+        {
+            return Err(EncodeError::PayloadTooLarge {
+                payload_len: payload.len() as u64,
+                payload_size_max_bytes: limit,
+            }
+            .into());
+        }
+        let mut lsns = Vec::with_capacity(payloads.len());
+        let mut rest = payloads;
+        while !rest.is_empty() {
+            let taken = self.submit_batch(rest, &mut lsns)?;
+            rest = &rest[taken..];
+        }
+        Ok(lsns)
+    }
+
+    /// Submits a tail marker: a batch with no records that carries the current watermark.
+    pub fn tail_marker(&mut self) -> Result<(), ModelError> {
+        let mut lsns = Vec::new();
+        self.submit_batch(&[], &mut lsns).map(|_| ())
+    }
+
+    /// Builds and submits one batch from the front of `payloads`; returns how many it took.
+    fn submit_batch(&mut self, payloads: &[&[u8]], lsns: &mut Vec<u64>) -> Result<usize, ModelError> {
+        // Space is reused only past the durable trim point: the control block's head.
+        let slot = self.cursor.slot(&self.geometry, self.control.head, self.incarnation)?;
+        let start = BatchStart {
+            ring_id: self.ring_id,
+            position: slot.position,
+            first_lsn: self.cursor.next_lsn,
+            watermark: self.acked_lsn,
+            incarnation: self.incarnation,
+            block_size_bytes: self.geometry.block_size_bytes,
+            capacity_bytes: slot.capacity_bytes,
+            payload_size_max_bytes: self.geometry.payload_size_max_bytes(),
+        };
+        let mut buf = std::mem::take(&mut self.batch_buf);
+        let mut builder = BatchBuilder::new(&mut buf, start);
+        let mut taken = 0;
+        for payload in payloads {
+            match builder.push(Kind::Data, payload) {
+                Ok(lsn) => lsns.push(lsn),
+                Err(EncodeError::BatchFull { .. }) => break,
+                Err(error) => {
+                    self.batch_buf = buf;
+                    return Err(error.into());
+                }
+            }
+            taken += 1;
+        }
+        if taken == 0 && !payloads.is_empty() {
+            // Not even one record fits in what is left of this segment: move to the next one.
+            drop(builder);
+            self.batch_buf = buf;
+            self.cursor.skip_to_next_segment(&self.geometry);
+            return Ok(0);
+        }
+        let batch = builder.finish();
+        let block = self.geometry.block_size_bytes as usize;
+        let mut bytes = Vec::with_capacity(block + batch.bytes as usize);
+        if let Some(header) = slot.segment_header {
+            let mut header_block = vec![0u8; block];
+            header.encode(self.ring_id, &mut header_block);
+            bytes.extend_from_slice(&header_block);
+        }
+        bytes.extend_from_slice(&buf[..batch.bytes as usize]);
+        self.batch_buf = buf;
+        // Keep the window: flush before a write that would exceed it.
+        let pending_bytes: u64 = self.pending.iter().map(|write| write.bytes.len() as u64).sum();
+        if self.pending.len() as u64 >= u64::from(self.geometry.window_batches_max)
+            || pending_bytes + u64::from(batch.bytes) > self.geometry.window_bytes_max
+        {
+            self.flush();
+        }
+        self.pending.push(PendingWrite {
+            ring_offset: slot.write_ring_offset(&self.geometry),
+            bytes,
+            lsns: batch.first_lsn..batch.next_lsn(),
+        });
+        if batch.records > 0 {
+            self.live.push_back(LiveBatch {
+                position: batch.position,
+                first_lsn: batch.first_lsn,
+                next_lsn: batch.next_lsn(),
+            });
+        }
+        self.cursor.advance(&self.geometry, batch.bytes, batch.records);
+        Ok(taken)
+    }
+
+    /// Completes every pending write and a flush after them: all of it is durable and
+    /// acknowledged.
+    pub fn flush(&mut self) {
+        for write in self.pending.drain(..) {
+            let at = write.ring_offset as usize;
+            self.durable[at..at + write.bytes.len()].copy_from_slice(&write.bytes);
+            if write.lsns.end > write.lsns.start {
+                self.acked_lsn = self.acked_lsn.max(write.lsns.end - 1);
+            }
+        }
+    }
+
+    /// Releases every entry with LSN at or below `lsn` (at most the acknowledged LSN) with a
+    /// durable control block write, so the segments before the new head can be reused.
+    pub fn trim(&mut self, lsn: u64) {
+        assert!(lsn <= self.acked_lsn, "only acknowledged entries are trimmed");
+        while self.live.front().is_some_and(|batch| batch.next_lsn <= lsn + 1) {
+            self.live.pop_front();
+        }
+        let (head, head_lsn) = match self.live.front() {
+            Some(batch) => (batch.position, batch.first_lsn),
+            None => (self.cursor.position, self.cursor.next_lsn),
+        };
+        let trim_lsn = lsn.max(self.control.trim_lsn);
+        debug_assert!(head_lsn <= trim_lsn + 1);
+        self.write_control(trim_lsn, head, head_lsn);
+    }
+
+    /// The image after a power cut now: the durable bytes, plus each block of each pending
+    /// write as `fate(write index, block index)` decides.
+    pub fn crash(&self, fate: &mut dyn FnMut(usize, usize) -> BlockFate) -> Vec<u8> {
+        let mut image = self.durable.clone();
+        let block = self.geometry.block_size_bytes as usize;
+        for (write_index, write) in self.pending.iter().enumerate() {
+            for (block_index, new) in write.bytes.chunks(block).enumerate() {
+                let at = write.ring_offset as usize + block_index * block;
+                let target = &mut image[at..at + new.len()];
+                match fate(write_index, block_index) {
+                    BlockFate::New => target.copy_from_slice(new),
+                    BlockFate::Old => {}
+                    BlockFate::Zero => target.fill(0),
+                    BlockFate::Garbage(seed) => fill_garbage(target, seed),
+                    BlockFate::PartlyNew(sectors) => {
+                        let bytes = (sectors as usize * TEAR_SECTOR_BYTES).min(new.len());
+                        target[..bytes].copy_from_slice(&new[..bytes]);
+                    }
+                }
+            }
+        }
+        image
+    }
+}
+
+/// Deterministic garbage from a seed (xorshift64*), never all zeros for a non-zero seed.
+pub fn fill_garbage(target: &mut [u8], seed: u64) {
+    let mut state = seed | 1;
+    for chunk in target.chunks_mut(8) {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let word = state.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
+        chunk.copy_from_slice(&word[..chunk.len()]);
+    }
+}

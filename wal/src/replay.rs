@@ -1,0 +1,1109 @@
+//! Replay: reads a ring through a [`RingSource`] and decides what the log is. It owns the
+//! recovery rules of DESIGN.md ("Recovery") and invariants I-1..I-15 of RELIABILITY.md as far as
+//! a single read-only pass can keep them; the writes that recovery implies (making a cut durable,
+//! invalidating the dirty region, bumping the incarnation) are the engine's, driven by the
+//! [`RecoveryReport`] this returns.
+//!
+//! The pass:
+//! 1. Read both control copies and take the newest valid one: identity, geometry, trim point
+//!    and the head (the batch boundary where the log starts).
+//! 2. Walk batches from the head. At each batch boundary, gather the facts and look them up in
+//!    the decision table ([`crate::decision`]): accept the batch, move on to the next segment,
+//!    or stop.
+//! 3. At the first boundary that does not continue the log (the "break" at position `E`, where
+//!    LSN `e` was expected), probe every block from `E` to the head's segment on the next lap for
+//!    valid records of this log. Their watermarks and positions tell a torn tail (only
+//!    never-acknowledged data lost, within the in-flight window) from corruption (a later
+//!    watermark covers `e`, or valid data lies beyond the window).
+//!
+//! Memory is bounded by the read chunk and the ring's batch limit (itself capped by
+//! [`BATCH_SIZE_LIMIT_BYTES`](crate::format::BATCH_SIZE_LIMIT_BYTES)), never by what a length
+//! field on disk claims: every length is checked against the geometry before it is used.
+//!
+//! Cost: the probe reads the ring from the break to the head, so an open reads the whole ring
+//! once. Bounding that with redundant tail hints is future work (DESIGN.md, "Beyond the anchors").
+
+use std::io;
+
+use crate::decision::{decide, Decision, Facts, ROWS};
+use crate::error::ReplayError;
+use crate::format::{
+    ControlBlock, ControlDefect, EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId,
+    SegmentDefect, SegmentHeader, BLOCK_SIZE_MAX_BYTES, BLOCK_SIZE_MIN_BYTES, CONTROL_COPIES,
+    ENTRY_HEADER_SIZE, FORMAT_VERSION,
+};
+use crate::source::RingSource;
+
+/// What replay does when it finds damaged acknowledged data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// Fail with [`ReplayError::Corruption`] naming the damaged LSN and where it is. The default.
+    #[default]
+    Strict,
+    /// Opt-in salvage: cut the log at the damage and report exactly what was dropped.
+    TruncateAtCorruption,
+}
+
+/// How replay runs.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplayOptions {
+    /// Strict (the default) or truncating.
+    pub mode: RecoveryMode,
+    /// Bytes read at a time while scanning (rounded up to the ring's batch limit).
+    pub read_chunk_bytes: u32,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions { mode: RecoveryMode::Strict, read_chunk_bytes: 1 << 20 }
+    }
+}
+
+/// A check a record, batch or segment header failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// The source returned an error reading this block.
+    ReadError,
+    /// The header bytes are all zero: never written.
+    NotWritten,
+    /// No entry magic (for the first block of a batch: never written on this lap).
+    Magic,
+    /// Another format version.
+    Version,
+    /// The header names another ring.
+    RingId,
+    /// The header CRC does not match.
+    HeaderCrc,
+    /// Unknown kind or non-zero flags.
+    Kind,
+    /// The header records another position than where it was found: a misdirected write.
+    Position,
+    /// The header was written on an earlier lap at this same place: stale.
+    StaleLap,
+    /// The batch's length, the record's index in it, or a field every record of a batch shares
+    /// does not agree.
+    BatchLayout,
+    /// The LSN is not the next one expected.
+    LsnGap,
+    /// The record belongs to an older incarnation than records before it: stale.
+    StaleIncarnation,
+    /// The watermark is not below the batch's first LSN.
+    Watermark,
+    /// The payload length runs past the batch or the ring's payload limit.
+    PayloadLength,
+    /// The payload CRC does not match.
+    PayloadCrc,
+    /// The bytes after the last record are not a padding record or zeros.
+    Padding,
+    /// The segment header block is all zeros: the segment was never started.
+    SegmentNotStarted,
+    /// The segment header is damaged (magic, version or CRC).
+    SegmentHeader,
+    /// The segment header is from an earlier lap.
+    SegmentStaleLap,
+    /// The segment header's index, lap, first LSN or incarnation do not continue the log.
+    SegmentMismatch,
+}
+
+impl Check {
+    /// The check's name in reports and JSON (snake case).
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::ReadError => "read_error",
+            Check::NotWritten => "not_written",
+            Check::Magic => "magic",
+            Check::Version => "version",
+            Check::RingId => "ring_id",
+            Check::HeaderCrc => "header_crc",
+            Check::Kind => "kind",
+            Check::Position => "position",
+            Check::StaleLap => "stale_lap",
+            Check::BatchLayout => "batch_layout",
+            Check::LsnGap => "lsn_gap",
+            Check::StaleIncarnation => "stale_incarnation",
+            Check::Watermark => "watermark",
+            Check::PayloadLength => "payload_length",
+            Check::PayloadCrc => "payload_crc",
+            Check::Padding => "padding",
+            Check::SegmentNotStarted => "segment_not_started",
+            Check::SegmentHeader => "segment_header",
+            Check::SegmentStaleLap => "segment_stale_lap",
+            Check::SegmentMismatch => "segment_mismatch",
+        }
+    }
+
+    /// Whether failing this check at a batch's first block means "nothing of this lap was ever
+    /// written here" (zeros, another lap's bytes) rather than damage to something written.
+    fn is_never_written(self) -> bool {
+        matches!(
+            self,
+            Check::NotWritten
+                | Check::Magic
+                | Check::StaleLap
+                | Check::SegmentNotStarted
+                | Check::SegmentStaleLap
+        )
+    }
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why replay knows damaged data was acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// A valid later record's watermark covers the damaged LSN.
+    WatermarkCovers {
+        /// The watermark found.
+        watermark: u64,
+        /// Where the record carrying it lies.
+        at: Position,
+        /// That record's LSN.
+        lsn: u64,
+    },
+    /// A valid later record lies outside the in-flight window from the damage.
+    BeyondWindow {
+        /// Where it lies.
+        at: Position,
+        /// Its LSN.
+        lsn: u64,
+        /// Bytes from the damage to its end.
+        distance_bytes: u64,
+    },
+    /// The durable trim point is at or past the damaged LSN (only acknowledged entries are
+    /// ever trimmed).
+    TrimPoint {
+        /// The control block's trim LSN.
+        trim_lsn: u64,
+    },
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Evidence::WatermarkCovers { watermark, at, lsn } => {
+                write!(f, "LSN {lsn} at {at} records watermark {watermark}")
+            }
+            Evidence::BeyondWindow { at, lsn, distance_bytes } => write!(
+                f,
+                "LSN {lsn} at {at} lies {distance_bytes} bytes on, beyond the in-flight window"
+            ),
+            Evidence::TrimPoint { trim_lsn } => write!(f, "the durable trim point is {trim_lsn}"),
+        }
+    }
+}
+
+/// Damage to acknowledged data: what failed, where, and how replay knows it was acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Corruption {
+    /// Where the failed check is (segment and offset inside it).
+    pub position: Position,
+    /// The same place as a ring offset.
+    pub ring_offset: u64,
+    /// The LSN of the damaged record (the one expected there when its header is unreadable).
+    pub lsn: u64,
+    /// The check that failed.
+    pub check: Check,
+    /// Why the data counts as acknowledged.
+    pub evidence: Evidence,
+}
+
+impl std::fmt::Display for Corruption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "acknowledged data is corrupt at segment {} offset {} (ring offset {}): LSN {} \
+             failed the {} check; {}",
+            self.position.segment,
+            self.position.offset,
+            self.ring_offset,
+            self.lsn,
+            self.check,
+            self.evidence
+        )
+    }
+}
+
+/// A torn tail that replay cut: never-acknowledged batches, damaged by a crash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// Where the cut is: the next batch goes here.
+    pub start: Position,
+    /// The first LSN cut.
+    pub first_lsn: u64,
+    /// The highest LSN seen in the cut region (`first_lsn` when none was readable).
+    pub last_lsn: u64,
+    /// Bytes from the cut to the end of the last damaged block or valid record seen.
+    pub bytes: u64,
+    /// What failed at the cut.
+    pub check: Check,
+}
+
+/// What the truncating mode dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// The first LSN dropped.
+    pub first_lsn: u64,
+    /// The highest LSN seen among dropped records (`first_lsn` when none was readable).
+    pub last_lsn: u64,
+    /// Bytes from the cut to the end of the last record seen after it.
+    pub bytes: u64,
+}
+
+/// A region after the cut that a writer must overwrite with zeros, durably, before its first
+/// append, so nothing written there before the cut can ever line up behind new entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Invalidate {
+    /// First byte (the cut).
+    pub start: Position,
+    /// One past the last byte; never in the head's segment on the next lap.
+    pub end: Position,
+}
+
+impl Invalidate {
+    /// The region as `(ring offset, bytes)` ranges, one per segment it touches. A segment after
+    /// the first is covered from its offset 0, its header block included.
+    pub fn ranges(&self, geometry: &Geometry) -> Vec<(u64, u64)> {
+        let mut ranges = Vec::new();
+        let mut at = self.start;
+        while at < self.end {
+            let segment_start = geometry.segment_ring_offset(at.segment);
+            let from = segment_start + u64::from(at.offset);
+            let same_segment = (self.end.lap, self.end.segment) == (at.lap, at.segment);
+            let to = if same_segment {
+                segment_start + u64::from(self.end.offset)
+            } else {
+                segment_start + geometry.segment_size_bytes
+            };
+            if to > from {
+                ranges.push((from, to - from));
+            }
+            if same_segment {
+                break;
+            }
+            at = Position { offset: 0, ..geometry.next_segment_start(at) };
+        }
+        ranges
+    }
+}
+
+/// How replay ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The log ends where nothing more was written.
+    Clean,
+    /// A torn tail of never-acknowledged data was cut.
+    TornTail,
+    /// Truncating mode cut acknowledged data (see `dropped`).
+    Truncated,
+}
+
+impl Outcome {
+    /// `clean`, `torn_tail` or `truncated`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Clean => "clean",
+            Outcome::TornTail => "torn_tail",
+            Outcome::Truncated => "truncated",
+        }
+    }
+}
+
+/// What replay found: the recovered log's extent, where the writer goes next, and what was cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The current control block.
+    pub control: ControlBlock,
+    /// The trim point in effect (the control block's, lowered below the cut in truncating mode).
+    pub trim_lsn: u64,
+    /// First live LSN recovered (above the trim point), if any.
+    pub first_lsn: Option<u64>,
+    /// Last LSN recovered, if any live one.
+    pub last_lsn: Option<u64>,
+    /// The LSN the next record takes.
+    pub next_lsn: u64,
+    /// Where the next batch goes (at a segment's first data block, with a segment header).
+    pub next_position: Position,
+    /// The highest watermark among recovered batches.
+    pub watermark_max: u64,
+    /// The highest incarnation in the control block or any recovered batch; a writer opens
+    /// with one more.
+    pub incarnation_max: u32,
+    /// Batches recovered (tail markers and batches below the trim point included).
+    pub batches: u64,
+    /// Live records recovered (above the trim point, padding excluded).
+    pub entries: u64,
+    /// Their payload bytes.
+    pub payload_bytes: u64,
+    /// Segments whose unused rest the writer skipped.
+    pub segments_skipped: u64,
+    /// How the scan ended.
+    pub outcome: Outcome,
+    /// The torn tail cut, if any.
+    pub torn: Option<TornTail>,
+    /// In truncating mode: the damage found at the cut.
+    pub corruption: Option<Corruption>,
+    /// In truncating mode: what was dropped.
+    pub dropped: Option<Dropped>,
+    /// The region a writer must zero durably before appending, if any.
+    pub invalidate: Option<Invalidate>,
+    /// Valid records of an older incarnation found after the log's end, ignored as stale.
+    pub stale_records: u64,
+    /// Blocks after the log's end that could not be read while probing.
+    pub unreadable_blocks: u64,
+    /// The decision-table row that ended the scan.
+    pub end_row: &'static str,
+    /// How often each decision-table row was taken, in [`ROWS`] order.
+    pub row_hits: [u64; ROWS.len()],
+}
+
+impl RecoveryReport {
+    /// How often the row with this label was taken.
+    pub fn hits(&self, label: &str) -> u64 {
+        crate::decision::row_index(label).map_or(0, |index| self.row_hits[index])
+    }
+}
+
+/// A recovered record, borrowed from replay's buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry<'a> {
+    /// Its LSN.
+    pub lsn: u64,
+    /// Its kind (never padding).
+    pub kind: Kind,
+    /// Its payload, checked against its CRC.
+    pub payload: &'a [u8],
+    /// Where its header lies.
+    pub position: Position,
+    /// Where its batch starts.
+    pub batch: Position,
+    /// The incarnation that wrote it.
+    pub incarnation: u32,
+}
+
+/// Reads the ring's current control block: the newest of the two copies that checks out.
+pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlock, ReplayError> {
+    let mut block = vec![0u8; BLOCK_SIZE_MIN_BYTES as usize];
+    let first = read_control_copy(source, 0, &mut block)?;
+    // Copy 1 sits one block in; the block size is in copy 0, or, if copy 0 is damaged, is one
+    // of the few sizes the format allows: try each.
+    let second_offsets: Vec<u64> = match first {
+        Ok(control) => vec![u64::from(control.geometry.block_size_bytes)],
+        Err(_) => {
+            let sizes = BLOCK_SIZE_MIN_BYTES.trailing_zeros()..=BLOCK_SIZE_MAX_BYTES.trailing_zeros();
+            sizes.map(|shift| 1u64 << shift).collect()
+        }
+    };
+    let mut second = Err(ControlDefect::Magic);
+    for &offset in &second_offsets {
+        if offset + block.len() as u64 > source.size_bytes() {
+            break;
+        }
+        second = read_control_copy(source, offset, &mut block)?;
+        if let Ok(control) = second {
+            if u64::from(control.geometry.block_size_bytes) == offset {
+                break;
+            }
+            second = Err(ControlDefect::Crc);
+        }
+    }
+    // A copy must sit in the slot its sequence number names; one that does not was misdirected.
+    let first = first.and_then(|c| if c.copy() == 0 { Ok(c) } else { Err(ControlDefect::Crc) });
+    let second = second.and_then(|c| if c.copy() == 1 { Ok(c) } else { Err(ControlDefect::Crc) });
+    let control = match (first, second) {
+        (Ok(a), Ok(b)) => {
+            if a.sequence >= b.sequence {
+                a
+            } else {
+                b
+            }
+        }
+        (Ok(a), Err(_)) => a,
+        (Err(_), Ok(b)) => b,
+        (Err(ControlDefect::Magic), Err(ControlDefect::Magic)) => {
+            return Err(ReplayError::NotARing { second_offset: second_offsets[0] })
+        }
+        (Err(ControlDefect::Version(found)), Err(_)) | (Err(_), Err(ControlDefect::Version(found))) => {
+            return Err(ReplayError::UnsupportedVersion { found, supported: FORMAT_VERSION })
+        }
+        (Err(_), Err(_)) => return Err(ReplayError::ControlCorrupt),
+    };
+    validate_control(&control, source.size_bytes())?;
+    Ok(control)
+}
+
+fn read_control_copy<S: RingSource + ?Sized>(
+    source: &mut S,
+    offset: u64,
+    block: &mut [u8],
+) -> Result<Result<ControlBlock, ControlDefect>, ReplayError> {
+    if offset + block.len() as u64 > source.size_bytes() {
+        return Ok(Err(ControlDefect::Magic));
+    }
+    source.read_at(offset, block).map_err(|source| ReplayError::ControlIo { offset, source })?;
+    Ok(ControlBlock::decode(block))
+}
+
+fn validate_control(control: &ControlBlock, source_size_bytes: u64) -> Result<(), ReplayError> {
+    let geometry = &control.geometry;
+    geometry.validate()?;
+    let ring_size_bytes = geometry.ring_size_bytes().expect("validated geometry has a size");
+    if ring_size_bytes > source_size_bytes {
+        return Err(ReplayError::SourceTooSmall { ring_size_bytes, source_size_bytes });
+    }
+    let head = control.head;
+    let head_ok = head.lap >= 1
+        && head.segment < geometry.segment_count
+        && head.offset >= geometry.segment_data_offset()
+        && u64::from(head.offset) < geometry.segment_size_bytes
+        && head.offset % geometry.block_size_bytes == 0
+        && control.head_lsn >= 1
+        && control.head_lsn <= control.trim_lsn.saturating_add(1)
+        && control.trim_lsn < u64::MAX / 2;
+    if !head_ok {
+        return Err(ReplayError::ControlHead {
+            head,
+            head_lsn: control.head_lsn,
+            trim_lsn: control.trim_lsn,
+        });
+    }
+    debug_assert_eq!(CONTROL_COPIES, 2);
+    Ok(())
+}
+
+/// Replays the ring without visiting entries: the report alone.
+pub fn scan<S: RingSource + ?Sized>(
+    source: &mut S,
+    options: &ReplayOptions,
+) -> Result<RecoveryReport, ReplayError> {
+    replay(source, options, &mut |_| {})
+}
+
+/// Replays the ring, calling `visit` with every recovered live entry in LSN order, and returns
+/// the report. In strict mode, damaged acknowledged data is [`ReplayError::Corruption`] (the
+/// entries visited before it are then not a recovered log).
+pub fn replay<S: RingSource + ?Sized>(
+    source: &mut S,
+    options: &ReplayOptions,
+    visit: &mut dyn FnMut(&Entry<'_>),
+) -> Result<RecoveryReport, ReplayError> {
+    let control = read_control(source)?;
+    let mut scanner = Scanner::new(source, control, options);
+    scanner.run(visit)
+}
+
+/// A check that failed at a batch boundary: where, the LSN involved, and which check.
+#[derive(Clone, Copy, Debug)]
+struct Failure {
+    position: Position,
+    lsn: u64,
+    check: Check,
+    /// The failure lies past the batch's first header, which checked out: the batch was
+    /// written (at least its start), so this is damage whatever the check.
+    inside_batch: bool,
+}
+
+impl Failure {
+    fn is_damage(&self) -> bool {
+        self.inside_batch || !self.check.is_never_written()
+    }
+}
+
+/// A batch that checked out.
+#[derive(Clone, Copy, Debug)]
+struct GoodBatch {
+    bytes: u32,
+    records: u32,
+    incarnation: u32,
+    watermark: u64,
+}
+
+/// What the probe after a break found.
+#[derive(Debug, Default)]
+struct Probe {
+    acked: Option<Evidence>,
+    beyond: Option<Evidence>,
+    /// Valid records of this log found after the break (within the window or not).
+    records: u64,
+    lsn_max: u64,
+    /// End of the furthest record found, as a position.
+    end_max: Option<Position>,
+    stale_records: u64,
+    unreadable_blocks: u64,
+}
+
+/// The check a header defect fails.
+fn header_check(defect: HeaderDefect) -> Check {
+    match defect {
+        HeaderDefect::Zeroed => Check::NotWritten,
+        HeaderDefect::Magic => Check::Magic,
+        HeaderDefect::Version => Check::Version,
+        HeaderDefect::RingId => Check::RingId,
+        HeaderDefect::HeaderCrc => Check::HeaderCrc,
+        HeaderDefect::Kind => Check::Kind,
+    }
+}
+
+/// Checks a batch's first header, found at `at` where a batch starting at `expected_lsn`
+/// should be: integrity, then place (a header of an earlier lap here is stale; one recording
+/// another place was misdirected), then LSN continuity.
+fn check_header(
+    ring_id: RingId,
+    bytes: &[u8],
+    at: Position,
+    expected_lsn: u64,
+) -> Result<EntryHeader, Check> {
+    let header = EntryHeader::decode(ring_id, bytes).map_err(header_check)?;
+    let here = header.position.segment == at.segment && header.position.offset == at.offset;
+    if here && header.position.lap < at.lap {
+        return Err(Check::StaleLap);
+    }
+    if header.position != at {
+        return Err(Check::Position);
+    }
+    if header.lsn != expected_lsn {
+        return Err(Check::LsnGap);
+    }
+    Ok(header)
+}
+
+/// Reads through a chunk buffer so that a scan makes large sequential reads. A read never
+/// crosses `limit` (the end of the segment or control block being read).
+struct Reader<'s, S: RingSource + ?Sized> {
+    source: &'s mut S,
+    buf: Vec<u8>,
+    start: u64,
+    len: usize,
+}
+
+impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
+    fn read(&mut self, offset: u64, len: usize, limit: u64) -> io::Result<&[u8]> {
+        debug_assert!(offset + len as u64 <= limit);
+        debug_assert!(len <= self.buf.len());
+        let cached = offset >= self.start && offset + len as u64 <= self.start + self.len as u64;
+        if !cached {
+            let chunk = (self.buf.len() as u64).min(limit - offset) as usize;
+            let chunk = chunk.max(len);
+            self.len = 0;
+            let filled = match self.source.read_at(offset, &mut self.buf[..chunk]) {
+                Ok(()) => chunk,
+                // Retry just what was asked for: a latent sector error elsewhere in the chunk
+                // must not hide readable blocks (I-13).
+                Err(_) if chunk > len => {
+                    self.source.read_at(offset, &mut self.buf[..len])?;
+                    len
+                }
+                Err(error) => return Err(error),
+            };
+            self.start = offset;
+            self.len = filled;
+        }
+        let at = (offset - self.start) as usize;
+        Ok(&self.buf[at..at + len])
+    }
+}
+
+struct Scanner<'s, S: RingSource + ?Sized> {
+    reader: Reader<'s, S>,
+    control: ControlBlock,
+    geometry: Geometry,
+    ring_id: RingId,
+    mode: RecoveryMode,
+    row_hits: [u64; ROWS.len()],
+}
+
+impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
+    fn new(source: &'s mut S, control: ControlBlock, options: &ReplayOptions) -> Self {
+        let geometry = control.geometry;
+        let chunk = options.read_chunk_bytes.max(geometry.batch_size_max_bytes);
+        let chunk = chunk.div_ceil(geometry.block_size_bytes) * geometry.block_size_bytes;
+        Scanner {
+            reader: Reader { source, buf: vec![0u8; chunk as usize], start: 0, len: 0 },
+            control,
+            geometry,
+            ring_id: control.ring_id,
+            mode: options.mode,
+            row_hits: [0; ROWS.len()],
+        }
+    }
+
+    fn decide(&mut self, facts: Facts) -> Decision {
+        let row = decide(&facts);
+        let index = crate::decision::row_index(row.label).expect("a row of the table");
+        self.row_hits[index] += 1;
+        row.decision
+    }
+
+    fn segment_end(&self, position: Position) -> u64 {
+        self.geometry.segment_ring_offset(position.segment) + self.geometry.segment_size_bytes
+    }
+
+    fn run(&mut self, visit: &mut dyn FnMut(&Entry<'_>)) -> Result<RecoveryReport, ReplayError> {
+        let geometry = self.geometry;
+        let trim_lsn = self.control.trim_lsn;
+        let mut cursor = self.control.head;
+        let mut expected_lsn = self.control.head_lsn;
+        let mut lineage_incarnation = 0u32;
+        let mut report = RecoveryReport {
+            control: self.control,
+            trim_lsn,
+            first_lsn: None,
+            last_lsn: None,
+            next_lsn: expected_lsn,
+            next_position: cursor,
+            watermark_max: 0,
+            incarnation_max: self.control.incarnation,
+            batches: 0,
+            entries: 0,
+            payload_bytes: 0,
+            segments_skipped: 0,
+            outcome: Outcome::Clean,
+            torn: None,
+            corruption: None,
+            dropped: None,
+            invalidate: None,
+            stale_records: 0,
+            unreadable_blocks: 0,
+            end_row: "",
+            row_hits: [0; ROWS.len()],
+        };
+        // The walk never passes the head's segment on the next lap: the writer cannot enter
+        // it, so the segment-start checks there fail (older lap) and the walk stops.
+        let walk_limit = u64::from(geometry.segment_count) + 1;
+        let first_linear = geometry.linear_segment(cursor);
+        loop {
+            assert!(geometry.linear_segment(cursor) - first_linear <= walk_limit);
+            let checked = self.check_batch(cursor, expected_lsn, lineage_incarnation);
+            let failure = match checked {
+                Ok(good) => {
+                    let decision = self.decide(Facts { ok: true, ..Facts::default() });
+                    debug_assert_eq!(decision, Decision::Accept);
+                    self.visit_batch(cursor, good, trim_lsn, &mut report, visit);
+                    report.batches += 1;
+                    report.watermark_max = report.watermark_max.max(good.watermark);
+                    report.incarnation_max = report.incarnation_max.max(good.incarnation);
+                    lineage_incarnation = good.incarnation;
+                    expected_lsn += u64::from(good.records);
+                    let end = u64::from(cursor.offset) + u64::from(good.bytes);
+                    cursor = if end == geometry.segment_size_bytes {
+                        geometry.next_segment_start(cursor)
+                    } else {
+                        Position { offset: u32::try_from(end).expect("inside a segment"), ..cursor }
+                    };
+                    continue;
+                }
+                Err(failure) => failure,
+            };
+            let skip = cursor.offset != geometry.segment_data_offset()
+                && self.next_segment_continues(cursor, expected_lsn);
+            if skip {
+                let decision = self.decide(Facts { skip: true, ..Facts::default() });
+                debug_assert_eq!(decision, Decision::SkipToNextSegment);
+                report.segments_skipped += 1;
+                cursor = geometry.next_segment_start(cursor);
+                continue;
+            }
+            return self.finish_at_break(cursor, expected_lsn, lineage_incarnation, failure, report);
+        }
+    }
+
+    /// Decides what the break at `cut` is and completes the report, or fails.
+    fn finish_at_break(
+        &mut self,
+        cut: Position,
+        expected_lsn: u64,
+        lineage_incarnation: u32,
+        failure: Failure,
+        mut report: RecoveryReport,
+    ) -> Result<RecoveryReport, ReplayError> {
+        let geometry = self.geometry;
+        let trim_lsn = self.control.trim_lsn;
+        // The first live LSN a cut here would drop.
+        let drop_lsn = expected_lsn.max(trim_lsn + 1);
+        let probe = self.probe(cut, drop_lsn, lineage_incarnation);
+        // Only acknowledged entries are ever trimmed: a cut at or below the trim point drops
+        // acknowledged data whatever the watermarks say.
+        let trim_evidence = (expected_lsn <= trim_lsn).then_some(Evidence::TrimPoint { trim_lsn });
+        let acked = probe.acked.or(trim_evidence);
+        let facts = Facts {
+            ok: false,
+            skip: false,
+            acked: acked.is_some(),
+            beyond: probe.beyond.is_some(),
+            damage: failure.is_damage() || probe.records > 0,
+            trunc: self.mode == RecoveryMode::TruncateAtCorruption,
+        };
+        let decision = self.decide(facts);
+        report.end_row = crate::decision::decide(&facts).label;
+        report.row_hits = self.row_hits;
+        report.stale_records = probe.stale_records;
+        report.unreadable_blocks = probe.unreadable_blocks;
+        report.next_lsn = expected_lsn;
+        report.next_position = cut;
+        // End of what was found after the cut: the failing block, and every record seen.
+        let block = geometry.block_size_bytes;
+        let failure_end = Position {
+            offset: (failure.position.offset / block + 1) * block,
+            ..failure.position
+        };
+        let mut found_end = if failure.is_damage() { failure_end.max(cut) } else { cut };
+        if let Some(end) = probe.end_max {
+            found_end = found_end.max(end);
+        }
+        let found_bytes = geometry.distance_bytes(cut, found_end);
+        let last_lsn = probe.lsn_max.max(expected_lsn);
+        match decision {
+            Decision::EndOfLog => {
+                report.outcome = Outcome::Clean;
+            }
+            Decision::CutTornTail => {
+                report.outcome = Outcome::TornTail;
+                report.torn = Some(TornTail {
+                    start: cut,
+                    first_lsn: expected_lsn,
+                    last_lsn,
+                    bytes: found_bytes,
+                    check: failure.check,
+                });
+            }
+            Decision::FailCorruption | Decision::CutCorruption => {
+                let evidence = acked.or(probe.beyond).expect("a corruption row has evidence");
+                let corruption = Corruption {
+                    position: failure.position,
+                    ring_offset: geometry.ring_offset(failure.position),
+                    lsn: failure.lsn,
+                    check: failure.check,
+                    evidence,
+                };
+                if decision == Decision::FailCorruption {
+                    return Err(ReplayError::Corruption(Box::new(corruption)));
+                }
+                report.outcome = Outcome::Truncated;
+                report.corruption = Some(corruption);
+                report.dropped =
+                    Some(Dropped { first_lsn: drop_lsn, last_lsn, bytes: found_bytes });
+                report.trim_lsn = trim_lsn.min(expected_lsn - 1);
+            }
+            Decision::Accept | Decision::SkipToNextSegment => {
+                unreachable!("a break is never a row that continues the walk")
+            }
+        }
+        if report.outcome != Outcome::Clean || probe.stale_records > 0 {
+            report.invalidate = Some(self.invalidate_region(cut, found_end));
+        }
+        report.first_lsn = (report.next_lsn > report.trim_lsn + 1).then_some(report.trim_lsn + 1);
+        report.last_lsn = report.first_lsn.map(|_| report.next_lsn - 1);
+        Ok(report)
+    }
+
+    /// The region after a cut that may hold bytes of this log: the in-flight window (with room
+    /// for segment changes) and everything found, never into the head's segment on the next lap.
+    fn invalidate_region(&self, cut: Position, found_end: Position) -> Invalidate {
+        let geometry = self.geometry;
+        let limit = self.probe_end();
+        let mut end = cut;
+        let mut budget = geometry.window_bytes_max;
+        // Walk the window forward segment by segment.
+        while budget > 0 && end < limit {
+            let room = geometry.segment_size_bytes - u64::from(end.offset);
+            if budget < room {
+                let offset = u64::from(end.offset) + budget;
+                let offset = offset.div_ceil(u64::from(geometry.block_size_bytes))
+                    * u64::from(geometry.block_size_bytes);
+                let offset = offset.min(geometry.segment_size_bytes);
+                end = Position { offset: u32::try_from(offset).expect("inside a segment"), ..end };
+                break;
+            }
+            budget -= room;
+            end = geometry.next_segment_start(end);
+        }
+        let end = end.max(found_end).min(limit);
+        Invalidate { start: cut, end: end.max(cut) }
+    }
+
+    /// Where the probe and the invalidation stop: the head's segment on the next lap.
+    fn probe_end(&self) -> Position {
+        let head = self.control.head;
+        Position { lap: head.lap + 1, segment: head.segment, offset: 0 }
+    }
+
+    /// Whether the segment after `cursor`'s starts, on the expected lap, at `expected_lsn`.
+    fn next_segment_continues(&mut self, cursor: Position, expected_lsn: u64) -> bool {
+        let next = self.geometry.next_segment_start(cursor);
+        if next > self.probe_end() {
+            return false;
+        }
+        matches!(self.read_segment_header(next), Ok(header)
+            if header.lap == next.lap
+                && header.segment == next.segment
+                && header.first_lsn == expected_lsn)
+    }
+
+    fn read_segment_header(&mut self, first_data: Position) -> Result<SegmentHeader, Check> {
+        let block = self.geometry.block_size_bytes;
+        let offset = self.geometry.segment_ring_offset(first_data.segment);
+        let limit = offset + u64::from(block);
+        let bytes = self.reader.read(offset, block as usize, limit).map_err(|_| Check::ReadError)?;
+        SegmentHeader::decode(self.ring_id, bytes).map_err(|defect| match defect {
+            SegmentDefect::Zeroed => Check::SegmentNotStarted,
+            SegmentDefect::Magic | SegmentDefect::Version | SegmentDefect::Crc => {
+                Check::SegmentHeader
+            }
+        })
+    }
+
+    /// Checks the whole batch at `cursor`: every rule a batch must keep to be part of the log.
+    fn check_batch(
+        &mut self,
+        cursor: Position,
+        expected_lsn: u64,
+        lineage_incarnation: u32,
+    ) -> Result<GoodBatch, Failure> {
+        let geometry = self.geometry;
+        let fail = |position, lsn, check| Failure { position, lsn, check, inside_batch: false };
+        let segment_header = if cursor.offset == geometry.segment_data_offset() {
+            let header_position = Position { offset: 0, ..cursor };
+            let header = self
+                .read_segment_header(cursor)
+                .map_err(|check| fail(header_position, expected_lsn, check))?;
+            if header.segment == cursor.segment && header.lap < cursor.lap {
+                return Err(fail(header_position, expected_lsn, Check::SegmentStaleLap));
+            }
+            if header.segment != cursor.segment
+                || header.lap != cursor.lap
+                || header.first_lsn != expected_lsn
+            {
+                return Err(fail(header_position, expected_lsn, Check::SegmentMismatch));
+            }
+            Some(header)
+        } else {
+            None
+        };
+        let ring_offset = geometry.ring_offset(cursor);
+        let limit = self.segment_end(cursor);
+        let block = geometry.block_size_bytes as usize;
+        let first = match self.reader.read(ring_offset, block, limit) {
+            Ok(bytes) => check_header(self.ring_id, bytes, cursor, expected_lsn),
+            Err(_) => Err(Check::ReadError),
+        }
+        .map_err(|check| fail(cursor, expected_lsn, check))?;
+        let batch_bytes = u64::from(first.batch_bytes);
+        if first.batch_index != 0
+            || batch_bytes % block as u64 != 0
+            || batch_bytes == 0
+            || batch_bytes > u64::from(geometry.batch_size_max_bytes)
+            || u64::from(cursor.offset) + batch_bytes > geometry.segment_size_bytes
+        {
+            return Err(fail(cursor, expected_lsn, Check::BatchLayout));
+        }
+        if first.incarnation < lineage_incarnation {
+            return Err(fail(cursor, expected_lsn, Check::StaleIncarnation));
+        }
+        if segment_header.is_some_and(|header| header.incarnation != first.incarnation) {
+            return Err(fail(Position { offset: 0, ..cursor }, expected_lsn, Check::SegmentMismatch));
+        }
+        if first.watermark >= expected_lsn {
+            return Err(fail(cursor, expected_lsn, Check::Watermark));
+        }
+        self.check_records(cursor, first, expected_lsn)
+    }
+
+    /// Reads the batch whose first header checked out and checks every record in it.
+    fn check_records(
+        &mut self,
+        cursor: Position,
+        first: EntryHeader,
+        expected_lsn: u64,
+    ) -> Result<GoodBatch, Failure> {
+        let geometry = self.geometry;
+        let ring_offset = geometry.ring_offset(cursor);
+        let limit = self.segment_end(cursor);
+        let batch_bytes = first.batch_bytes as usize;
+        let payload_max = u64::from(geometry.payload_size_max_bytes());
+        let fail = |offset: usize, lsn, check| Failure {
+            position: Position { offset: cursor.offset + offset as u32, ..cursor },
+            lsn,
+            check,
+            inside_batch: true,
+        };
+        if self.reader.read(ring_offset, batch_bytes, limit).is_err() {
+            // Find the unreadable block so the report names it (I-13: subdivide).
+            let block = geometry.block_size_bytes as usize;
+            let bad = (0..batch_bytes / block)
+                .find(|index| {
+                    let offset = ring_offset + (index * block) as u64;
+                    self.reader.read(offset, block, limit).is_err()
+                })
+                .unwrap_or(0);
+            return Err(fail(bad * block, expected_lsn, Check::ReadError));
+        }
+        let bytes = self.reader.read(ring_offset, batch_bytes, limit).expect("just read");
+        let mut offset = 0usize;
+        let mut next_lsn = expected_lsn;
+        let mut index = 0u32;
+        while offset < batch_bytes {
+            let remaining = batch_bytes - offset;
+            if remaining < ENTRY_HEADER_SIZE {
+                if bytes[offset..].iter().any(|&byte| byte != 0) {
+                    return Err(fail(offset, next_lsn, Check::Padding));
+                }
+                break;
+            }
+            let at = Position { offset: cursor.offset + offset as u32, ..cursor };
+            let header = EntryHeader::decode(self.ring_id, &bytes[offset..])
+                .map_err(|defect| fail(offset, next_lsn, header_check(defect)))?;
+            if header.position != at {
+                let stale = header.position.lap < at.lap
+                    && (header.position.segment, header.position.offset) == (at.segment, at.offset);
+                let check = if stale { Check::StaleLap } else { Check::Position };
+                return Err(fail(offset, next_lsn, check));
+            }
+            if header.batch_index != index
+                || header.batch_bytes != first.batch_bytes
+                || header.incarnation != first.incarnation
+                || header.watermark != first.watermark
+            {
+                return Err(fail(offset, next_lsn, Check::BatchLayout));
+            }
+            if header.lsn != next_lsn {
+                return Err(fail(offset, next_lsn, Check::LsnGap));
+            }
+            let record_end = offset as u64 + header.record_bytes();
+            if u64::from(header.payload_len) > payload_max || record_end > batch_bytes as u64 {
+                return Err(fail(offset, next_lsn, Check::PayloadLength));
+            }
+            let payload = &bytes[offset + ENTRY_HEADER_SIZE..record_end as usize];
+            if crc32c::crc32c(payload) != header.payload_crc {
+                return Err(fail(offset, next_lsn, Check::PayloadCrc));
+            }
+            if header.kind == Kind::Padding {
+                // Padding is always the batch's last record and fills it to the end.
+                if record_end != batch_bytes as u64 || payload.iter().any(|&byte| byte != 0) {
+                    return Err(fail(offset, next_lsn, Check::Padding));
+                }
+                break;
+            }
+            next_lsn += 1;
+            index += 1;
+            offset = record_end as usize;
+        }
+        Ok(GoodBatch {
+            bytes: first.batch_bytes,
+            records: index,
+            incarnation: first.incarnation,
+            watermark: first.watermark,
+        })
+    }
+
+    /// Hands every live record of an accepted batch to `visit` and counts it.
+    fn visit_batch(
+        &mut self,
+        cursor: Position,
+        good: GoodBatch,
+        trim_lsn: u64,
+        report: &mut RecoveryReport,
+        visit: &mut dyn FnMut(&Entry<'_>),
+    ) {
+        let ring_offset = self.geometry.ring_offset(cursor);
+        let limit = self.segment_end(cursor);
+        let ring_id = self.ring_id;
+        let bytes = self.reader.read(ring_offset, good.bytes as usize, limit).expect("cached");
+        let mut offset = 0usize;
+        for _ in 0..good.records {
+            let header = EntryHeader::decode(ring_id, &bytes[offset..]).expect("checked batch");
+            let payload_start = offset + ENTRY_HEADER_SIZE;
+            let payload = &bytes[payload_start..payload_start + header.payload_len as usize];
+            if header.lsn > trim_lsn {
+                report.entries += 1;
+                report.payload_bytes += payload.len() as u64;
+                visit(&Entry {
+                    lsn: header.lsn,
+                    kind: header.kind,
+                    payload,
+                    position: header.position,
+                    batch: cursor,
+                    incarnation: header.incarnation,
+                });
+            }
+            offset = payload_start + payload.len();
+        }
+    }
+
+    /// Reads every block from the break `cut` to the head's segment on the next lap and
+    /// collects what valid records of this log say about the break.
+    fn probe(&mut self, cut: Position, drop_lsn: u64, lineage_incarnation: u32) -> Probe {
+        let geometry = self.geometry;
+        let block = geometry.block_size_bytes;
+        let end = self.probe_end();
+        let window_bytes = geometry.window_bytes_max;
+        let slack_per_segment =
+            u64::from(geometry.batch_size_max_bytes) + u64::from(geometry.block_size_bytes);
+        let window_batches = geometry.window_batches_max as usize;
+        let mut batches: Vec<(u64, u32)> = Vec::with_capacity(window_batches + 1);
+        let mut probe = Probe::default();
+        let mut at = cut;
+        while at < end {
+            if u64::from(at.offset) >= geometry.segment_size_bytes {
+                at = geometry.next_segment_start(at);
+                continue;
+            }
+            let ring_offset = geometry.ring_offset(at);
+            let limit = self.segment_end(at);
+            let header = match self.reader.read(ring_offset, block as usize, limit) {
+                Ok(bytes) => EntryHeader::decode(self.ring_id, bytes).ok(),
+                Err(_) => {
+                    probe.unreadable_blocks += 1;
+                    None
+                }
+            };
+            let here = at;
+            at.offset += block;
+            let Some(header) = header else { continue };
+            let sane = header.position == here
+                && u64::from(header.payload_len) <= u64::from(geometry.payload_size_max_bytes());
+            if !sane {
+                continue;
+            }
+            if header.incarnation < lineage_incarnation {
+                probe.stale_records += 1;
+                continue;
+            }
+            probe.records += 1;
+            let record_end = u64::from(here.offset) + header.record_bytes();
+            let record_end = record_end.div_ceil(u64::from(block)) * u64::from(block);
+            let record_end = Position {
+                offset: u32::try_from(record_end.min(geometry.segment_size_bytes))
+                    .expect("inside a segment"),
+                ..here
+            };
+            probe.end_max = probe.end_max.max(Some(record_end));
+            if header.kind.consumes_lsn() {
+                probe.lsn_max = probe.lsn_max.max(header.lsn);
+            }
+            if header.watermark >= drop_lsn && probe.acked.is_none() {
+                probe.acked = Some(Evidence::WatermarkCovers {
+                    watermark: header.watermark,
+                    at: here,
+                    lsn: header.lsn,
+                });
+            }
+            let batch = (header.batch_first_lsn(), header.incarnation);
+            if !batches.contains(&batch) && batches.len() <= window_batches {
+                batches.push(batch);
+            }
+            let distance_bytes = geometry.distance_bytes(cut, record_end);
+            let crossings = geometry.linear_segment(record_end) - geometry.linear_segment(cut);
+            let allowance = window_bytes + crossings * slack_per_segment;
+            if (distance_bytes > allowance || batches.len() > window_batches)
+                && probe.beyond.is_none()
+            {
+                probe.beyond =
+                    Some(Evidence::BeyondWindow { at: here, lsn: header.lsn, distance_bytes });
+            }
+        }
+        probe
+    }
+}
