@@ -43,6 +43,23 @@ pub struct PendingWrite {
     pub lsns: std::ops::Range<u64>,
 }
 
+/// A batch this writer submitted: where it went and what it carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrittenBatch {
+    /// Where the batch starts.
+    pub position: Position,
+    /// Its ring offset (after the segment header block, when it has one).
+    pub ring_offset: u64,
+    /// Its length in bytes.
+    pub bytes: u32,
+    /// Its records' LSNs.
+    pub lsns: std::ops::Range<u64>,
+    /// The watermark its headers carry.
+    pub watermark: u64,
+    /// Ring offset and length of each record (header plus payload), in LSN order.
+    pub records: Vec<(u64, u64)>,
+}
+
 /// Why the model writer refused an append.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -52,6 +69,13 @@ pub enum ModelError {
     /// The ring is full.
     #[error(transparent)]
     RingFull(#[from] RingFull),
+}
+
+/// Whether opening zeroes the region after the cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Invalidation {
+    Apply,
+    Skip,
 }
 
 /// A batch the writer put in the ring and has not released by trim.
@@ -74,6 +98,7 @@ pub struct ModelWriter {
     acked_lsn: u64,
     live: VecDeque<LiveBatch>,
     batch_buf: Vec<u8>,
+    written: Vec<WrittenBatch>,
 }
 
 /// Sector size used for [`BlockFate::PartlyNew`] tears.
@@ -98,8 +123,25 @@ impl ModelWriter {
     /// incarnation in a durable control block, zero the dirty region after the cut durably, and
     /// place the cursor at the cut. Returns the writer, the report and the recovered entries.
     pub fn open(
+        image: Vec<u8>,
+        options: &ReplayOptions,
+    ) -> Result<(ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>), ReplayError> {
+        Self::open_with(image, options, Invalidation::Apply)
+    }
+
+    /// [`ModelWriter::open`] without zeroing the dirty region: a deliberately incomplete writer,
+    /// for tests that show the incarnation rule alone keeps stale records out.
+    pub fn open_without_invalidation(
+        image: Vec<u8>,
+        options: &ReplayOptions,
+    ) -> Result<(ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>), ReplayError> {
+        Self::open_with(image, options, Invalidation::Skip)
+    }
+
+    fn open_with(
         mut image: Vec<u8>,
         options: &ReplayOptions,
+        invalidation: Invalidation,
     ) -> Result<(ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>), ReplayError> {
         let mut entries = Vec::new();
         let mut live: VecDeque<LiveBatch> = VecDeque::new();
@@ -127,8 +169,9 @@ impl ModelWriter {
             acked_lsn: report.next_lsn - 1,
             live,
             batch_buf: vec![0u8; geometry.batch_size_max_bytes as usize],
+            written: Vec::new(),
         };
-        if let Some(invalidate) = report.invalidate {
+        if let (Some(invalidate), Invalidation::Apply) = (report.invalidate, invalidation) {
             for (offset, len) in invalidate.ranges(&geometry) {
                 let (offset, len) = (offset as usize, len as usize);
                 writer.durable[offset..offset + len].fill(0);
@@ -183,6 +226,11 @@ impl ModelWriter {
         self.cursor.next_lsn
     }
 
+    /// Every batch this writer submitted, in order.
+    pub fn written(&self) -> &[WrittenBatch] {
+        &self.written
+    }
+
     /// Writes submitted and not yet flushed.
     pub fn pending(&self) -> &[PendingWrite] {
         &self.pending
@@ -225,6 +273,14 @@ impl ModelWriter {
     fn submit_batch(&mut self, payloads: &[&[u8]], lsns: &mut Vec<u64>) -> Result<usize, ModelError> {
         // Space is reused only past the durable trim point: the control block's head.
         let slot = self.cursor.slot(&self.geometry, self.control.head, self.incarnation)?;
+        // Keep the window: wait (here: flush) until a batch of the largest size this slot
+        // allows fits in it, then build the batch with the watermark that holds after.
+        let pending_bytes: u64 = self.pending.iter().map(|write| write.bytes.len() as u64).sum();
+        if self.pending.len() as u64 >= u64::from(self.geometry.window_batches_max)
+            || pending_bytes + u64::from(slot.capacity_bytes) > self.geometry.window_bytes_max
+        {
+            self.flush();
+        }
         let start = BatchStart {
             ring_id: self.ring_id,
             position: slot.position,
@@ -238,9 +294,15 @@ impl ModelWriter {
         let mut buf = std::mem::take(&mut self.batch_buf);
         let mut builder = BatchBuilder::new(&mut buf, start);
         let mut taken = 0;
+        let mut records = Vec::new();
+        let batch_ring_offset = self.geometry.ring_offset(slot.position);
         for payload in payloads {
+            let record_offset = batch_ring_offset + u64::from(builder.used_bytes());
             match builder.push(Kind::Data, payload) {
-                Ok(lsn) => lsns.push(lsn),
+                Ok(lsn) => {
+                    lsns.push(lsn);
+                    records.push((record_offset, BatchBuilder::record_bytes(payload.len())));
+                }
                 Err(EncodeError::BatchFull { .. }) => break,
                 Err(error) => {
                     self.batch_buf = buf;
@@ -266,17 +328,18 @@ impl ModelWriter {
         }
         bytes.extend_from_slice(&buf[..batch.bytes as usize]);
         self.batch_buf = buf;
-        // Keep the window: flush before a write that would exceed it.
-        let pending_bytes: u64 = self.pending.iter().map(|write| write.bytes.len() as u64).sum();
-        if self.pending.len() as u64 >= u64::from(self.geometry.window_batches_max)
-            || pending_bytes + u64::from(batch.bytes) > self.geometry.window_bytes_max
-        {
-            self.flush();
-        }
         self.pending.push(PendingWrite {
             ring_offset: slot.write_ring_offset(&self.geometry),
             bytes,
             lsns: batch.first_lsn..batch.next_lsn(),
+        });
+        self.written.push(WrittenBatch {
+            position: batch.position,
+            ring_offset: batch_ring_offset,
+            bytes: batch.bytes,
+            lsns: batch.first_lsn..batch.next_lsn(),
+            watermark: start.watermark,
+            records,
         });
         if batch.records > 0 {
             self.live.push_back(LiveBatch {

@@ -132,14 +132,16 @@ impl Check {
         }
     }
 
-    /// Whether failing this check at a batch's first block means "nothing of this lap was ever
-    /// written here" (zeros, another lap's bytes) rather than damage to something written.
+    /// Whether failing this check at a batch's first block means "nothing of this lap and
+    /// incarnation was ever written here" (zeros, another lap's bytes, an older incarnation's
+    /// leftovers) rather than damage to something written.
     fn is_never_written(self) -> bool {
         matches!(
             self,
             Check::NotWritten
                 | Check::Magic
                 | Check::StaleLap
+                | Check::StaleIncarnation
                 | Check::SegmentNotStarted
                 | Check::SegmentStaleLap
         )
@@ -356,6 +358,8 @@ pub struct RecoveryReport {
     pub unreadable_blocks: u64,
     /// The decision-table row that ended the scan.
     pub end_row: &'static str,
+    /// What failed where the scan ended (for a clean end: "not written" or an older lap).
+    pub end_check: Check,
     /// How often each decision-table row was taken, in [`ROWS`] order.
     pub row_hits: [u64; ROWS.len()],
 }
@@ -668,6 +672,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             stale_records: 0,
             unreadable_blocks: 0,
             end_row: "",
+            end_check: Check::NotWritten,
             row_hits: [0; ROWS.len()],
         };
         // The walk never passes the head's segment on the next lap: the writer cannot enter
@@ -738,6 +743,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         };
         let decision = self.decide(facts);
         report.end_row = crate::decision::decide(&facts).label;
+        report.end_check = failure.check;
         report.row_hits = self.row_hits;
         report.stale_records = probe.stale_records;
         report.unreadable_blocks = probe.unreadable_blocks;
@@ -1033,77 +1039,114 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     }
 
     /// Reads every block from the break `cut` to the head's segment on the next lap and
-    /// collects what valid records of this log say about the break.
+    /// collects what valid records of this log say about the break. From each valid header at a
+    /// block boundary it also follows the chain of records of the same batch, so the LSN range
+    /// it reports is the range written, not just the records that happen to start a block.
     fn probe(&mut self, cut: Position, drop_lsn: u64, lineage_incarnation: u32) -> Probe {
         let geometry = self.geometry;
         let block = geometry.block_size_bytes;
         let end = self.probe_end();
-        let window_bytes = geometry.window_bytes_max;
-        let slack_per_segment =
-            u64::from(geometry.batch_size_max_bytes) + u64::from(geometry.block_size_bytes);
-        let window_batches = geometry.window_batches_max as usize;
-        let mut batches: Vec<(u64, u32)> = Vec::with_capacity(window_batches + 1);
         let mut probe = Probe::default();
+        let mut batches: Vec<(u64, u32)> = Vec::new();
         let mut at = cut;
         while at < end {
             if u64::from(at.offset) >= geometry.segment_size_bytes {
                 at = geometry.next_segment_start(at);
                 continue;
             }
-            let ring_offset = geometry.ring_offset(at);
-            let limit = self.segment_end(at);
-            let header = match self.reader.read(ring_offset, block as usize, limit) {
-                Ok(bytes) => EntryHeader::decode(self.ring_id, bytes).ok(),
-                Err(_) => {
-                    probe.unreadable_blocks += 1;
-                    None
-                }
-            };
             let here = at;
             at.offset += block;
-            let Some(header) = header else { continue };
-            let sane = header.position == here
-                && u64::from(header.payload_len) <= u64::from(geometry.payload_size_max_bytes());
-            if !sane {
-                continue;
-            }
+            let Some(mut header) = self.probe_header(here, &mut probe) else { continue };
             if header.incarnation < lineage_incarnation {
                 probe.stale_records += 1;
                 continue;
             }
-            probe.records += 1;
-            let record_end = u64::from(here.offset) + header.record_bytes();
-            let record_end = record_end.div_ceil(u64::from(block)) * u64::from(block);
-            let record_end = Position {
-                offset: u32::try_from(record_end.min(geometry.segment_size_bytes))
-                    .expect("inside a segment"),
-                ..here
-            };
-            probe.end_max = probe.end_max.max(Some(record_end));
-            if header.kind.consumes_lsn() {
-                probe.lsn_max = probe.lsn_max.max(header.lsn);
-            }
-            if header.watermark >= drop_lsn && probe.acked.is_none() {
-                probe.acked = Some(Evidence::WatermarkCovers {
-                    watermark: header.watermark,
-                    at: here,
-                    lsn: header.lsn,
-                });
-            }
-            let batch = (header.batch_first_lsn(), header.incarnation);
-            if !batches.contains(&batch) && batches.len() <= window_batches {
-                batches.push(batch);
-            }
-            let distance_bytes = geometry.distance_bytes(cut, record_end);
-            let crossings = geometry.linear_segment(record_end) - geometry.linear_segment(cut);
-            let allowance = window_bytes + crossings * slack_per_segment;
-            if (distance_bytes > allowance || batches.len() > window_batches)
-                && probe.beyond.is_none()
-            {
-                probe.beyond =
-                    Some(Evidence::BeyondWindow { at: here, lsn: header.lsn, distance_bytes });
+            let mut record_at = here;
+            loop {
+                self.account(cut, drop_lsn, record_at, &header, &mut batches, &mut probe);
+                let next_offset = u64::from(record_at.offset) + header.record_bytes();
+                if next_offset + ENTRY_HEADER_SIZE as u64 > geometry.segment_size_bytes {
+                    break;
+                }
+                let next_at = Position {
+                    offset: u32::try_from(next_offset).expect("inside a segment"),
+                    ..record_at
+                };
+                let mut quiet = Probe::default();
+                match self.probe_header(next_at, &mut quiet) {
+                    Some(next)
+                        if next.batch_first_lsn() == header.batch_first_lsn()
+                            && next.incarnation == header.incarnation
+                            && next.batch_index == header.batch_index + 1 =>
+                    {
+                        header = next;
+                        record_at = next_at;
+                    }
+                    _ => break,
+                }
             }
         }
         probe
+    }
+
+    /// The header at `at` if it is a sane record of this ring written at exactly `at`.
+    fn probe_header(&mut self, at: Position, probe: &mut Probe) -> Option<EntryHeader> {
+        let geometry = self.geometry;
+        let ring_offset = geometry.ring_offset(at);
+        let limit = self.segment_end(at);
+        let header = match self.reader.read(ring_offset, ENTRY_HEADER_SIZE, limit) {
+            Ok(bytes) => EntryHeader::decode(self.ring_id, bytes).ok()?,
+            Err(_) => {
+                probe.unreadable_blocks += 1;
+                return None;
+            }
+        };
+        let sane = header.position == at
+            && u64::from(header.payload_len) <= u64::from(geometry.payload_size_max_bytes());
+        sane.then_some(header)
+    }
+
+    /// Records what one valid record found after the break says: its LSN and extent, whether
+    /// its watermark covers the first LSN a cut would drop, and whether it lies beyond the
+    /// in-flight window (in bytes, allowing for segment changes, or in batches).
+    fn account(
+        &self,
+        cut: Position,
+        drop_lsn: u64,
+        at: Position,
+        header: &EntryHeader,
+        batches: &mut Vec<(u64, u32)>,
+        probe: &mut Probe,
+    ) {
+        let geometry = self.geometry;
+        let block = u64::from(geometry.block_size_bytes);
+        probe.records += 1;
+        let record_end = (u64::from(at.offset) + header.record_bytes()).div_ceil(block) * block;
+        let record_end = Position {
+            offset: u32::try_from(record_end.min(geometry.segment_size_bytes))
+                .expect("inside a segment"),
+            ..at
+        };
+        probe.end_max = probe.end_max.max(Some(record_end));
+        if header.kind.consumes_lsn() {
+            probe.lsn_max = probe.lsn_max.max(header.lsn);
+        }
+        if header.watermark >= drop_lsn && probe.acked.is_none() {
+            probe.acked =
+                Some(Evidence::WatermarkCovers { watermark: header.watermark, at, lsn: header.lsn });
+        }
+        let window_batches = geometry.window_batches_max as usize;
+        let batch = (header.batch_first_lsn(), header.incarnation);
+        if !batches.contains(&batch) && batches.len() <= window_batches {
+            batches.push(batch);
+        }
+        let distance_bytes = geometry.distance_bytes(cut, record_end);
+        let crossings = geometry.linear_segment(record_end) - geometry.linear_segment(cut);
+        let slack_per_segment = u64::from(geometry.batch_size_max_bytes) + block;
+        let allowance = geometry.window_bytes_max + crossings * slack_per_segment;
+        if (distance_bytes > allowance || batches.len() > window_batches) && probe.beyond.is_none()
+        {
+            probe.beyond = Some(Evidence::BeyondWindow { at, lsn: header.lsn, distance_bytes });
+        }
     }
 }
