@@ -151,7 +151,7 @@ impl ModelWriter {
                 Some(batch) if batch.position == entry.batch => batch.next_lsn = entry.lsn + 1,
                 _ => live.push_back(LiveBatch {
                     position: entry.batch,
-                    first_lsn: entry.lsn,
+                    first_lsn: entry.batch_first_lsn,
                     next_lsn: entry.lsn + 1,
                 }),
             }

@@ -384,6 +384,9 @@ pub struct Entry<'a> {
     pub position: Position,
     /// Where its batch starts.
     pub batch: Position,
+    /// The LSN of its batch's first record (a batch's head may hold trimmed records that
+    /// replay does not visit).
+    pub batch_first_lsn: u64,
     /// The incarnation that wrote it.
     pub incarnation: u32,
 }
@@ -1031,6 +1034,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     payload,
                     position: header.position,
                     batch: cursor,
+                    batch_first_lsn: header.batch_first_lsn(),
                     incarnation: header.incarnation,
                 });
             }
@@ -1042,7 +1046,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     /// collects what valid records of this log say about the break. From each valid header at a
     /// block boundary it also follows the chain of records of the same batch, so the LSN range
     /// it reports is the range written, not just the records that happen to start a block.
-    fn probe(&mut self, cut: Position, drop_lsn: u64, lineage_incarnation: u32) -> Probe {
+    fn probe(&mut self, cut: Position, drop_lsn: u64, mut lineage_incarnation: u32) -> Probe {
         let geometry = self.geometry;
         let block = geometry.block_size_bytes;
         let end = self.probe_end();
@@ -1057,10 +1061,12 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             let here = at;
             at.offset += block;
             let Some(mut header) = self.probe_header(here, &mut probe) else { continue };
+            // Rule 2: a record of an older incarnation found after a newer one's is stale.
             if header.incarnation < lineage_incarnation {
                 probe.stale_records += 1;
                 continue;
             }
+            lineage_incarnation = header.incarnation;
             let mut record_at = here;
             loop {
                 self.account(cut, drop_lsn, record_at, &header, &mut batches, &mut probe);
