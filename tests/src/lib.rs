@@ -8,5 +8,8 @@ use std::path::{Path, PathBuf};
 
 /// The workspace's root directory.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ sits in the root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the root")
+        .to_path_buf()
 }

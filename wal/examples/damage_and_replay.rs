@@ -20,7 +20,9 @@ fn geometry() -> Geometry {
 }
 
 fn payload(lsn: u64, len: usize) -> Vec<u8> {
-    (0..len).map(|index| (lsn as usize * 31 + index) as u8).collect()
+    (0..len)
+        .map(|index| (lsn as usize * 31 + index) as u8)
+        .collect()
 }
 
 fn print_report(title: &str, result: &Result<RecoveryReport, sealog_wal::ReplayError>) {
@@ -67,8 +69,9 @@ fn main() {
     // 40 batches of 1..=8 records, flushed in pipelined groups of 2.
     for batch in 0..40u64 {
         let lsn = writer.next_lsn();
-        let payloads: Vec<Vec<u8>> =
-            (0..(batch % 8 + 1)).map(|index| payload(lsn + index, 100 + 37 * index as usize)).collect();
+        let payloads: Vec<Vec<u8>> = (0..(batch % 8 + 1))
+            .map(|index| payload(lsn + index, 100 + 37 * index as usize))
+            .collect();
         let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         writer.append(&refs).expect("room in the ring");
         if batch % 2 == 1 {
@@ -89,15 +92,24 @@ fn main() {
         (0, 0) => BlockFate::PartlyNew(3),
         _ => BlockFate::New,
     });
-    print_report("power cut with two batches in flight", &scan(&mut torn, &strict));
+    print_report(
+        "power cut with two batches in flight",
+        &scan(&mut torn, &strict),
+    );
 
     // A bit flip in an acknowledged entry that later batches' watermarks cover.
     let mut flipped = writer.durable().to_vec();
     let ring_offset = 2 * 4096 + 4096 + 100; // segment 0, first batch, inside LSN 1's payload
     flipped[ring_offset] ^= 0x10;
     print_report("bit flip in LSN 1, strict", &scan(&mut flipped, &strict));
-    let salvage = ReplayOptions { mode: RecoveryMode::TruncateAtCorruption, ..strict };
-    print_report("bit flip in LSN 1, truncating mode", &scan(&mut flipped, &salvage));
+    let salvage = ReplayOptions {
+        mode: RecoveryMode::TruncateAtCorruption,
+        ..strict
+    };
+    print_report(
+        "bit flip in LSN 1, truncating mode",
+        &scan(&mut flipped, &salvage),
+    );
 
     // Wrap the ring: trim as we go, several laps.
     for round in 0..200u64 {
@@ -111,5 +123,8 @@ fn main() {
         }
     }
     let mut wrapped = writer.durable().to_vec();
-    print_report("after several laps with trims", &scan(&mut wrapped, &strict));
+    print_report(
+        "after several laps with trims",
+        &scan(&mut wrapped, &strict),
+    );
 }

@@ -83,9 +83,17 @@ impl<'buf> BatchBuilder<'buf> {
         assert_eq!(start.capacity_bytes % start.block_size_bytes, 0);
         assert!(start.capacity_bytes >= start.block_size_bytes);
         assert!(buf.len() >= start.capacity_bytes as usize);
-        assert!(start.watermark < start.first_lsn, "watermark must be below the batch's LSNs");
+        assert!(
+            start.watermark < start.first_lsn,
+            "watermark must be below the batch's LSNs"
+        );
         assert_eq!(start.position.offset % start.block_size_bytes, 0);
-        BatchBuilder { buf, start, used_bytes: 0, records: 0 }
+        BatchBuilder {
+            buf,
+            start,
+            used_bytes: 0,
+            records: 0,
+        }
     }
 
     /// Number of records added so far.
@@ -118,7 +126,10 @@ impl<'buf> BatchBuilder<'buf> {
         let record_bytes = Self::record_bytes(payload.len());
         let free_bytes = u64::from(self.start.capacity_bytes - self.used_bytes);
         if record_bytes > free_bytes {
-            return Err(EncodeError::BatchFull { free_bytes, record_bytes });
+            return Err(EncodeError::BatchFull {
+                free_bytes,
+                record_bytes,
+            });
         }
         let lsn = self.start.first_lsn + u64::from(self.records);
         let index = self.records;
@@ -174,7 +185,8 @@ impl<'buf> BatchBuilder<'buf> {
         // Second pass: every header learns the batch's length, then gets its CRC.
         let mut offset = 0usize;
         while offset < self.used_bytes as usize {
-            offset += seal_entry_header(self.start.ring_id, &mut self.buf[offset..], bytes) as usize;
+            offset +=
+                seal_entry_header(self.start.ring_id, &mut self.buf[offset..], bytes) as usize;
         }
         debug_assert_eq!(offset, self.used_bytes as usize);
         EncodedBatch {

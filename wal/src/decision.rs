@@ -69,7 +69,14 @@ pub struct Facts {
 
 impl Facts {
     fn as_array(&self) -> [bool; FACT_COUNT] {
-        [self.ok, self.skip, self.acked, self.beyond, self.damage, self.trunc]
+        [
+            self.ok,
+            self.skip,
+            self.acked,
+            self.beyond,
+            self.damage,
+            self.trunc,
+        ]
     }
 }
 
@@ -100,28 +107,47 @@ pub struct Row {
 
 impl Row {
     fn matches(&self, facts: &Facts) -> bool {
-        self.pattern.iter().zip(facts.as_array()).all(|(cell, fact)| match cell {
-            Cell::Any => true,
-            Cell::Yes => fact,
-            Cell::No => !fact,
-        })
+        self.pattern
+            .iter()
+            .zip(facts.as_array())
+            .all(|(cell, fact)| match cell {
+                Cell::Any => true,
+                Cell::Yes => fact,
+                Cell::No => !fact,
+            })
     }
 }
 
 const fn row(label: &'static str, pattern: [Cell; FACT_COUNT], decision: Decision) -> Row {
-    Row { label, pattern, decision }
+    Row {
+        label,
+        pattern,
+        decision,
+    }
 }
 
 /// The table. Columns: ok, skip, acked, beyond, damage, trunc.
 pub const ROWS: [Row; 8] = [
     row("@accept", [Y1, __, __, __, __, __], Decision::Accept),
-    row("@skip", [N0, Y1, __, __, __, __], Decision::SkipToNextSegment),
+    row(
+        "@skip",
+        [N0, Y1, __, __, __, __],
+        Decision::SkipToNextSegment,
+    ),
     row("@end", [N0, N0, N0, N0, N0, __], Decision::EndOfLog),
     row("@torn", [N0, N0, N0, N0, Y1, __], Decision::CutTornTail),
     row("@acked", [N0, N0, Y1, __, __, N0], Decision::FailCorruption),
     row("@hole", [N0, N0, N0, Y1, __, N0], Decision::FailCorruption),
-    row("@salvage_acked", [N0, N0, Y1, __, __, Y1], Decision::CutCorruption),
-    row("@salvage_hole", [N0, N0, N0, Y1, __, Y1], Decision::CutCorruption),
+    row(
+        "@salvage_acked",
+        [N0, N0, Y1, __, __, Y1],
+        Decision::CutCorruption,
+    ),
+    row(
+        "@salvage_hole",
+        [N0, N0, N0, Y1, __, Y1],
+        Decision::CutCorruption,
+    ),
 ];
 
 /// The row the facts match, and so what to do. The table is exhaustive and its rows disjoint
@@ -129,7 +155,10 @@ pub const ROWS: [Row; 8] = [
 pub fn decide(facts: &Facts) -> &'static Row {
     let mut matching = ROWS.iter().filter(|row| row.matches(facts));
     let found = matching.next().expect("the decision table is exhaustive");
-    debug_assert!(matching.next().is_none(), "the decision table's rows are disjoint");
+    debug_assert!(
+        matching.next().is_none(),
+        "the decision table's rows are disjoint"
+    );
     found
 }
 
@@ -160,8 +189,9 @@ mod tests {
     fn decision_table_is_exhaustive() {
         let mut hits = [0u32; ROWS.len()];
         for facts in all_facts() {
-            let matching: Vec<usize> =
-                (0..ROWS.len()).filter(|&index| ROWS[index].matches(&facts)).collect();
+            let matching: Vec<usize> = (0..ROWS.len())
+                .filter(|&index| ROWS[index].matches(&facts))
+                .collect();
             assert_eq!(matching.len(), 1, "facts {facts:?} match rows {matching:?}");
             hits[matching[0]] += 1;
         }
@@ -190,7 +220,10 @@ mod tests {
             if facts.acked || facts.beyond {
                 assert_eq!(decision, Decision::FailCorruption, "{facts:?}");
             } else {
-                assert!(matches!(decision, Decision::EndOfLog | Decision::CutTornTail));
+                assert!(matches!(
+                    decision,
+                    Decision::EndOfLog | Decision::CutTornTail
+                ));
             }
         }
     }
@@ -198,8 +231,16 @@ mod tests {
     #[test]
     fn truncating_mode_only_changes_corruption_rows() {
         for facts in all_facts() {
-            let strict = decide(&Facts { trunc: false, ..facts }).decision;
-            let salvage = decide(&Facts { trunc: true, ..facts }).decision;
+            let strict = decide(&Facts {
+                trunc: false,
+                ..facts
+            })
+            .decision;
+            let salvage = decide(&Facts {
+                trunc: true,
+                ..facts
+            })
+            .decision;
             match strict {
                 Decision::FailCorruption => assert_eq!(salvage, Decision::CutCorruption),
                 other => assert_eq!(salvage, other),

@@ -285,7 +285,11 @@ pub struct Position {
 
 impl std::fmt::Display for Position {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "lap {} segment {} offset {}", self.lap, self.segment, self.offset)
+        write!(
+            f,
+            "lap {} segment {} offset {}",
+            self.lap, self.segment, self.offset
+        )
     }
 }
 
@@ -311,9 +315,12 @@ impl Geometry {
     /// Checks every rule the format relies on; the writer and replay assume them.
     pub fn validate(&self) -> Result<(), GeometryError> {
         let block = self.block_size_bytes;
-        if !block.is_power_of_two() || !(BLOCK_SIZE_MIN_BYTES..=BLOCK_SIZE_MAX_BYTES).contains(&block)
+        if !block.is_power_of_two()
+            || !(BLOCK_SIZE_MIN_BYTES..=BLOCK_SIZE_MAX_BYTES).contains(&block)
         {
-            return Err(GeometryError::BlockSize { block_size_bytes: block });
+            return Err(GeometryError::BlockSize {
+                block_size_bytes: block,
+            });
         }
         let block = u64::from(block);
         if self.segment_size_bytes % block != 0
@@ -326,7 +333,9 @@ impl Geometry {
             });
         }
         if self.segment_count < 2 {
-            return Err(GeometryError::SegmentCount { segment_count: self.segment_count });
+            return Err(GeometryError::SegmentCount {
+                segment_count: self.segment_count,
+            });
         }
         let batch = u64::from(self.batch_size_max_bytes);
         if batch % block != 0
@@ -352,7 +361,8 @@ impl Geometry {
 
     /// Bytes of a segment available to batches (all but its header block).
     pub fn segment_data_bytes(&self) -> u64 {
-        self.segment_size_bytes.saturating_sub(u64::from(self.block_size_bytes))
+        self.segment_size_bytes
+            .saturating_sub(u64::from(self.block_size_bytes))
     }
 
     /// Offset inside a segment where its first batch starts (right after the header block).
@@ -362,7 +372,9 @@ impl Geometry {
 
     /// Total bytes the ring occupies: the control copies plus every segment.
     pub fn ring_size_bytes(&self) -> Option<u64> {
-        let segments = self.segment_size_bytes.checked_mul(u64::from(self.segment_count))?;
+        let segments = self
+            .segment_size_bytes
+            .checked_mul(u64::from(self.segment_count))?;
         segments.checked_add(self.control_area_bytes())
     }
 
@@ -401,7 +413,11 @@ impl Geometry {
         } else {
             (position.segment + 1, position.lap)
         };
-        Position { lap, segment, offset: self.segment_data_offset() }
+        Position {
+            lap,
+            segment,
+            offset: self.segment_data_offset(),
+        }
     }
 
     /// A position's segment in one count over all laps: `lap * segment_count + segment`.
@@ -493,7 +509,11 @@ impl ControlBlock {
             geometry,
             incarnation: 0,
             trim_lsn: 0,
-            head: Position { lap: 1, segment: 0, offset: geometry.segment_data_offset() },
+            head: Position {
+                lap: 1,
+                segment: 0,
+                offset: geometry.segment_data_offset(),
+            },
             head_lsn: 1,
         }
     }
@@ -605,8 +625,11 @@ impl SegmentHeader {
         put_u32(buf, SEGMENT_INCARNATION_OFFSET, self.incarnation);
         put_u64(buf, SEGMENT_FIRST_LSN_OFFSET, self.first_lsn);
         buf[SEGMENT_RING_ID_OFFSET..SEGMENT_RING_ID_OFFSET + 16].copy_from_slice(&ring_id.0);
-        let crc =
-            crc_skipping_field(ring_id.crc_seed(), &buf[..SEGMENT_HEADER_SIZE], SEGMENT_CRC_OFFSET);
+        let crc = crc_skipping_field(
+            ring_id.crc_seed(),
+            &buf[..SEGMENT_HEADER_SIZE],
+            SEGMENT_CRC_OFFSET,
+        );
         put_u32(buf, SEGMENT_CRC_OFFSET, crc);
     }
 

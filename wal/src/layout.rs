@@ -68,7 +68,11 @@ impl WriteCursor {
         if geometry.linear_segment(position) - geometry.linear_segment(head)
             >= u64::from(geometry.segment_count)
         {
-            return Err(RingFull { segment: position.segment, lap: position.lap, head });
+            return Err(RingFull {
+                segment: position.segment,
+                lap: position.lap,
+                head,
+            });
         }
         let room = geometry.segment_size_bytes - u64::from(position.offset);
         let capacity = room.min(u64::from(geometry.batch_size_max_bytes));
@@ -97,12 +101,18 @@ impl WriteCursor {
     pub fn advance(&mut self, geometry: &Geometry, bytes: u32, records: u32) {
         assert_eq!(bytes % geometry.block_size_bytes, 0);
         let end = u64::from(self.position.offset) + u64::from(bytes);
-        assert!(end <= geometry.segment_size_bytes, "a batch never crosses a segment's end");
+        assert!(
+            end <= geometry.segment_size_bytes,
+            "a batch never crosses a segment's end"
+        );
         self.next_lsn += u64::from(records);
         self.position = if end == geometry.segment_size_bytes {
             geometry.next_segment_start(self.position)
         } else {
-            Position { offset: end as u32, ..self.position }
+            Position {
+                offset: end as u32,
+                ..self.position
+            }
         };
     }
 }

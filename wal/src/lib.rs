@@ -37,7 +37,10 @@ pub use source::RingSource;
 /// error for any input; a panic is a bug.
 pub fn fuzz_replay(bytes: &[u8]) {
     for mode in [RecoveryMode::Strict, RecoveryMode::TruncateAtCorruption] {
-        let options = ReplayOptions { mode, read_chunk_bytes: 1 << 16 };
+        let options = ReplayOptions {
+            mode,
+            read_chunk_bytes: 1 << 16,
+        };
         let mut source: &[u8] = bytes;
         let mut visited = 0u64;
         if let Ok(report) = replay(&mut source, &options, &mut |_| visited += 1) {

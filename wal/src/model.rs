@@ -17,6 +17,9 @@ use crate::format::{ControlBlock, Geometry, Kind, Position, RingId};
 use crate::layout::WriteCursor;
 use crate::replay::{replay, RecoveryReport, ReplayOptions};
 
+/// What opening returns: the writer, replay's report, and every recovered entry (LSN, payload).
+pub type Opened = (ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>);
+
 /// What becomes of one block of a pending (unflushed) write when the power fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockFate {
@@ -107,12 +110,17 @@ pub const TEAR_SECTOR_BYTES: usize = 512;
 impl ModelWriter {
     /// A freshly formatted ring's bytes: both control copies, everything else zero.
     pub fn format(geometry: Geometry, ring_id: RingId) -> Vec<u8> {
-        geometry.validate().expect("model rings use valid geometries");
+        geometry
+            .validate()
+            .expect("model rings use valid geometries");
         let size = geometry.ring_size_bytes().expect("validated");
         let mut image = vec![0u8; usize::try_from(size).expect("in-memory ring fits in memory")];
         let block = geometry.block_size_bytes as usize;
         for sequence in 0..2u64 {
-            let control = ControlBlock { sequence, ..ControlBlock::new_ring(ring_id, geometry) };
+            let control = ControlBlock {
+                sequence,
+                ..ControlBlock::new_ring(ring_id, geometry)
+            };
             let at = (control.copy() as usize) * block;
             control.encode(&mut image[at..at + block]);
         }
@@ -122,10 +130,7 @@ impl ModelWriter {
     /// Opens a ring image for writing, as the engine does: replay (with `options`), bump the
     /// incarnation in a durable control block, zero the dirty region after the cut durably, and
     /// place the cursor at the cut. Returns the writer, the report and the recovered entries.
-    pub fn open(
-        image: Vec<u8>,
-        options: &ReplayOptions,
-    ) -> Result<(ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>), ReplayError> {
+    pub fn open(image: Vec<u8>, options: &ReplayOptions) -> Result<Opened, ReplayError> {
         Self::open_with(image, options, Invalidation::Apply)
     }
 
@@ -134,7 +139,7 @@ impl ModelWriter {
     pub fn open_without_invalidation(
         image: Vec<u8>,
         options: &ReplayOptions,
-    ) -> Result<(ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>), ReplayError> {
+    ) -> Result<Opened, ReplayError> {
         Self::open_with(image, options, Invalidation::Skip)
     }
 
@@ -142,7 +147,7 @@ impl ModelWriter {
         mut image: Vec<u8>,
         options: &ReplayOptions,
         invalidation: Invalidation,
-    ) -> Result<(ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>), ReplayError> {
+    ) -> Result<Opened, ReplayError> {
         let mut entries = Vec::new();
         let mut live: VecDeque<LiveBatch> = VecDeque::new();
         let report = replay(&mut image, options, &mut |entry| {
@@ -164,7 +169,10 @@ impl ModelWriter {
             durable: image,
             pending: Vec::new(),
             control: report.control,
-            cursor: WriteCursor { position: report.next_position, next_lsn: report.next_lsn },
+            cursor: WriteCursor {
+                position: report.next_position,
+                next_lsn: report.next_lsn,
+            },
             incarnation,
             acked_lsn: report.next_lsn - 1,
             live,
@@ -246,7 +254,9 @@ impl ModelWriter {
     /// A payload over the limit is refused before anything of this call is submitted.
     pub fn append(&mut self, payloads: &[&[u8]]) -> Result<Vec<u64>, ModelError> {
         let limit = self.geometry.payload_size_max_bytes();
-        if let Some(payload) = payloads.iter().find(|payload| payload.len() as u64 > u64::from(limit))
+        if let Some(payload) = payloads
+            .iter()
+            .find(|payload| payload.len() as u64 > u64::from(limit))
         {
             return Err(EncodeError::PayloadTooLarge {
                 payload_len: payload.len() as u64,
@@ -270,12 +280,22 @@ impl ModelWriter {
     }
 
     /// Builds and submits one batch from the front of `payloads`; returns how many it took.
-    fn submit_batch(&mut self, payloads: &[&[u8]], lsns: &mut Vec<u64>) -> Result<usize, ModelError> {
+    fn submit_batch(
+        &mut self,
+        payloads: &[&[u8]],
+        lsns: &mut Vec<u64>,
+    ) -> Result<usize, ModelError> {
         // Space is reused only past the durable trim point: the control block's head.
-        let slot = self.cursor.slot(&self.geometry, self.control.head, self.incarnation)?;
+        let slot = self
+            .cursor
+            .slot(&self.geometry, self.control.head, self.incarnation)?;
         // Keep the window: wait (here: flush) until a batch of the largest size this slot
         // allows fits in it, then build the batch with the watermark that holds after.
-        let pending_bytes: u64 = self.pending.iter().map(|write| write.bytes.len() as u64).sum();
+        let pending_bytes: u64 = self
+            .pending
+            .iter()
+            .map(|write| write.bytes.len() as u64)
+            .sum();
         if self.pending.len() as u64 >= u64::from(self.geometry.window_batches_max)
             || pending_bytes + u64::from(slot.capacity_bytes) > self.geometry.window_bytes_max
         {
@@ -313,7 +333,6 @@ impl ModelWriter {
         }
         if taken == 0 && !payloads.is_empty() {
             // Not even one record fits in what is left of this segment: move to the next one.
-            drop(builder);
             self.batch_buf = buf;
             self.cursor.skip_to_next_segment(&self.geometry);
             return Ok(0);
@@ -348,7 +367,8 @@ impl ModelWriter {
                 next_lsn: batch.next_lsn(),
             });
         }
-        self.cursor.advance(&self.geometry, batch.bytes, batch.records);
+        self.cursor
+            .advance(&self.geometry, batch.bytes, batch.records);
         Ok(taken)
     }
 
@@ -367,8 +387,15 @@ impl ModelWriter {
     /// Releases every entry with LSN at or below `lsn` (at most the acknowledged LSN) with a
     /// durable control block write, so the segments before the new head can be reused.
     pub fn trim(&mut self, lsn: u64) {
-        assert!(lsn <= self.acked_lsn, "only acknowledged entries are trimmed");
-        while self.live.front().is_some_and(|batch| batch.next_lsn <= lsn + 1) {
+        assert!(
+            lsn <= self.acked_lsn,
+            "only acknowledged entries are trimmed"
+        );
+        while self
+            .live
+            .front()
+            .is_some_and(|batch| batch.next_lsn <= lsn + 1)
+        {
             self.live.pop_front();
         }
         let (head, head_lsn) = match self.live.front() {
@@ -415,4 +442,62 @@ pub fn fill_garbage(target: &mut [u8], seed: u64) {
         let word = state.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
         chunk.copy_from_slice(&word[..chunk.len()]);
     }
+}
+
+/// Small rings of several shapes (fresh, written, torn, wrapped with trims, reopened by a
+/// second incarnation), a few tens of KiB each: seeds for the fuzz target and the stable
+/// fuzz test, so mutation starts from rings that replay deeply.
+pub fn sample_rings() -> Vec<Vec<u8>> {
+    let geometry = Geometry {
+        block_size_bytes: 4096,
+        segment_size_bytes: 4 * 4096,
+        segment_count: 3,
+        batch_size_max_bytes: 2 * 4096,
+        window_batches_max: 2,
+        window_bytes_max: 4 * 4096,
+    };
+    let ring_id = RingId(*b"sealog-fuzz-seed");
+    let options = ReplayOptions::default();
+    let fresh = ModelWriter::format(geometry, ring_id);
+    let mut rings = vec![fresh.clone()];
+    let (mut writer, _, _) = ModelWriter::open(fresh, &options).expect("a new ring opens");
+    let append = |writer: &mut ModelWriter, round: u64| {
+        let sizes = [0usize, 17, 300, 1500, 5000];
+        let payloads: Vec<Vec<u8>> = (0..=round % 3)
+            .map(|index| vec![(round + index) as u8; sizes[((round + index) % 5) as usize]])
+            .collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        if writer.append(&refs).is_err() {
+            writer.flush();
+            writer.trim(writer.acked_lsn());
+            writer.append(&refs).expect("an emptied ring has room");
+        }
+    };
+    for round in 0..4 {
+        append(&mut writer, round);
+    }
+    writer.flush();
+    rings.push(writer.durable().to_vec());
+    append(&mut writer, 9);
+    append(&mut writer, 10);
+    rings.push(writer.crash(&mut |write, _| {
+        if write == 0 {
+            BlockFate::PartlyNew(3)
+        } else {
+            BlockFate::New
+        }
+    }));
+    for round in 0..30 {
+        append(&mut writer, round);
+        writer.flush();
+        writer.trim(writer.acked_lsn().saturating_sub(3));
+    }
+    writer.tail_marker().expect("room for a marker");
+    writer.flush();
+    rings.push(writer.durable().to_vec());
+    let torn = writer.crash(&mut |_, _| BlockFate::Garbage(5));
+    let (mut second, _, _) = ModelWriter::open(torn, &options).expect("reopens");
+    append(&mut second, 3);
+    rings.push(second.crash(&mut |_, _| BlockFate::New));
+    rings
 }

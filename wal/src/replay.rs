@@ -55,7 +55,10 @@ pub struct ReplayOptions {
 
 impl Default for ReplayOptions {
     fn default() -> ReplayOptions {
-        ReplayOptions { mode: RecoveryMode::Strict, read_chunk_bytes: 1 << 20 }
+        ReplayOptions {
+            mode: RecoveryMode::Strict,
+            read_chunk_bytes: 1 << 20,
+        }
     }
 }
 
@@ -189,7 +192,11 @@ impl std::fmt::Display for Evidence {
             Evidence::WatermarkCovers { watermark, at, lsn } => {
                 write!(f, "LSN {lsn} at {at} records watermark {watermark}")
             }
-            Evidence::BeyondWindow { at, lsn, distance_bytes } => write!(
+            Evidence::BeyondWindow {
+                at,
+                lsn,
+                distance_bytes,
+            } => write!(
                 f,
                 "LSN {lsn} at {at} lies {distance_bytes} bytes on, beyond the in-flight window"
             ),
@@ -286,7 +293,10 @@ impl Invalidate {
             if same_segment {
                 break;
             }
-            at = Position { offset: 0, ..geometry.next_segment_start(at) };
+            at = Position {
+                offset: 0,
+                ..geometry.next_segment_start(at)
+            };
         }
         ranges
     }
@@ -400,7 +410,8 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
     let second_offsets: Vec<u64> = match first {
         Ok(control) => vec![u64::from(control.geometry.block_size_bytes)],
         Err(_) => {
-            let sizes = BLOCK_SIZE_MIN_BYTES.trailing_zeros()..=BLOCK_SIZE_MAX_BYTES.trailing_zeros();
+            let sizes =
+                BLOCK_SIZE_MIN_BYTES.trailing_zeros()..=BLOCK_SIZE_MAX_BYTES.trailing_zeros();
             sizes.map(|shift| 1u64 << shift).collect()
         }
     };
@@ -418,8 +429,20 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
         }
     }
     // A copy must sit in the slot its sequence number names; one that does not was misdirected.
-    let first = first.and_then(|c| if c.copy() == 0 { Ok(c) } else { Err(ControlDefect::Crc) });
-    let second = second.and_then(|c| if c.copy() == 1 { Ok(c) } else { Err(ControlDefect::Crc) });
+    let first = first.and_then(|c| {
+        if c.copy() == 0 {
+            Ok(c)
+        } else {
+            Err(ControlDefect::Crc)
+        }
+    });
+    let second = second.and_then(|c| {
+        if c.copy() == 1 {
+            Ok(c)
+        } else {
+            Err(ControlDefect::Crc)
+        }
+    });
     let control = match (first, second) {
         (Ok(a), Ok(b)) => {
             if a.sequence >= b.sequence {
@@ -431,10 +454,16 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
         (Ok(a), Err(_)) => a,
         (Err(_), Ok(b)) => b,
         (Err(ControlDefect::Magic), Err(ControlDefect::Magic)) => {
-            return Err(ReplayError::NotARing { second_offset: second_offsets[0] })
+            return Err(ReplayError::NotARing {
+                second_offset: second_offsets[0],
+            })
         }
-        (Err(ControlDefect::Version(found)), Err(_)) | (Err(_), Err(ControlDefect::Version(found))) => {
-            return Err(ReplayError::UnsupportedVersion { found, supported: FORMAT_VERSION })
+        (Err(ControlDefect::Version(found)), Err(_))
+        | (Err(_), Err(ControlDefect::Version(found))) => {
+            return Err(ReplayError::UnsupportedVersion {
+                found,
+                supported: FORMAT_VERSION,
+            })
         }
         (Err(_), Err(_)) => return Err(ReplayError::ControlCorrupt),
     };
@@ -450,16 +479,23 @@ fn read_control_copy<S: RingSource + ?Sized>(
     if offset + block.len() as u64 > source.size_bytes() {
         return Ok(Err(ControlDefect::Magic));
     }
-    source.read_at(offset, block).map_err(|source| ReplayError::ControlIo { offset, source })?;
+    source
+        .read_at(offset, block)
+        .map_err(|source| ReplayError::ControlIo { offset, source })?;
     Ok(ControlBlock::decode(block))
 }
 
 fn validate_control(control: &ControlBlock, source_size_bytes: u64) -> Result<(), ReplayError> {
     let geometry = &control.geometry;
     geometry.validate()?;
-    let ring_size_bytes = geometry.ring_size_bytes().expect("validated geometry has a size");
+    let ring_size_bytes = geometry
+        .ring_size_bytes()
+        .expect("validated geometry has a size");
     if ring_size_bytes > source_size_bytes {
-        return Err(ReplayError::SourceTooSmall { ring_size_bytes, source_size_bytes });
+        return Err(ReplayError::SourceTooSmall {
+            ring_size_bytes,
+            source_size_bytes,
+        });
     }
     let head = control.head;
     let head_ok = head.lap >= 1
@@ -628,7 +664,12 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let chunk = options.read_chunk_bytes.max(geometry.batch_size_max_bytes);
         let chunk = chunk.div_ceil(geometry.block_size_bytes) * geometry.block_size_bytes;
         Scanner {
-            reader: Reader { source, buf: vec![0u8; chunk as usize], start: 0, len: 0 },
+            reader: Reader {
+                source,
+                buf: vec![0u8; chunk as usize],
+                start: 0,
+                len: 0,
+            },
             control,
             geometry,
             ring_id: control.ring_id,
@@ -687,7 +728,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             let checked = self.check_batch(cursor, expected_lsn, lineage_incarnation);
             let failure = match checked {
                 Ok(good) => {
-                    let decision = self.decide(Facts { ok: true, ..Facts::default() });
+                    let decision = self.decide(Facts {
+                        ok: true,
+                        ..Facts::default()
+                    });
                     debug_assert_eq!(decision, Decision::Accept);
                     self.visit_batch(cursor, good, trim_lsn, &mut report, visit);
                     report.batches += 1;
@@ -699,7 +743,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     cursor = if end == geometry.segment_size_bytes {
                         geometry.next_segment_start(cursor)
                     } else {
-                        Position { offset: u32::try_from(end).expect("inside a segment"), ..cursor }
+                        Position {
+                            offset: u32::try_from(end).expect("inside a segment"),
+                            ..cursor
+                        }
                     };
                     continue;
                 }
@@ -708,13 +755,22 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             let skip = cursor.offset != geometry.segment_data_offset()
                 && self.next_segment_continues(cursor, expected_lsn);
             if skip {
-                let decision = self.decide(Facts { skip: true, ..Facts::default() });
+                let decision = self.decide(Facts {
+                    skip: true,
+                    ..Facts::default()
+                });
                 debug_assert_eq!(decision, Decision::SkipToNextSegment);
                 report.segments_skipped += 1;
                 cursor = geometry.next_segment_start(cursor);
                 continue;
             }
-            return self.finish_at_break(cursor, expected_lsn, lineage_incarnation, failure, report);
+            return self.finish_at_break(
+                cursor,
+                expected_lsn,
+                lineage_incarnation,
+                failure,
+                report,
+            );
         }
     }
 
@@ -758,7 +814,11 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             offset: (failure.position.offset / block + 1) * block,
             ..failure.position
         };
-        let mut found_end = if failure.is_damage() { failure_end.max(cut) } else { cut };
+        let mut found_end = if failure.is_damage() {
+            failure_end.max(cut)
+        } else {
+            cut
+        };
         if let Some(end) = probe.end_max {
             found_end = found_end.max(end);
         }
@@ -779,7 +839,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 });
             }
             Decision::FailCorruption | Decision::CutCorruption => {
-                let evidence = acked.or(probe.beyond).expect("a corruption row has evidence");
+                let evidence = acked
+                    .or(probe.beyond)
+                    .expect("a corruption row has evidence");
                 let corruption = Corruption {
                     position: failure.position,
                     ring_offset: geometry.ring_offset(failure.position),
@@ -792,8 +854,11 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 }
                 report.outcome = Outcome::Truncated;
                 report.corruption = Some(corruption);
-                report.dropped =
-                    Some(Dropped { first_lsn: drop_lsn, last_lsn, bytes: found_bytes });
+                report.dropped = Some(Dropped {
+                    first_lsn: drop_lsn,
+                    last_lsn,
+                    bytes: found_bytes,
+                });
                 report.trim_lsn = trim_lsn.min(expected_lsn - 1);
             }
             Decision::Accept | Decision::SkipToNextSegment => {
@@ -823,20 +888,30 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 let offset = offset.div_ceil(u64::from(geometry.block_size_bytes))
                     * u64::from(geometry.block_size_bytes);
                 let offset = offset.min(geometry.segment_size_bytes);
-                end = Position { offset: u32::try_from(offset).expect("inside a segment"), ..end };
+                end = Position {
+                    offset: u32::try_from(offset).expect("inside a segment"),
+                    ..end
+                };
                 break;
             }
             budget -= room;
             end = geometry.next_segment_start(end);
         }
         let end = end.max(found_end).min(limit);
-        Invalidate { start: cut, end: end.max(cut) }
+        Invalidate {
+            start: cut,
+            end: end.max(cut),
+        }
     }
 
     /// Where the probe and the invalidation stop: the head's segment on the next lap.
     fn probe_end(&self) -> Position {
         let head = self.control.head;
-        Position { lap: head.lap + 1, segment: head.segment, offset: 0 }
+        Position {
+            lap: head.lap + 1,
+            segment: head.segment,
+            offset: 0,
+        }
     }
 
     /// Whether the segment after `cursor`'s starts, on the expected lap, at `expected_lsn`.
@@ -855,7 +930,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let block = self.geometry.block_size_bytes;
         let offset = self.geometry.segment_ring_offset(first_data.segment);
         let limit = offset + u64::from(block);
-        let bytes = self.reader.read(offset, block as usize, limit).map_err(|_| Check::ReadError)?;
+        let bytes = self
+            .reader
+            .read(offset, block as usize, limit)
+            .map_err(|_| Check::ReadError)?;
         SegmentHeader::decode(self.ring_id, bytes).map_err(|defect| match defect {
             SegmentDefect::Zeroed => Check::SegmentNotStarted,
             SegmentDefect::Magic | SegmentDefect::Version | SegmentDefect::Crc => {
@@ -872,9 +950,17 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         lineage_incarnation: u32,
     ) -> Result<GoodBatch, Failure> {
         let geometry = self.geometry;
-        let fail = |position, lsn, check| Failure { position, lsn, check, inside_batch: false };
+        let fail = |position, lsn, check| Failure {
+            position,
+            lsn,
+            check,
+            inside_batch: false,
+        };
         let segment_header = if cursor.offset == geometry.segment_data_offset() {
-            let header_position = Position { offset: 0, ..cursor };
+            let header_position = Position {
+                offset: 0,
+                ..cursor
+            };
             let header = self
                 .read_segment_header(cursor)
                 .map_err(|check| fail(header_position, expected_lsn, check))?;
@@ -912,7 +998,14 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             return Err(fail(cursor, expected_lsn, Check::StaleIncarnation));
         }
         if segment_header.is_some_and(|header| header.incarnation != first.incarnation) {
-            return Err(fail(Position { offset: 0, ..cursor }, expected_lsn, Check::SegmentMismatch));
+            return Err(fail(
+                Position {
+                    offset: 0,
+                    ..cursor
+                },
+                expected_lsn,
+                Check::SegmentMismatch,
+            ));
         }
         if first.watermark >= expected_lsn {
             return Err(fail(cursor, expected_lsn, Check::Watermark));
@@ -933,7 +1026,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let batch_bytes = first.batch_bytes as usize;
         let payload_max = u64::from(geometry.payload_size_max_bytes());
         let fail = |offset: usize, lsn, check| Failure {
-            position: Position { offset: cursor.offset + offset as u32, ..cursor },
+            position: Position {
+                offset: cursor.offset + offset as u32,
+                ..cursor
+            },
             lsn,
             check,
             inside_batch: true,
@@ -949,7 +1045,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 .unwrap_or(0);
             return Err(fail(bad * block, expected_lsn, Check::ReadError));
         }
-        let bytes = self.reader.read(ring_offset, batch_bytes, limit).expect("just read");
+        let bytes = self
+            .reader
+            .read(ring_offset, batch_bytes, limit)
+            .expect("just read");
         let mut offset = 0usize;
         let mut next_lsn = expected_lsn;
         let mut index = 0u32;
@@ -961,13 +1060,20 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 }
                 break;
             }
-            let at = Position { offset: cursor.offset + offset as u32, ..cursor };
+            let at = Position {
+                offset: cursor.offset + offset as u32,
+                ..cursor
+            };
             let header = EntryHeader::decode(self.ring_id, &bytes[offset..])
                 .map_err(|defect| fail(offset, next_lsn, header_check(defect)))?;
             if header.position != at {
                 let stale = header.position.lap < at.lap
                     && (header.position.segment, header.position.offset) == (at.segment, at.offset);
-                let check = if stale { Check::StaleLap } else { Check::Position };
+                let check = if stale {
+                    Check::StaleLap
+                } else {
+                    Check::Position
+                };
                 return Err(fail(offset, next_lsn, check));
             }
             if header.batch_index != index
@@ -1019,7 +1125,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let ring_offset = self.geometry.ring_offset(cursor);
         let limit = self.segment_end(cursor);
         let ring_id = self.ring_id;
-        let bytes = self.reader.read(ring_offset, good.bytes as usize, limit).expect("cached");
+        let bytes = self
+            .reader
+            .read(ring_offset, good.bytes as usize, limit)
+            .expect("cached");
         let mut offset = 0usize;
         for _ in 0..good.records {
             let header = EntryHeader::decode(ring_id, &bytes[offset..]).expect("checked batch");
@@ -1060,7 +1169,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             }
             let here = at;
             at.offset += block;
-            let Some(mut header) = self.probe_header(here, &mut probe) else { continue };
+            let Some(mut header) = self.probe_header(here, &mut probe) else {
+                continue;
+            };
             // Rule 2: a record of an older incarnation found after a newer one's is stale.
             if header.incarnation < lineage_incarnation {
                 probe.stale_records += 1;
@@ -1138,8 +1249,11 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             probe.lsn_max = probe.lsn_max.max(header.lsn);
         }
         if header.watermark >= drop_lsn && probe.acked.is_none() {
-            probe.acked =
-                Some(Evidence::WatermarkCovers { watermark: header.watermark, at, lsn: header.lsn });
+            probe.acked = Some(Evidence::WatermarkCovers {
+                watermark: header.watermark,
+                at,
+                lsn: header.lsn,
+            });
         }
         let window_batches = geometry.window_batches_max as usize;
         let batch = (header.batch_first_lsn(), header.incarnation);
@@ -1152,7 +1266,11 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let allowance = geometry.window_bytes_max + crossings * slack_per_segment;
         if (distance_bytes > allowance || batches.len() > window_batches) && probe.beyond.is_none()
         {
-            probe.beyond = Some(Evidence::BeyondWindow { at, lsn: header.lsn, distance_bytes });
+            probe.beyond = Some(Evidence::BeyondWindow {
+                at,
+                lsn: header.lsn,
+                distance_bytes,
+            });
         }
     }
 }

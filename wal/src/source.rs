@@ -23,8 +23,12 @@ impl RingSource for &[u8] {
 
     fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let start = usize::try_from(ring_offset).map_err(|_| past_end(ring_offset, buf.len()))?;
-        let end = start.checked_add(buf.len()).ok_or_else(|| past_end(ring_offset, buf.len()))?;
-        let bytes = self.get(start..end).ok_or_else(|| past_end(ring_offset, buf.len()))?;
+        let end = start
+            .checked_add(buf.len())
+            .ok_or_else(|| past_end(ring_offset, buf.len()))?;
+        let bytes = self
+            .get(start..end)
+            .ok_or_else(|| past_end(ring_offset, buf.len()))?;
         buf.copy_from_slice(bytes);
         Ok(())
     }

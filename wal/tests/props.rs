@@ -143,7 +143,11 @@ impl Harness {
                 }
             }
             Op::Trim(behind) => {
-                let lsn = self.writer.acked_lsn().saturating_sub(*behind).max(self.trim_lsn);
+                let lsn = self
+                    .writer
+                    .acked_lsn()
+                    .saturating_sub(*behind)
+                    .max(self.trim_lsn);
                 self.writer.trim(lsn);
                 self.trim_lsn = lsn;
             }
@@ -177,7 +181,12 @@ impl Harness {
             let index = (lsn - first) as usize;
             prop_assert!(index < entries.len(), "acknowledged LSN {} lost", lsn);
             prop_assert_eq!(entries[index].0, lsn);
-            prop_assert_eq!(&entries[index].1, &self.payloads[&lsn], "payload of LSN {}", lsn);
+            prop_assert_eq!(
+                &entries[index].1,
+                &self.payloads[&lsn],
+                "payload of LSN {}",
+                lsn
+            );
         }
         // Then only submitted entries, contiguous, nothing fabricated.
         assert_contiguous(&entries);
@@ -185,7 +194,12 @@ impl Harness {
             prop_assert_eq!(*lsn, first);
         }
         for (lsn, bytes) in &entries {
-            prop_assert_eq!(Some(bytes), self.payloads.get(lsn), "LSN {} not as submitted", lsn);
+            prop_assert_eq!(
+                Some(bytes),
+                self.payloads.get(lsn),
+                "LSN {} not as submitted",
+                lsn
+            );
         }
         prop_assert_eq!(report.next_lsn, first + entries.len() as u64);
         Ok(entries)
@@ -209,7 +223,9 @@ fn damage() -> impl Strategy<Value = Damage> {
 }
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok());
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|cases| cases.parse().ok());
     ProptestConfig {
         cases: cases.unwrap_or(1000),
         // Failing cases are kept here and replayed first on every run.

@@ -39,7 +39,10 @@ fn row_accept_and_end_a_clean_ring_replays_every_entry() {
     for (lsn, bytes) in &entries {
         assert_eq!(bytes, &payload(*lsn, 1, 200));
     }
-    assert_eq!((report.first_lsn, report.last_lsn, report.next_lsn), (Some(1), Some(15), 16));
+    assert_eq!(
+        (report.first_lsn, report.last_lsn, report.next_lsn),
+        (Some(1), Some(15), 16)
+    );
     assert!(report.invalidate.is_none());
 }
 
@@ -80,7 +83,10 @@ fn row_torn_a_torn_final_window_is_cut_and_reported() {
     assert_eq!(torn.first_lsn, acked + 1);
     assert_eq!(torn.last_lsn, acked + 6);
     assert_eq!(entries.last().map(|entry| entry.0), Some(acked));
-    assert!(report.invalidate.is_some(), "the dirty region is handed to the writer");
+    assert!(
+        report.invalidate.is_some(),
+        "the dirty region is handed to the writer"
+    );
 }
 
 #[test]
@@ -95,8 +101,10 @@ fn row_acked_a_bit_flip_in_covered_data_fails_naming_its_lsn() {
     assert_eq!(found.lsn, target.lsns.start + 1);
     assert_eq!(found.check, Check::PayloadCrc);
     assert_eq!(found.ring_offset, record_offset);
-    assert!(matches!(found.evidence, Evidence::WatermarkCovers { watermark, .. }
-        if watermark >= target.lsns.start));
+    assert!(
+        matches!(found.evidence, Evidence::WatermarkCovers { watermark, .. }
+        if watermark >= target.lsns.start)
+    );
 }
 
 #[test]
@@ -107,7 +115,11 @@ fn row_hole_valid_data_beyond_the_window_makes_a_gap_corruption() {
     let next = writer.next_lsn();
     // A record far beyond the window (segment 2) whose watermark claims nothing after the tail
     // was acknowledged: only a lost run of writes longer than the window explains it.
-    let far = Position { lap: 1, segment: 2, offset: 4 * BLOCK as u32 };
+    let far = Position {
+        lap: 1,
+        segment: 2,
+        offset: 4 * BLOCK as u32,
+    };
     let mut image = writer.durable().to_vec();
     let mut buf = vec![0u8; BLOCK];
     let mut builder = BatchBuilder::new(
@@ -137,7 +149,10 @@ fn row_hole_valid_data_beyond_the_window_makes_a_gap_corruption() {
     assert_eq!(report.outcome, Outcome::Truncated);
     assert_eq!(entries.len(), 2);
     let invalidate = report.invalidate.expect("the cut region is invalidated");
-    assert!(invalidate.end > far, "invalidation reaches the stray record");
+    assert!(
+        invalidate.end > far,
+        "invalidation reaches the stray record"
+    );
 }
 
 #[test]
@@ -150,7 +165,10 @@ fn row_salvage_acked_truncating_mode_cuts_and_says_what_it_dropped() {
     let at = target.ring_offset as usize;
     image[at..at + BLOCK].fill(0);
     let found = corruption(replay_image(&image, &strict()).0);
-    assert_eq!((found.lsn, found.check), (target.lsns.start, Check::NotWritten));
+    assert_eq!(
+        (found.lsn, found.check),
+        (target.lsns.start, Check::NotWritten)
+    );
 
     let (result, entries) = replay_image(&image, &salvage());
     let report = result.expect("salvage cuts");
@@ -174,13 +192,20 @@ fn rule_2_entries_of_an_earlier_lap_are_never_accepted() {
     }
     let (result, entries) = replay_image(writer.durable(), &strict());
     let report = result.expect("replays");
-    assert!(report.next_position.lap >= 3, "wrapped: {}", report.next_position);
+    assert!(
+        report.next_position.lap >= 3,
+        "wrapped: {}",
+        report.next_position
+    );
     assert_eq!(report.outcome, Outcome::Clean);
     assert_eq!(entries.first().map(|e| e.0), Some(writer.acked_lsn() - 5));
     assert_eq!(entries.last().map(|e| e.0), Some(writer.acked_lsn()));
     // What follows the tail is the previous lap's data, valid but stale.
     assert!(
-        matches!(report.end_check, Check::StaleLap | Check::Magic | Check::SegmentStaleLap),
+        matches!(
+            report.end_check,
+            Check::StaleLap | Check::Magic | Check::SegmentStaleLap
+        ),
         "end check {:?}",
         report.end_check
     );
@@ -235,7 +260,10 @@ fn rule_6_invalidation_leaves_nothing_to_line_up_behind_new_entries() {
     second.flush();
     let (result, entries) = replay_image(second.durable(), &strict());
     let report = result.expect("replays");
-    assert_eq!(report.stale_records, 0, "the old batch C was zeroed before new appends");
+    assert_eq!(
+        report.stale_records, 0,
+        "the old batch C was zeroed before new appends"
+    );
     assert_eq!(entries.len(), 5);
 }
 
@@ -300,12 +328,18 @@ fn a_misdirected_write_is_caught_by_the_recorded_position() {
     let written = writer.written().to_vec();
     let mut image = writer.durable().to_vec();
     // Batch 4's write landed on batch 2's place (and batch 4's place kept old bytes: zeros).
-    let (from, to) = (written[4].ring_offset as usize, written[2].ring_offset as usize);
+    let (from, to) = (
+        written[4].ring_offset as usize,
+        written[2].ring_offset as usize,
+    );
     let block: Vec<u8> = image[from..from + BLOCK].to_vec();
     image[to..to + BLOCK].copy_from_slice(&block);
     image[from..from + BLOCK].fill(0);
     let found = corruption(replay_image(&image, &strict()).0);
-    assert_eq!((found.lsn, found.check), (written[2].lsns.start, Check::Position));
+    assert_eq!(
+        (found.lsn, found.check),
+        (written[2].lsns.start, Check::Position)
+    );
 }
 
 #[test]
@@ -355,7 +389,10 @@ fn a_latent_sector_error_is_torn_in_the_window_and_corruption_below_the_watermar
     let options = strict();
     // Inside acknowledged, covered data: corruption naming the unreadable block's record.
     let bad = written[1].ring_offset + BLOCK as u64;
-    let mut source = FailingSource { bytes: &image, bad: bad..bad + BLOCK as u64 };
+    let mut source = FailingSource {
+        bytes: &image,
+        bad: bad..bad + BLOCK as u64,
+    };
     match sealog_wal::scan(&mut source, &options) {
         Err(ReplayError::Corruption(found)) => {
             assert_eq!(found.check, Check::ReadError);
@@ -365,7 +402,10 @@ fn a_latent_sector_error_is_torn_in_the_window_and_corruption_below_the_watermar
     }
     // Inside the last batch, which nothing covers: treated like a torn block.
     let bad = written[4].ring_offset;
-    let mut source = FailingSource { bytes: &image, bad: bad..bad + BLOCK as u64 };
+    let mut source = FailingSource {
+        bytes: &image,
+        bad: bad..bad + BLOCK as u64,
+    };
     let report = sealog_wal::scan(&mut source, &options).expect("torn, not corrupt");
     assert_eq!(report.outcome, Outcome::TornTail);
     assert_eq!(report.end_check, Check::ReadError);
@@ -378,7 +418,11 @@ fn a_corrupted_length_never_reads_past_the_ring() {
     flushed_batches(&mut writer, 3, 1, 100);
     let next = writer.next_lsn();
     let at = writer.written()[2].ring_offset + BLOCK as u64;
-    let position = Position { lap: 1, segment: 0, offset: (at - 2 * BLOCK as u64) as u32 };
+    let position = Position {
+        lap: 1,
+        segment: 0,
+        offset: (at - 2 * BLOCK as u64) as u32,
+    };
     assert_eq!(geometry.ring_offset(position), at);
     // A header with a valid CRC claiming a 3 GiB payload and batch: checked, never followed.
     let header = sealog_wal::EntryHeader {
@@ -413,24 +457,35 @@ fn the_newest_valid_control_copy_wins_and_damage_to_both_is_typed() {
     let mut torn = image.clone();
     let copy = (newest % 2) as usize * BLOCK;
     torn[copy + 20] ^= 1;
-    let report = replay_image(&torn, &strict()).0.expect("the other copy serves");
+    let report = replay_image(&torn, &strict())
+        .0
+        .expect("the other copy serves");
     assert_eq!(report.control.sequence, newest - 1);
     assert_eq!(report.control.trim_lsn, 0);
     // Tear both: a typed error.
     let other = ((newest + 1) % 2) as usize * BLOCK;
     torn[other + 20] ^= 1;
-    assert!(matches!(replay_image(&torn, &strict()).0, Err(ReplayError::ControlCorrupt)));
+    assert!(matches!(
+        replay_image(&torn, &strict()).0,
+        Err(ReplayError::ControlCorrupt)
+    ));
 }
 
 #[test]
 fn bad_rings_are_typed_errors() {
     let zeros = vec![0u8; 1 << 20];
-    assert!(matches!(replay_image(&zeros, &strict()).0, Err(ReplayError::NotARing { .. })));
+    assert!(matches!(
+        replay_image(&zeros, &strict()).0,
+        Err(ReplayError::NotARing { .. })
+    ));
     let mut writer = new_writer(small_geometry());
     flushed_batches(&mut writer, 1, 1, 10);
     let image = writer.durable().to_vec();
     let short = &image[..image.len() - BLOCK];
-    assert!(matches!(replay_image(short, &strict()).0, Err(ReplayError::SourceTooSmall { .. })));
+    assert!(matches!(
+        replay_image(short, &strict()).0,
+        Err(ReplayError::SourceTooSmall { .. })
+    ));
     // A control block of another format version, CRC intact.
     let mut control = sealog_wal::read_control(&mut image.as_slice()).expect("valid");
     let mut versioned = image.clone();
@@ -456,7 +511,9 @@ fn payload_limits_are_typed_errors() {
     let geometry = small_geometry();
     let mut writer = new_writer(geometry);
     let too_big = vec![0u8; geometry.payload_size_max_bytes() as usize + 1];
-    let error = writer.append(&[b"fine", &too_big]).expect_err("over the limit");
+    let error = writer
+        .append(&[b"fine", &too_big])
+        .expect_err("over the limit");
     assert!(error.to_string().contains("over the ring's limit"));
     assert_eq!(writer.next_lsn(), 1, "nothing of the call was submitted");
     let biggest = vec![7u8; geometry.payload_size_max_bytes() as usize];

@@ -43,29 +43,35 @@ pub fn strict() -> ReplayOptions {
 }
 
 pub fn salvage() -> ReplayOptions {
-    ReplayOptions { mode: sealog_wal::RecoveryMode::TruncateAtCorruption, ..ReplayOptions::default() }
+    ReplayOptions {
+        mode: sealog_wal::RecoveryMode::TruncateAtCorruption,
+        ..ReplayOptions::default()
+    }
 }
 
 /// A freshly formatted and opened ring.
 pub fn new_writer(geometry: Geometry) -> ModelWriter {
     let image = ModelWriter::format(geometry, ring_id());
-    ModelWriter::open(image, &strict()).expect("a new ring opens").0
+    ModelWriter::open(image, &strict())
+        .expect("a new ring opens")
+        .0
 }
 
 /// Appends one batch of `count` records of `len` bytes; returns their LSNs.
 pub fn append(writer: &mut ModelWriter, count: usize, len: usize, salt: u64) -> Vec<u64> {
     let first = writer.next_lsn();
-    let payloads: Vec<Vec<u8>> =
-        (0..count as u64).map(|index| payload(first + index, salt, len)).collect();
+    let payloads: Vec<Vec<u8>> = (0..count as u64)
+        .map(|index| payload(first + index, salt, len))
+        .collect();
     let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
     writer.append(&refs).expect("room in the ring")
 }
 
+/// Replay's result and the entries it visited (LSN, payload).
+pub type Replayed = (Result<RecoveryReport, ReplayError>, Vec<(u64, Vec<u8>)>);
+
 /// Replays an image, returning the report (or error) and the entries visited.
-pub fn replay_image(
-    image: &[u8],
-    options: &ReplayOptions,
-) -> (Result<RecoveryReport, ReplayError>, Vec<(u64, Vec<u8>)>) {
+pub fn replay_image(image: &[u8], options: &ReplayOptions) -> Replayed {
     let mut source = image;
     let mut entries = Vec::new();
     let result = replay(&mut source, options, &mut |entry| {

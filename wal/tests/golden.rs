@@ -1,0 +1,168 @@
+//! Golden bytes: the encoding of each on-disk structure, pinned as hex. A change to any of
+//! these is a format change: it needs a new format version, an update of the drawing in
+//! `src/format.rs`, and of the hash in `docs/format.md`.
+
+use sealog_wal::batch::{BatchBuilder, BatchStart};
+use sealog_wal::format::{
+    ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader, CONTROL_SIZE,
+    ENTRY_HEADER_SIZE, SEGMENT_HEADER_SIZE,
+};
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn ring_id() -> RingId {
+    RingId([
+        0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee,
+        0xff,
+    ])
+}
+
+fn geometry() -> Geometry {
+    Geometry {
+        block_size_bytes: 4096,
+        segment_size_bytes: 1 << 20,
+        segment_count: 8,
+        batch_size_max_bytes: 1 << 16,
+        window_batches_max: 4,
+        window_bytes_max: 1 << 18,
+    }
+}
+
+#[test]
+fn control_block_bytes_are_pinned() {
+    let control = ControlBlock {
+        sequence: 7,
+        ring_id: ring_id(),
+        geometry: geometry(),
+        incarnation: 3,
+        trim_lsn: 41,
+        head: Position {
+            lap: 2,
+            segment: 5,
+            offset: 8192,
+        },
+        head_lsn: 40,
+    };
+    let mut block = vec![0xffu8; 4096];
+    control.encode(&mut block);
+    assert!(
+        block[CONTROL_SIZE..].iter().all(|&byte| byte == 0),
+        "rest of the block zeroed"
+    );
+    assert_eq!(
+        hex(&block[..CONTROL_SIZE]),
+        GOLDEN_CONTROL,
+        "control block encoding changed"
+    );
+    assert_eq!(ControlBlock::decode(&block), Ok(control));
+}
+
+#[test]
+fn segment_header_bytes_are_pinned() {
+    let header = SegmentHeader {
+        segment: 5,
+        lap: 2,
+        incarnation: 3,
+        first_lsn: 1234,
+    };
+    let mut block = vec![0xffu8; 4096];
+    header.encode(ring_id(), &mut block);
+    assert_eq!(
+        hex(&block[..SEGMENT_HEADER_SIZE]),
+        GOLDEN_SEGMENT,
+        "segment header changed"
+    );
+    assert_eq!(SegmentHeader::decode(ring_id(), &block), Ok(header));
+}
+
+#[test]
+fn entry_header_bytes_are_pinned() {
+    let header = EntryHeader {
+        kind: Kind::Data,
+        payload_len: 5,
+        payload_crc: sealog_wal::format::payload_crc(b"hello"),
+        incarnation: 3,
+        lsn: 1234,
+        watermark: 1200,
+        position: Position {
+            lap: 2,
+            segment: 5,
+            offset: 8192,
+        },
+        batch_bytes: 4096,
+        batch_index: 0,
+    };
+    let mut bytes = [0u8; ENTRY_HEADER_SIZE];
+    header.encode(ring_id(), &mut bytes);
+    assert_eq!(hex(&bytes), GOLDEN_ENTRY, "entry header changed");
+    assert_eq!(EntryHeader::decode(ring_id(), &bytes), Ok(header));
+}
+
+#[test]
+fn a_batch_is_records_then_padding_to_the_block() {
+    let mut buf = vec![0xeeu8; 4096];
+    let mut builder = BatchBuilder::new(
+        &mut buf,
+        BatchStart {
+            ring_id: ring_id(),
+            position: Position {
+                lap: 2,
+                segment: 5,
+                offset: 8192,
+            },
+            first_lsn: 1234,
+            watermark: 1200,
+            incarnation: 3,
+            block_size_bytes: 4096,
+            capacity_bytes: 4096,
+            payload_size_max_bytes: geometry().payload_size_max_bytes(),
+        },
+    );
+    assert_eq!(builder.push(Kind::Data, b"hello"), Ok(1234));
+    assert_eq!(builder.push(Kind::Data, b""), Ok(1235));
+    let batch = builder.finish();
+    assert_eq!(
+        (batch.bytes, batch.records, batch.last_lsn()),
+        (4096, 2, Some(1235))
+    );
+    // Record 1: header + "hello"; record 2 at 69: header only; padding at 133 to the end.
+    assert_eq!(
+        hex(&buf[..133 + ENTRY_HEADER_SIZE]),
+        GOLDEN_BATCH_PREFIX,
+        "batch changed"
+    );
+    assert!(
+        buf[133 + ENTRY_HEADER_SIZE..].iter().all(|&byte| byte == 0),
+        "padding is zeros"
+    );
+    let padding = EntryHeader::decode(ring_id(), &buf[133..]).expect("padding header");
+    assert_eq!(padding.kind, Kind::Padding);
+    assert_eq!((padding.lsn, padding.batch_index), (1236, 2));
+    assert_eq!(padding.payload_len as usize, 4096 - 133 - ENTRY_HEADER_SIZE);
+}
+
+const GOLDEN_CONTROL: &str = concat!(
+    "534c47430100000009c1bf9b0300000007000000000000000011223344556677",
+    "8899aabbccddeeff001000000800000000001000000000000000010004000000",
+    "0000040000000000290000000000000028000000000000000200000005000000",
+    "0020000000000000000000000000000000000000000000000000000000000000",
+);
+const GOLDEN_SEGMENT: &str = concat!(
+    "534c475301000000430eff8d050000000200000003000000d204000000000000",
+    "00112233445566778899aabbccddeeff00000000000000000000000000000000",
+);
+const GOLDEN_ENTRY: &str = concat!(
+    "534c47450100010028da0db5050000004cbb719a03000000d204000000000000",
+    "b004000000000000020000000500000000200000001000000000000082e9df48",
+);
+const GOLDEN_BATCH_PREFIX: &str = concat!(
+    "534c47450100010028da0db5050000004cbb719a03000000d204000000000000",
+    "b004000000000000020000000500000000200000001000000000000082e9df48",
+    "68656c6c6f534c4745010001009c94439e000000000000000003000000d30400",
+    "0000000000b00400000000000002000000050000004520000000100000010000",
+    "0082e9df48534c4745010002008c9814d33b0f000052ec5f5503000000d40400",
+    "0000000000b00400000000000002000000050000008520000000100000020000",
+    "0082e9df48",
+);
