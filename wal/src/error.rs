@@ -149,6 +149,19 @@ pub enum ReplayError {
         /// Bytes the source has.
         source_size_bytes: u64,
     },
+    /// While iterating over a replayed ring, a batch the report counted no longer checks out:
+    /// the ring changed underneath (or the drive returned other bytes the second time).
+    #[error(
+        "the ring changed since it was replayed: at {position}, LSN {lsn} failed the {check} check"
+    )]
+    Changed {
+        /// Where.
+        position: Position,
+        /// The LSN expected there.
+        lsn: u64,
+        /// The check that failed.
+        check: crate::replay::Check,
+    },
     /// Acknowledged data is damaged (strict mode): the log cannot be recovered without loss.
     #[error("{0}")]
     Corruption(Box<Corruption>),

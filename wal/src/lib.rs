@@ -27,8 +27,8 @@ pub use error::{EncodeError, GeometryError, ReplayError, RingFull};
 pub use format::{ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader};
 pub use layout::{BatchSlot, WriteCursor};
 pub use replay::{
-    read_control, replay, scan, Check, Corruption, Entry, Evidence, Outcome, RecoveryMode,
-    RecoveryReport, ReplayOptions, TornTail,
+    entries, read_control, replay, scan, Check, Corruption, Entry, Evidence, Outcome,
+    RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport, ReplayOptions, TornTail,
 };
 pub use source::RingSource;
 

@@ -538,6 +538,135 @@ pub fn replay<S: RingSource + ?Sized>(
     scanner.run(visit)
 }
 
+/// A recovered entry, owned: what [`entries`] yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveredEntry {
+    /// Its LSN.
+    pub lsn: u64,
+    /// Its kind (never padding).
+    pub kind: Kind,
+    /// Its payload, checked against its CRC.
+    pub payload: Vec<u8>,
+    /// Where its header lies.
+    pub position: Position,
+    /// Where its batch starts.
+    pub batch: Position,
+    /// The LSN of its batch's first record.
+    pub batch_first_lsn: u64,
+    /// The incarnation that wrote it.
+    pub incarnation: u32,
+}
+
+/// Iterates over the live entries a replay recovered, in LSN order, reading them again from
+/// the source batch by batch (memory stays bounded by one batch, whatever the ring's size) and
+/// checking them again. Yields [`ReplayError::Changed`] if the ring no longer holds what the
+/// report describes.
+pub fn entries<'s, S: RingSource + ?Sized>(
+    source: &'s mut S,
+    report: &RecoveryReport,
+    options: &ReplayOptions,
+) -> RecoveredEntries<'s, S> {
+    let control = ControlBlock {
+        trim_lsn: report.trim_lsn,
+        ..report.control
+    };
+    RecoveredEntries {
+        scanner: Scanner::new(source, control, options),
+        cursor: control.head,
+        expected_lsn: control.head_lsn,
+        end_lsn: report.next_lsn,
+        lineage_incarnation: 0,
+        batch: std::collections::VecDeque::new(),
+        failed: false,
+    }
+}
+
+/// The iterator [`entries`] returns.
+pub struct RecoveredEntries<'s, S: RingSource + ?Sized> {
+    scanner: Scanner<'s, S>,
+    cursor: Position,
+    expected_lsn: u64,
+    end_lsn: u64,
+    lineage_incarnation: u32,
+    batch: std::collections::VecDeque<RecoveredEntry>,
+    failed: bool,
+}
+
+impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
+    /// Reads the next batch into `self.batch`, skipping unused segment tails as replay did.
+    fn fill(&mut self) -> Result<(), ReplayError> {
+        let geometry = self.scanner.geometry;
+        let trim_lsn = self.scanner.control.trim_lsn;
+        // Bounded: each turn accepts a batch or moves to the next segment, at most one ring.
+        for _ in 0..=u64::from(geometry.segment_count) * 2 {
+            let checked =
+                self.scanner
+                    .check_batch(self.cursor, self.expected_lsn, self.lineage_incarnation);
+            match checked {
+                Ok(good) => {
+                    let batch = &mut self.batch;
+                    self.scanner
+                        .for_each_record(self.cursor, good, &mut |entry| {
+                            if entry.lsn > trim_lsn {
+                                batch.push_back(RecoveredEntry {
+                                    lsn: entry.lsn,
+                                    kind: entry.kind,
+                                    payload: entry.payload.to_vec(),
+                                    position: entry.position,
+                                    batch: entry.batch,
+                                    batch_first_lsn: entry.batch_first_lsn,
+                                    incarnation: entry.incarnation,
+                                });
+                            }
+                        });
+                    self.lineage_incarnation = good.incarnation;
+                    self.expected_lsn += u64::from(good.records);
+                    self.cursor = self.scanner.after_batch(self.cursor, good.bytes);
+                    return Ok(());
+                }
+                Err(failure) => {
+                    let skip = self.cursor.offset != geometry.segment_data_offset()
+                        && self
+                            .scanner
+                            .next_segment_continues(self.cursor, self.expected_lsn);
+                    if !skip {
+                        return Err(ReplayError::Changed {
+                            position: failure.position,
+                            lsn: failure.lsn,
+                            check: failure.check,
+                        });
+                    }
+                    self.cursor = geometry.next_segment_start(self.cursor);
+                }
+            }
+        }
+        Err(ReplayError::Changed {
+            position: self.cursor,
+            lsn: self.expected_lsn,
+            check: Check::SegmentMismatch,
+        })
+    }
+}
+
+impl<S: RingSource + ?Sized> Iterator for RecoveredEntries<'_, S> {
+    type Item = Result<RecoveredEntry, ReplayError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(entry) = self.batch.pop_front() {
+                return Some(Ok(entry));
+            }
+            if self.failed || self.expected_lsn >= self.end_lsn {
+                return None;
+            }
+            if let Err(error) = self.fill() {
+                self.failed = true;
+                return Some(Err(error));
+            }
+        }
+    }
+}
+
 /// A check that failed at a batch boundary: where, the LSN involved, and which check.
 #[derive(Clone, Copy, Debug)]
 struct Failure {
@@ -739,15 +868,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     report.incarnation_max = report.incarnation_max.max(good.incarnation);
                     lineage_incarnation = good.incarnation;
                     expected_lsn += u64::from(good.records);
-                    let end = u64::from(cursor.offset) + u64::from(good.bytes);
-                    cursor = if end == geometry.segment_size_bytes {
-                        geometry.next_segment_start(cursor)
-                    } else {
-                        Position {
-                            offset: u32::try_from(end).expect("inside a segment"),
-                            ..cursor
-                        }
-                    };
+                    cursor = self.after_batch(cursor, good.bytes);
                     continue;
                 }
                 Err(failure) => failure,
@@ -1122,6 +1243,22 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         report: &mut RecoveryReport,
         visit: &mut dyn FnMut(&Entry<'_>),
     ) {
+        self.for_each_record(cursor, good, &mut |entry| {
+            if entry.lsn > trim_lsn {
+                report.entries += 1;
+                report.payload_bytes += entry.payload.len() as u64;
+                visit(entry);
+            }
+        });
+    }
+
+    /// Calls `each` with every record (padding excluded) of a batch that checked out.
+    fn for_each_record(
+        &mut self,
+        cursor: Position,
+        good: GoodBatch,
+        each: &mut dyn FnMut(&Entry<'_>),
+    ) {
         let ring_offset = self.geometry.ring_offset(cursor);
         let limit = self.segment_end(cursor);
         let ring_id = self.ring_id;
@@ -1134,20 +1271,29 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             let header = EntryHeader::decode(ring_id, &bytes[offset..]).expect("checked batch");
             let payload_start = offset + ENTRY_HEADER_SIZE;
             let payload = &bytes[payload_start..payload_start + header.payload_len as usize];
-            if header.lsn > trim_lsn {
-                report.entries += 1;
-                report.payload_bytes += payload.len() as u64;
-                visit(&Entry {
-                    lsn: header.lsn,
-                    kind: header.kind,
-                    payload,
-                    position: header.position,
-                    batch: cursor,
-                    batch_first_lsn: header.batch_first_lsn(),
-                    incarnation: header.incarnation,
-                });
-            }
+            each(&Entry {
+                lsn: header.lsn,
+                kind: header.kind,
+                payload,
+                position: header.position,
+                batch: cursor,
+                batch_first_lsn: header.batch_first_lsn(),
+                incarnation: header.incarnation,
+            });
             offset = payload_start + payload.len();
+        }
+    }
+
+    /// The batch boundary after a batch of `bytes` at `cursor`.
+    fn after_batch(&self, cursor: Position, bytes: u32) -> Position {
+        let end = u64::from(cursor.offset) + u64::from(bytes);
+        if end == self.geometry.segment_size_bytes {
+            self.geometry.next_segment_start(cursor)
+        } else {
+            Position {
+                offset: u32::try_from(end).expect("inside a segment"),
+                ..cursor
+            }
         }
     }
 
