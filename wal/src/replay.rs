@@ -807,11 +807,12 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         }
     }
 
-    fn decide(&mut self, facts: Facts) -> Decision {
+    /// Looks the facts up in the decision table and counts the row taken.
+    fn decide(&mut self, facts: Facts) -> &'static crate::decision::Row {
         let row = decide(&facts);
         let index = crate::decision::row_index(row.label).expect("a row of the table");
         self.row_hits[index] += 1;
-        row.decision
+        row
     }
 
     fn segment_end(&self, position: Position) -> u64 {
@@ -861,7 +862,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                         ok: true,
                         ..Facts::default()
                     });
-                    debug_assert_eq!(decision, Decision::Accept);
+                    debug_assert_eq!(decision.decision, Decision::Accept);
                     self.visit_batch(cursor, good, trim_lsn, &mut report, visit);
                     report.batches += 1;
                     report.watermark_max = report.watermark_max.max(good.watermark);
@@ -880,7 +881,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     skip: true,
                     ..Facts::default()
                 });
-                debug_assert_eq!(decision, Decision::SkipToNextSegment);
+                debug_assert_eq!(decision.decision, Decision::SkipToNextSegment);
                 report.segments_skipped += 1;
                 cursor = geometry.next_segment_start(cursor);
                 continue;
@@ -921,8 +922,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             damage: failure.is_damage() || probe.records > 0,
             trunc: self.mode == RecoveryMode::TruncateAtCorruption,
         };
-        let decision = self.decide(facts);
-        report.end_row = crate::decision::decide(&facts).label;
+        let row = self.decide(facts);
+        let decision = row.decision;
+        report.end_row = row.label;
         report.end_check = failure.check;
         report.row_hits = self.row_hits;
         report.stale_records = probe.stale_records;
