@@ -1,0 +1,29 @@
+//! sealog, the engine: rings on raw block devices or directories of pre-allocated segment
+//! files, one thread per drive owning its io_uring, registered O_DIRECT buffers and ring, group
+//! commit with a write and a linked datasync per batch and several batches in flight, recovery
+//! on open with the `sealog-wal` scanner, reads, durable trim, ring-full backpressure, and
+//! fail-stop on any I/O error.
+//!
+//! - [`drive`]: one drive and its thread (the group-commit state machine);
+//! - [`engine`]: several drives opened together;
+//! - [`storage`]: formatting and opening rings, locks, the block size rule;
+//! - [`io`]: the completion-based I/O seam; [`uring`] its io_uring backend (the only module
+//!   with `unsafe`), [`memory`] an in-memory one for tests;
+//! - [`ticket`]: append outcomes, waitable and awaitable;
+//! - [`pool`]: the aligned buffer pool.
+
+pub mod drive;
+pub mod engine;
+pub mod error;
+pub mod io;
+pub mod memory;
+pub mod pool;
+pub mod storage;
+pub mod ticket;
+pub mod uring;
+
+pub use drive::{Drive, DriveOptions, DriveState, Durability, EntryIter, Stats, WhenFull};
+pub use engine::Engine;
+pub use error::{DriveError, FormatError, OpenError};
+pub use storage::{format, FormatOptions};
+pub use ticket::Ticket;

@@ -1,0 +1,84 @@
+//! The fixed pool of O_DIRECT buffers a drive owns: one page-aligned anonymous mapping
+//! (memmap2), cut into equal buffers, allocated once at open and registered with io_uring where
+//! the memlock limit allows. Nothing on the hot path allocates; a buffer is lent to the device
+//! for the life of one operation and handed back on its completion.
+
+use std::io;
+
+use memmap2::MmapMut;
+
+/// Aligned buffers, each `buffer_bytes` long.
+pub struct BufferPool {
+    map: MmapMut,
+    buffer_bytes: usize,
+    count: usize,
+    free: Vec<usize>,
+}
+
+/// Alignment of every buffer: the page size, which covers any block size up to it.
+pub const BUFFER_ALIGN_BYTES: usize = 4096;
+
+impl BufferPool {
+    /// Maps `count` buffers of `buffer_bytes` (rounded up to the alignment).
+    pub fn new(count: usize, buffer_bytes: usize) -> io::Result<BufferPool> {
+        assert!(count > 0);
+        let buffer_bytes = buffer_bytes.div_ceil(BUFFER_ALIGN_BYTES) * BUFFER_ALIGN_BYTES;
+        let map = MmapMut::map_anon(count * buffer_bytes)?;
+        debug_assert_eq!(map.as_ptr() as usize % BUFFER_ALIGN_BYTES, 0);
+        Ok(BufferPool {
+            map,
+            buffer_bytes,
+            count,
+            free: (0..count).rev().collect(),
+        })
+    }
+
+    /// Bytes in each buffer.
+    pub fn buffer_bytes(&self) -> usize {
+        self.buffer_bytes
+    }
+
+    /// Number of buffers.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Takes a free buffer, if any.
+    pub fn acquire(&mut self) -> Option<usize> {
+        self.free.pop()
+    }
+
+    /// Returns a buffer taken with [`BufferPool::acquire`].
+    pub fn release(&mut self, index: usize) {
+        debug_assert!(index < self.count);
+        debug_assert!(!self.free.contains(&index), "buffer {index} released twice");
+        self.free.push(index);
+    }
+
+    /// Number of free buffers.
+    pub fn free_count(&self) -> usize {
+        self.free.len()
+    }
+
+    /// The bytes of buffer `index`.
+    pub fn buffer(&self, index: usize) -> &[u8] {
+        let start = index * self.buffer_bytes;
+        &self.map[start..start + self.buffer_bytes]
+    }
+
+    /// The bytes of buffer `index`, writable.
+    pub fn buffer_mut(&mut self, index: usize) -> &mut [u8] {
+        let start = index * self.buffer_bytes;
+        &mut self.map[start..start + self.buffer_bytes]
+    }
+
+    /// The whole mapping, for registration with the kernel.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    /// Total bytes mapped.
+    pub fn total_bytes(&self) -> usize {
+        self.map.len()
+    }
+}

@@ -1,0 +1,613 @@
+//! Where a ring lives: a raw block device (segments are fixed regions of it) or a directory of
+//! pre-allocated segment files (`control` holding the two control blocks, then
+//! `segment-00000`, ...). This module owns formatting (the identity and geometry; segment files
+//! created under a temporary name, allocated, zero-filled by real writes, synced, renamed, the
+//! directory synced), opening with the right flags and lock, the block size rule, and the map
+//! from ring offsets to (file, offset). It does no I/O on the log itself.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sealog_wal::format::{ControlBlock, BLOCK_SIZE_MIN_BYTES};
+use sealog_wal::{Geometry, RingId};
+
+use crate::error::{FormatError, OpenError};
+use crate::uring::sys;
+
+/// Name of the file holding the two control blocks in a directory ring.
+pub const CONTROL_FILE: &str = "control";
+/// How long an open waits for a lock held by another process (one just killed, say).
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The kind of storage a ring is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingKind {
+    /// A raw block device.
+    BlockDevice,
+    /// A directory of segment files.
+    Directory,
+}
+
+/// Whether an open may write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// `dump`, `verify`, `inspect`: a shared lock.
+    ReadOnly,
+    /// A writer: an exclusive lock (and O_EXCL on a block device).
+    ReadWrite,
+}
+
+/// The open files of a ring and how ring offsets map onto them.
+pub struct RingFiles {
+    /// The path the ring was opened at.
+    pub path: PathBuf,
+    /// Block device or directory.
+    pub kind: RingKind,
+    /// For a device: the device. For a directory: `control`, then every segment file.
+    pub files: Vec<File>,
+    /// The ring's geometry, from its control block.
+    pub geometry: Geometry,
+    /// The storage's own block size (the largest of 4096, logical, physical, DIO alignment).
+    pub storage_block_bytes: u32,
+    /// The device's write-cache mode and FUA support, from sysfs, where known.
+    pub cache: Option<crate::io::CacheInfo>,
+}
+
+impl RingFiles {
+    /// The file holding `ring_offset` and the offset inside it. Every request lies inside one
+    /// file: a write or read never crosses a segment or the control area.
+    pub fn locate(&self, ring_offset: u64) -> (usize, u64) {
+        match self.kind {
+            RingKind::BlockDevice => (0, ring_offset),
+            RingKind::Directory => {
+                let control = self.geometry.control_area_bytes();
+                if ring_offset < control {
+                    (0, ring_offset)
+                } else {
+                    let segment = (ring_offset - control) / self.geometry.segment_size_bytes;
+                    let inside = (ring_offset - control) % self.geometry.segment_size_bytes;
+                    (1 + segment as usize, inside)
+                }
+            }
+        }
+    }
+}
+
+/// What `format` is asked for.
+#[derive(Clone, Debug)]
+pub struct FormatOptions {
+    /// Total bytes of the ring (control area and segments).
+    pub size_bytes: u64,
+    /// Segment size; default 64 MiB or size/4, whichever is smaller, rounded down to the block.
+    pub segment_size_bytes: Option<u64>,
+    /// Format a directory that is not empty.
+    pub force: bool,
+    /// The largest batch; default 1 MiB (or a segment's data area if smaller).
+    pub batch_size_max_bytes: Option<u32>,
+    /// Batches in flight; default 4.
+    pub window_batches_max: Option<u32>,
+}
+
+/// Default segment size cap.
+pub const SEGMENT_SIZE_DEFAULT_MAX_BYTES: u64 = 64 << 20;
+/// Default batch size cap.
+pub const BATCH_SIZE_DEFAULT_MAX_BYTES: u32 = 1 << 20;
+/// Default number of batches in flight.
+pub const WINDOW_BATCHES_DEFAULT: u32 = 4;
+
+/// Chooses the geometry for a ring of `size_bytes` on storage with `block` byte blocks.
+pub fn plan_geometry(
+    options: &FormatOptions,
+    block_size_bytes: u32,
+    path: &Path,
+) -> Result<Geometry, FormatError> {
+    let block = u64::from(block_size_bytes);
+    let control = sealog_wal::format::CONTROL_COPIES * block;
+    let too_small = || FormatError::TooSmall {
+        path: path.to_path_buf(),
+        size_bytes: options.size_bytes,
+    };
+    let segment_size = match options.segment_size_bytes {
+        Some(size) => size,
+        None => SEGMENT_SIZE_DEFAULT_MAX_BYTES.min(options.size_bytes / 4),
+    };
+    let segment_size = segment_size / block * block;
+    if segment_size == 0 || options.size_bytes < control {
+        return Err(too_small());
+    }
+    let segment_count = (options.size_bytes - control) / segment_size;
+    if segment_count < 2 {
+        return Err(too_small());
+    }
+    let data = segment_size.saturating_sub(block);
+    let batch = u64::from(
+        options
+            .batch_size_max_bytes
+            .unwrap_or(BATCH_SIZE_DEFAULT_MAX_BYTES),
+    )
+    .min(data)
+        / block
+        * block;
+    let window = options.window_batches_max.unwrap_or(WINDOW_BATCHES_DEFAULT);
+    let geometry = Geometry {
+        block_size_bytes,
+        segment_size_bytes: segment_size,
+        segment_count: u32::try_from(segment_count).map_err(|_| too_small())?,
+        batch_size_max_bytes: u32::try_from(batch).map_err(|_| too_small())?,
+        window_batches_max: window,
+        window_bytes_max: u64::from(window) * batch,
+    };
+    geometry
+        .validate()
+        .map_err(|source| FormatError::Geometry {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(geometry)
+}
+
+/// A fresh random ring id from the kernel's generator.
+pub fn new_ring_id() -> io::Result<RingId> {
+    let mut id = [0u8; 16];
+    File::open("/dev/urandom")?.read_exact(&mut id)?;
+    Ok(RingId(id))
+}
+
+fn is_block_device(path: &Path) -> io::Result<bool> {
+    Ok(fs::metadata(path)?.file_type().is_block_device())
+}
+
+/// The block size of a block device by the rule: the largest of 4096, logical and physical.
+fn device_block(file: &File) -> io::Result<(u32, u64)> {
+    let geometry = sys::block_device_geometry(file)?;
+    let block = BLOCK_SIZE_MIN_BYTES
+        .max(geometry.logical_block_bytes)
+        .max(geometry.physical_block_bytes);
+    Ok((block, geometry.size_bytes))
+}
+
+/// The block size for files in a directory: the largest of 4096, statx's DIO alignment and the
+/// physical block size of the device under the file system (from sysfs).
+fn directory_block(probe: &File) -> io::Result<u32> {
+    let dio = sys::dio_alignment(probe)?.map_or(0, |(memory, offset)| memory.max(offset));
+    let physical = underlying_physical_block(probe).unwrap_or(0);
+    Ok(BLOCK_SIZE_MIN_BYTES.max(dio).max(physical))
+}
+
+/// sysfs directory of the block device holding `file` (its parent disk for a partition).
+fn sysfs_queue_of(file: &File) -> Option<PathBuf> {
+    let stat = nix::sys::stat::fstat(file.as_raw_fd()).ok()?;
+    let (major, minor) = (
+        nix::sys::stat::major(stat.st_dev),
+        nix::sys::stat::minor(stat.st_dev),
+    );
+    let device = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let queue = device.join("queue");
+    if queue.exists() {
+        return Some(queue);
+    }
+    let parent = device.join("..").join("queue");
+    parent.exists().then_some(parent)
+}
+
+fn sysfs_queue_of_device(file: &File) -> Option<PathBuf> {
+    let stat = nix::sys::stat::fstat(file.as_raw_fd()).ok()?;
+    let (major, minor) = (
+        nix::sys::stat::major(stat.st_rdev),
+        nix::sys::stat::minor(stat.st_rdev),
+    );
+    let queue = PathBuf::from(format!("/sys/dev/block/{major}:{minor}/queue"));
+    queue.exists().then_some(queue)
+}
+
+fn underlying_physical_block(file: &File) -> Option<u32> {
+    let queue = sysfs_queue_of(file)?;
+    fs::read_to_string(queue.join("physical_block_size"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn cache_info(queue: Option<PathBuf>) -> Option<crate::io::CacheInfo> {
+    let queue = queue?;
+    let write_cache = fs::read_to_string(queue.join("write_cache"))
+        .ok()?
+        .trim()
+        .to_string();
+    let fua = fs::read_to_string(queue.join("fua"))
+        .ok()
+        .is_some_and(|text| text.trim() == "1");
+    Some(crate::io::CacheInfo { write_cache, fua })
+}
+
+fn segment_file_name(segment: u32) -> String {
+    format!("segment-{segment:05}")
+}
+
+fn io_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(io::Error) -> FormatError + 'a {
+    move |source| FormatError::Io {
+        path: path.to_path_buf(),
+        action,
+        source,
+    }
+}
+
+/// Formats a ring at `path`: a directory (created if missing) or a block device.
+pub fn format(path: &Path, options: &FormatOptions) -> Result<ControlBlock, FormatError> {
+    let ring_id = new_ring_id().map_err(io_error(path, "read /dev/urandom"))?;
+    if path.exists() && is_block_device(path).map_err(io_error(path, "stat"))? {
+        format_device(path, options, ring_id)
+    } else {
+        format_directory(path, options, ring_id)
+    }
+}
+
+fn format_device(
+    path: &Path,
+    options: &FormatOptions,
+    ring_id: RingId,
+) -> Result<ControlBlock, FormatError> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_EXCL)
+        .open(path)
+        .map_err(io_error(path, "open the device exclusively"))?;
+    let (block, device_size) = device_block(&file).map_err(io_error(path, "read block sizes"))?;
+    if options.size_bytes > device_size {
+        return Err(FormatError::DeviceTooSmall {
+            path: path.to_path_buf(),
+            size_bytes: options.size_bytes,
+            device_bytes: device_size,
+        });
+    }
+    let geometry = plan_geometry(options, block, path)?;
+    // Zero every segment header block: nothing of an earlier ring on this device may look
+    // like a started segment (another ring's records also fail its id-seeded checksums).
+    let zeros = vec![0u8; block as usize];
+    for segment in 0..geometry.segment_count {
+        let offset = geometry.segment_ring_offset(segment);
+        pwrite_all(&file, &zeros, offset).map_err(io_error(path, "zero a segment header"))?;
+    }
+    let control = write_control_copies(&mut file, path, ring_id, geometry)?;
+    Ok(control)
+}
+
+fn write_control_copies(
+    file: &mut File,
+    path: &Path,
+    ring_id: RingId,
+    geometry: Geometry,
+) -> Result<ControlBlock, FormatError> {
+    let block = geometry.block_size_bytes as usize;
+    let mut bytes = vec![0u8; 2 * block];
+    let mut control = ControlBlock::new_ring(ring_id, geometry);
+    for sequence in 0..2u64 {
+        control.sequence = sequence;
+        let at = control.copy() as usize * block;
+        control.encode(&mut bytes[at..at + block]);
+    }
+    pwrite_all(file, &bytes, 0).map_err(io_error(path, "write the control blocks"))?;
+    file.sync_all()
+        .map_err(io_error(path, "sync the control blocks"))?;
+    Ok(control)
+}
+
+fn pwrite_all(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(bytes, offset)
+}
+
+fn format_directory(
+    path: &Path,
+    options: &FormatOptions,
+    ring_id: RingId,
+) -> Result<ControlBlock, FormatError> {
+    if path.exists() {
+        let mut entries = fs::read_dir(path).map_err(io_error(path, "list the directory"))?;
+        if entries.next().is_some() && !options.force {
+            return Err(FormatError::NotEmpty {
+                path: path.to_path_buf(),
+            });
+        }
+    } else {
+        fs::create_dir_all(path).map_err(io_error(path, "create the directory"))?;
+    }
+    let directory = File::open(path).map_err(io_error(path, "open the directory"))?;
+    let block = directory_block(&directory).map_err(io_error(path, "read the DIO alignment"))?;
+    let geometry = plan_geometry(options, block, path)?;
+    // Segments first, each complete before it gets its final name; the control file last, so
+    // a half-made ring has no control file and is never taken for a ring.
+    let _ = fs::remove_file(path.join(CONTROL_FILE));
+    for segment in 0..geometry.segment_count {
+        let name = segment_file_name(segment);
+        create_zeroed(path, &name, geometry.segment_size_bytes)?;
+    }
+    let temporary = path.join(format!("{CONTROL_FILE}.tmp"));
+    let mut control_file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temporary)
+        .map_err(io_error(path, "create the control file"))?;
+    let control = write_control_copies(&mut control_file, path, ring_id, geometry)?;
+    fs::rename(&temporary, path.join(CONTROL_FILE)).map_err(io_error(path, "rename"))?;
+    directory
+        .sync_all()
+        .map_err(io_error(path, "sync the directory"))?;
+    Ok(control)
+}
+
+/// Creates `name` in `directory` with `size` bytes: temporary name, fallocate, zeros written
+/// for real (so no extent stays unwritten), fsync, rename.
+fn create_zeroed(directory: &Path, name: &str, size: u64) -> Result<(), FormatError> {
+    let temporary = directory.join(format!("{name}.tmp"));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temporary)
+        .map_err(io_error(directory, "create a segment file"))?;
+    let length = i64::try_from(size).map_err(|_| FormatError::TooSmall {
+        path: directory.to_path_buf(),
+        size_bytes: size,
+    })?;
+    nix::fcntl::fallocate(
+        file.as_raw_fd(),
+        nix::fcntl::FallocateFlags::empty(),
+        0,
+        length,
+    )
+    .map_err(|errno| io_error(directory, "allocate a segment file")(errno.into()))?;
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = size;
+    while left > 0 {
+        let chunk = left.min(zeros.len() as u64) as usize;
+        file.write_all(&zeros[..chunk])
+            .map_err(io_error(directory, "zero a segment file"))?;
+        left -= chunk as u64;
+    }
+    file.sync_all()
+        .map_err(io_error(directory, "sync a segment file"))?;
+    fs::rename(&temporary, directory.join(name)).map_err(io_error(directory, "rename"))?;
+    Ok(())
+}
+
+fn lock(file: &File, path: &Path, access: Access) -> Result<(), OpenError> {
+    let (kind, name) = match access {
+        Access::ReadOnly => (sys::LockKind::Shared, "shared"),
+        Access::ReadWrite => (sys::LockKind::Exclusive, "exclusive"),
+    };
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match sys::try_flock(file, kind) {
+            Ok(true) => return Ok(()),
+            Ok(false) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(false) => {
+                return Err(OpenError::Locked {
+                    path: path.to_path_buf(),
+                    lock: name,
+                })
+            }
+            Err(source) => {
+                return Err(OpenError::Io {
+                    path: path.to_path_buf(),
+                    action: "lock the ring",
+                    source,
+                })
+            }
+        }
+    }
+}
+
+fn open_direct(path: &Path, access: Access, exclusive: bool) -> io::Result<File> {
+    let mut flags = libc::O_DIRECT;
+    if exclusive {
+        flags |= libc::O_EXCL;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(access == Access::ReadWrite)
+        .custom_flags(flags)
+        .open(path)
+}
+
+/// Reads the control block through a plain O_DIRECT read, to learn the geometry before the
+/// backend (which needs it) exists.
+fn read_geometry(file: &File, path: &Path) -> Result<Geometry, OpenError> {
+    let mut pool =
+        crate::pool::BufferPool::new(1, 2 * sealog_wal::format::BLOCK_SIZE_MAX_BYTES as usize)
+            .map_err(|source| OpenError::Io {
+                path: path.to_path_buf(),
+                action: "map a buffer",
+                source,
+            })?;
+    let size = file
+        .metadata()
+        .map(|meta| meta.len())
+        .map_err(|source| OpenError::Io {
+            path: path.to_path_buf(),
+            action: "stat",
+            source,
+        })?;
+    let buffer = pool.buffer_mut(0);
+    // The control file holds only the control area; the ring's size is checked later, against
+    // the segment files.
+    let mut source = DirectFileSource {
+        file,
+        size: u64::MAX / 2,
+        file_len: size,
+        buffer,
+    };
+    let control = sealog_wal::read_control(&mut source).map_err(|source| OpenError::Ring {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(control.geometry)
+}
+
+/// A [`sealog_wal::RingSource`] over one file with O_DIRECT reads into an aligned buffer;
+/// used only to read the control block before the engine's backend exists.
+struct DirectFileSource<'a> {
+    file: &'a File,
+    size: u64,
+    /// Reads at or past this offset return zeros (the control file is shorter than a ring).
+    file_len: u64,
+    buffer: &'a mut [u8],
+}
+
+impl sealog_wal::RingSource for DirectFileSource<'_> {
+    fn size_bytes(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let len = buf.len();
+        if len > self.buffer.len() {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        if ring_offset >= self.file_len {
+            buf.fill(0);
+            return Ok(());
+        }
+        self.file
+            .read_exact_at(&mut self.buffer[..len], ring_offset)?;
+        buf.copy_from_slice(&self.buffer[..len]);
+        Ok(())
+    }
+}
+
+/// Opens the ring at `path` with the lock `access` needs, checks that its block size still
+/// fits the storage, and returns its files (replay is the engine's next step).
+pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
+    let io = |action: &'static str| {
+        move |source: io::Error| OpenError::Io {
+            path: path.to_path_buf(),
+            action,
+            source,
+        }
+    };
+    let metadata = fs::metadata(path).map_err(io("stat"))?;
+    if metadata.file_type().is_block_device() {
+        let file = open_direct(path, access, access == Access::ReadWrite).map_err(io("open"))?;
+        lock(&file, path, access)?;
+        let (block, device_size) = device_block(&file).map_err(io("read block sizes"))?;
+        let mut source_size = DeviceSized {
+            file: &file,
+            size: device_size,
+        };
+        let geometry = source_size.geometry(path)?;
+        check_block(path, geometry, block)?;
+        let cache = cache_info(sysfs_queue_of_device(&file));
+        return Ok(RingFiles {
+            path: path.to_path_buf(),
+            kind: RingKind::BlockDevice,
+            files: vec![file],
+            geometry,
+            storage_block_bytes: block,
+            cache,
+        });
+    }
+    if !metadata.is_dir() {
+        return Err(OpenError::NotARing {
+            path: path.to_path_buf(),
+            why: "neither a directory nor a block device",
+        });
+    }
+    let control_path = path.join(CONTROL_FILE);
+    if !control_path.exists() {
+        return Err(OpenError::NotARing {
+            path: path.to_path_buf(),
+            why: "no control file",
+        });
+    }
+    let control = open_direct(&control_path, access, false).map_err(io("open the control file"))?;
+    lock(&control, path, access)?;
+    let geometry = read_geometry(&control, path)?;
+    let block = directory_block(&control).map_err(io("read the DIO alignment"))?;
+    check_block(path, geometry, block)?;
+    let mut files = vec![control];
+    for segment in 0..geometry.segment_count {
+        let segment_path = path.join(segment_file_name(segment));
+        let file = open_direct(&segment_path, access, false).map_err(io("open a segment file"))?;
+        let length = file.metadata().map_err(io("stat a segment file"))?.len();
+        if length != geometry.segment_size_bytes {
+            return Err(OpenError::SegmentFile {
+                path: segment_path,
+                length_bytes: length,
+                expected_bytes: geometry.segment_size_bytes,
+            });
+        }
+        files.push(file);
+    }
+    let cache = cache_info(sysfs_queue_of(&files[0]));
+    Ok(RingFiles {
+        path: path.to_path_buf(),
+        kind: RingKind::Directory,
+        files,
+        geometry,
+        storage_block_bytes: block,
+        cache,
+    })
+}
+
+/// Reads the geometry of a device ring, whose size the ioctl gives (not its metadata).
+struct DeviceSized<'a> {
+    file: &'a File,
+    size: u64,
+}
+
+impl DeviceSized<'_> {
+    fn geometry(&mut self, path: &Path) -> Result<Geometry, OpenError> {
+        let mut pool =
+            crate::pool::BufferPool::new(1, 2 * sealog_wal::format::BLOCK_SIZE_MAX_BYTES as usize)
+                .map_err(|source| OpenError::Io {
+                    path: path.to_path_buf(),
+                    action: "map a buffer",
+                    source,
+                })?;
+        let mut source = DirectFileSource {
+            file: self.file,
+            size: self.size,
+            file_len: self.size,
+            buffer: pool.buffer_mut(0),
+        };
+        let control = sealog_wal::read_control(&mut source).map_err(|source| OpenError::Ring {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(control.geometry)
+    }
+}
+
+fn check_block(path: &Path, geometry: Geometry, storage_block: u32) -> Result<(), OpenError> {
+    if storage_block > geometry.block_size_bytes {
+        return Err(OpenError::BlockSizeMismatch {
+            path: path.to_path_buf(),
+            ring_block_bytes: geometry.block_size_bytes,
+            storage_block_bytes: storage_block,
+        });
+    }
+    Ok(())
+}
+
+/// Bytes of the directory ring's segment files still in unwritten extents (0 for devices).
+pub fn unwritten_bytes(files: &RingFiles) -> io::Result<u64> {
+    if files.kind == RingKind::BlockDevice {
+        return Ok(0);
+    }
+    let mut total = 0;
+    for file in &files.files[1..] {
+        total += sys::unwritten_bytes(file)?;
+    }
+    Ok(total)
+}
