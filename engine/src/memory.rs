@@ -32,7 +32,11 @@ impl MemoryImage {
 
     /// An image holding `bytes`, all durable (a freshly formatted ring, say).
     pub fn from_durable(bytes: Vec<u8>) -> MemoryImage {
-        MemoryImage { live: bytes.clone(), durable: bytes, pending: Vec::new() }
+        MemoryImage {
+            live: bytes.clone(),
+            durable: bytes,
+            pending: Vec::new(),
+        }
     }
 
     /// The image after a power cut: the durable bytes, as both live and durable.

@@ -143,7 +143,10 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so() {
     drop(drive);
     let reopened = open(&image, MemoryFaults::default(), DriveOptions::default());
     let report = reopened.recovery_report();
-    assert!(report.next_position.lap >= 3, "wrapped several laps: {report:?}");
+    assert!(
+        report.next_position.lap >= 3,
+        "wrapped several laps: {report:?}"
+    );
 }
 
 #[test]

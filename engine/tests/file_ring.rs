@@ -1,0 +1,162 @@
+//! Rings in a directory of segment files on the real file system, through io_uring: format,
+//! appends from many threads, reopen (every acknowledged entry back in order), laps with trims,
+//! ring full, a second opener refused by the lock, and bad paths as typed errors.
+
+use std::sync::Arc;
+
+use sealog::{format, Drive, DriveError, DriveOptions, FormatOptions, OpenError};
+
+fn options(size: u64, segment: u64) -> FormatOptions {
+    FormatOptions {
+        size_bytes: size,
+        segment_size_bytes: Some(segment),
+        force: false,
+        batch_size_max_bytes: None,
+        window_batches_max: None,
+    }
+}
+
+fn payload(seed: u64, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|index| (seed.wrapping_mul(31) as usize + index) as u8)
+        .collect()
+}
+
+#[test]
+fn a_file_ring_recovers_every_acknowledged_entry() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    format(&path, &options(16 << 20, 2 << 20)).expect("formats");
+    let drive = Arc::new(Drive::open(&path, DriveOptions::default()).expect("opens"));
+    let handles: Vec<_> = (0..4u64)
+        .map(|thread| {
+            let drive = Arc::clone(&drive);
+            std::thread::spawn(move || {
+                let tickets: Vec<_> = (0..300u64)
+                    .map(|round| {
+                        let bytes =
+                            payload(thread * 10_000 + round, 10 + (round as usize % 13) * 97);
+                        (bytes.clone(), drive.append(bytes).expect("queued"))
+                    })
+                    .collect();
+                tickets
+                    .into_iter()
+                    .map(|(bytes, ticket)| (ticket.wait().expect("durable"), bytes))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut acked: Vec<(u64, Vec<u8>)> = handles
+        .into_iter()
+        .flat_map(|handle| handle.join().expect("thread"))
+        .collect();
+    acked.sort();
+    assert_eq!(acked.len(), 1200);
+    assert_eq!(acked.last().map(|entry| entry.0), Some(1200));
+    let stats = drive.stats().expect("stats");
+    assert!(
+        stats.batches < 1200,
+        "group commit: {} batches for 1200 appends",
+        stats.batches
+    );
+    drive.close();
+    drop(drive);
+    let reopened = Drive::open(&path, DriveOptions::default()).expect("reopens");
+    let replayed: Vec<(u64, Vec<u8>)> = reopened
+        .iter_from(1)
+        .collect::<Result<_, _>>()
+        .expect("reads");
+    assert_eq!(replayed, acked);
+    assert_eq!(
+        reopened.recovery_report().outcome,
+        sealog_wal::Outcome::Clean
+    );
+}
+
+#[test]
+fn a_file_ring_wraps_with_trims_and_reports_full() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    format(&path, &options(4 << 20, 1 << 20)).expect("formats");
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    let mut last = 0;
+    for round in 0..300u64 {
+        let tickets: Vec<_> = (0..8)
+            .map(|i| drive.append(payload(round * 8 + i, 4000)).expect("queued"))
+            .collect();
+        for ticket in tickets {
+            last = ticket.wait().expect("durable");
+        }
+        drive.trim(last.saturating_sub(16)).expect("trims");
+    }
+    assert_eq!(drive.read(last).expect("live"), payload(last - 1, 4000));
+    let mut full = None;
+    for round in 0..2000u64 {
+        if let Err(error) = drive.append(payload(round, 60_000)).expect("queued").wait() {
+            full = Some(error);
+            break;
+        }
+    }
+    assert!(
+        matches!(full, Some(DriveError::RingFull { .. })),
+        "{full:?}"
+    );
+    drive.close();
+    drop(drive);
+    let reopened = Drive::open(&path, DriveOptions::default()).expect("reopens");
+    assert!(reopened.recovery_report().next_position.lap >= 3);
+    assert_eq!(
+        reopened.read(last).expect("still live"),
+        payload(last - 1, 4000)
+    );
+}
+
+#[test]
+fn a_second_writer_is_refused_by_the_lock() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    format(&path, &options(4 << 20, 1 << 20)).expect("formats");
+    let _drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    let started = std::time::Instant::now();
+    match Drive::open(&path, DriveOptions::default()) {
+        Err(OpenError::Locked { .. }) => {}
+        other => panic!("expected a lock error, got {:?}", other.err()),
+    }
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(4),
+        "the lock is waited for"
+    );
+}
+
+#[test]
+fn bad_paths_and_sizes_are_typed_errors() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let empty = directory.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    assert!(matches!(
+        Drive::open(&empty, DriveOptions::default()),
+        Err(OpenError::NotARing { .. })
+    ));
+    let file = directory.path().join("file");
+    std::fs::write(&file, b"hello").expect("write");
+    assert!(matches!(
+        Drive::open(&file, DriveOptions::default()),
+        Err(OpenError::NotARing { .. })
+    ));
+    let small = directory.path().join("small");
+    assert!(format(&small, &options(64 << 10, 64 << 10)).is_err());
+    let garbage = directory.path().join("garbage");
+    std::fs::create_dir(&garbage).expect("mkdir");
+    std::fs::write(garbage.join("control"), vec![7u8; 8192]).expect("write");
+    assert!(matches!(
+        Drive::open(&garbage, DriveOptions::default()),
+        Err(OpenError::Ring { .. })
+    ));
+    let used = directory.path().join("used");
+    std::fs::create_dir(&used).expect("mkdir");
+    std::fs::write(used.join("x"), b"x").expect("write");
+    assert!(matches!(
+        format(&used, &options(4 << 20, 1 << 20)),
+        Err(sealog::FormatError::NotEmpty { .. })
+    ));
+}
