@@ -1,1 +1,562 @@
-fn main() {}
+//! `sealog`, the operator CLI: format a ring, append to it from stdin, dump and verify it,
+//! trim it, inspect it. Its contract (arguments, output, exit codes) is what scripts and tests
+//! rely on: 0 success; 2 usage error, a path that is not a usable ring, or an I/O error; 3
+//! corruption of acknowledged data or an ambiguous state; 1 any other failure. Errors are one
+//! sentence on stderr naming the path; never a panic or a backtrace.
+
+use std::io::{self, BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use sealog::reader::RingReader;
+use sealog::{Drive, DriveError, DriveOptions, Durability, FormatError, FormatOptions, OpenError};
+use sealog_wal::{Outcome, RecoveryReport, ReplayError, ReplayOptions};
+
+/// Exit status for usage errors, unusable rings and I/O errors.
+const EXIT_UNUSABLE: u8 = 2;
+/// Exit status for corruption of acknowledged data.
+const EXIT_CORRUPT: u8 = 3;
+/// Exit status for any other failure.
+const EXIT_OTHER: u8 = 1;
+
+#[derive(Parser)]
+#[command(name = "sealog", version, about = "Operate sealog rings")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DurabilityArg {
+    Fdatasync,
+    Dsync,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a ring: PATH is a directory (created) or a block device.
+    Format {
+        path: PathBuf,
+        /// Total size in bytes (K, M, G suffixes are powers of 1024).
+        #[arg(long, value_parser = parse_size)]
+        size: u64,
+        /// Segment size in bytes; default 64 MiB or size/4, whichever is smaller.
+        #[arg(long, value_parser = parse_size)]
+        segment_size: Option<u64>,
+        /// Format a directory that is not empty.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Append one payload per stdin line; print each LSN once it is durable.
+    Append {
+        path: PathBuf,
+        #[arg(long, value_enum, default_value = "fdatasync")]
+        durability: DurabilityArg,
+        /// Generate this many payloads instead of reading stdin.
+        #[arg(long, requires = "size")]
+        count: Option<u64>,
+        /// Size of each generated payload.
+        #[arg(long, value_parser = parse_size, requires = "count")]
+        size: Option<u64>,
+    },
+    /// Print every recovered entry.
+    Dump {
+        path: PathBuf,
+        /// Start at this LSN.
+        #[arg(long)]
+        from: Option<u64>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read the whole ring and print the recovery report.
+    Verify {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Release every entry with LSN at or below --upto.
+    Trim {
+        path: PathBuf,
+        #[arg(long)]
+        upto: u64,
+    },
+    /// Print the geometry, segments, incarnation, device cache and where the next batch goes.
+    Inspect { path: PathBuf },
+}
+
+/// Parses `4096`, `64K`, `8M`, `1G` (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, shift) = match text.chars().last() {
+        Some('K' | 'k') => (&text[..text.len() - 1], 10),
+        Some('M' | 'm') => (&text[..text.len() - 1], 20),
+        Some('G' | 'g') => (&text[..text.len() - 1], 30),
+        Some('T' | 't') => (&text[..text.len() - 1], 40),
+        _ => (text, 0),
+    };
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size in bytes"))?;
+    value
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// A failure with its exit status and one sentence.
+struct Failure {
+    status: u8,
+    message: String,
+}
+
+fn fail(status: u8, message: impl std::fmt::Display) -> Failure {
+    Failure {
+        status,
+        message: message.to_string(),
+    }
+}
+
+fn open_failure(error: OpenError) -> Failure {
+    match &error {
+        OpenError::Corrupt { .. } => fail(EXIT_CORRUPT, error),
+        _ => fail(EXIT_UNUSABLE, error),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Format {
+            path,
+            size,
+            segment_size,
+            force,
+        } => format_ring(&path, size, segment_size, force),
+        Command::Append {
+            path,
+            durability,
+            count,
+            size,
+        } => append(&path, durability, count, size),
+        Command::Dump { path, from, json } => dump(&path, from, json),
+        Command::Verify { path, json } => verify(&path, json),
+        Command::Trim { path, upto } => trim(&path, upto),
+        Command::Inspect { path } => inspect(&path),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("sealog: {}", failure.message);
+            ExitCode::from(failure.status)
+        }
+    }
+}
+
+fn format_ring(
+    path: &Path,
+    size: u64,
+    segment_size: Option<u64>,
+    force: bool,
+) -> Result<(), Failure> {
+    let options = FormatOptions {
+        size_bytes: size,
+        segment_size_bytes: segment_size,
+        force,
+        batch_size_max_bytes: None,
+        window_batches_max: None,
+    };
+    let control = sealog::format(path, &options).map_err(|error| match error {
+        FormatError::Io { .. }
+        | FormatError::NotEmpty { .. }
+        | FormatError::TooSmall { .. }
+        | FormatError::DeviceTooSmall { .. }
+        | FormatError::Geometry { .. } => fail(EXIT_UNUSABLE, error),
+    })?;
+    let geometry = control.geometry;
+    println!(
+        "formatted {}: ring {} with {} segments of {} bytes, {}-byte blocks, payloads up to {} bytes",
+        path.display(),
+        control.ring_id,
+        geometry.segment_count,
+        geometry.segment_size_bytes,
+        geometry.block_size_bytes,
+        geometry.payload_size_max_bytes()
+    );
+    Ok(())
+}
+
+fn append(
+    path: &Path,
+    durability: DurabilityArg,
+    count: Option<u64>,
+    size: Option<u64>,
+) -> Result<(), Failure> {
+    let durability = match durability {
+        DurabilityArg::Fdatasync => Durability::Fdatasync,
+        DurabilityArg::Dsync => Durability::Dsync,
+    };
+    let drive = Drive::open(
+        path,
+        DriveOptions {
+            durability,
+            ..DriveOptions::default()
+        },
+    )
+    .map_err(open_failure)?;
+    let limit = u64::from(drive.geometry().payload_size_max_bytes());
+    // Tickets go from the submitting thread to this one, which prints LSNs in order as they
+    // become durable; the bounded channel keeps the number in flight bounded.
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<sealog::Ticket>(4096);
+    let outcome = std::thread::scope(|scope| {
+        let submitter = scope.spawn(|| -> Result<(), Failure> {
+            let sender = sender;
+            let mut submit = |payload: Vec<u8>| -> Result<(), Failure> {
+                if payload.len() as u64 > limit {
+                    return Err(fail(
+                        EXIT_OTHER,
+                        format!(
+                            "{}: payload of {} bytes is over the ring's limit of {limit}; \
+                             nothing of it was written",
+                            path.display(),
+                            payload.len()
+                        ),
+                    ));
+                }
+                let ticket = drive
+                    .append(payload)
+                    .map_err(|error| drive_failure(path, error))?;
+                sender
+                    .send(ticket)
+                    .map_err(|_| fail(EXIT_OTHER, "the printer stopped"))
+            };
+            match (count, size) {
+                (Some(count), Some(size)) => {
+                    for index in 0..count {
+                        submit(generated_payload(index, size as usize))?;
+                    }
+                    Ok(())
+                }
+                _ => read_lines(&mut io::stdin().lock(), &mut submit),
+            }
+        });
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        let mut printed: Result<(), Failure> = Ok(());
+        for ticket in receiver {
+            if printed.is_err() {
+                continue;
+            }
+            match ticket.wait() {
+                Ok(lsn) => {
+                    if writeln!(out, "{lsn}").and_then(|()| out.flush()).is_err() {
+                        printed = Err(fail(EXIT_OTHER, "cannot write to stdout"));
+                    }
+                }
+                Err(error) => printed = Err(drive_failure(path, error)),
+            }
+        }
+        let submitted = submitter
+            .join()
+            .unwrap_or_else(|_| Err(fail(EXIT_OTHER, "submitter panicked")));
+        printed.and(submitted)
+    });
+    drive.close();
+    outcome
+}
+
+fn drive_failure(path: &Path, error: DriveError) -> Failure {
+    let status = match error {
+        DriveError::Failed { .. } => EXIT_UNUSABLE,
+        _ => EXIT_OTHER,
+    };
+    fail(status, format!("{}: {error}", path.display()))
+}
+
+/// Splits `input` on `\n` only: raw bytes (a `\r` is kept), an empty line is an empty payload,
+/// and a last line without a newline is a payload too.
+fn read_lines(
+    input: &mut dyn BufRead,
+    submit: &mut dyn FnMut(Vec<u8>) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    loop {
+        let mut line = Vec::new();
+        let read = input
+            .read_until(b'\n', &mut line)
+            .map_err(|error| fail(EXIT_UNUSABLE, format!("cannot read stdin: {error}")))?;
+        if read == 0 {
+            return Ok(());
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        submit(line)?;
+    }
+}
+
+/// A generated payload: its index, then bytes derived from it.
+fn generated_payload(index: u64, size: usize) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(size);
+    let mut state = index.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    while payload.len() < size {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        payload.extend_from_slice(&state.to_le_bytes());
+    }
+    payload.truncate(size);
+    payload
+}
+
+fn escape(payload: &[u8]) -> String {
+    payload.escape_ascii().to_string()
+}
+
+fn hex(payload: &[u8]) -> String {
+    payload.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Replays the ring read-only; the visitor sees entries up to the first problem.
+fn replay_read_only(
+    path: &Path,
+    visit: &mut dyn FnMut(&sealog_wal::Entry<'_>),
+) -> Result<Result<RecoveryReport, ReplayError>, Failure> {
+    let mut reader = RingReader::open(path).map_err(open_failure)?;
+    Ok(sealog_wal::replay(
+        &mut reader,
+        &ReplayOptions::default(),
+        visit,
+    ))
+}
+
+fn replay_failure(path: &Path, error: ReplayError) -> Failure {
+    match error {
+        ReplayError::Corruption(_) => fail(EXIT_CORRUPT, format!("{}: {error}", path.display())),
+        _ => fail(EXIT_UNUSABLE, format!("{}: {error}", path.display())),
+    }
+}
+
+fn dump(path: &Path, from: Option<u64>, json: bool) -> Result<(), Failure> {
+    let from = from.unwrap_or(0);
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut write_failed = false;
+    let result = replay_read_only(path, &mut |entry| {
+        if entry.lsn < from || write_failed {
+            return;
+        }
+        let line = if json {
+            format!(
+                "{{\"lsn\": {}, \"len\": {}, \"payload_hex\": \"{}\"}}",
+                entry.lsn,
+                entry.payload.len(),
+                hex(entry.payload)
+            )
+        } else {
+            format!("{}\t{}", entry.lsn, escape(entry.payload))
+        };
+        write_failed = writeln!(out, "{line}").is_err();
+    })?;
+    out.flush()
+        .map_err(|_| fail(EXIT_OTHER, "cannot write to stdout"))?;
+    if write_failed {
+        return Err(fail(EXIT_OTHER, "cannot write to stdout"));
+    }
+    result
+        .map(|_| ())
+        .map_err(|error| replay_failure(path, error))
+}
+
+fn json_or_null(value: Option<u64>) -> String {
+    value.map_or_else(|| "null".to_string(), |value| value.to_string())
+}
+
+fn verify(path: &Path, json: bool) -> Result<(), Failure> {
+    let mut first = None;
+    let mut last = None;
+    let result = replay_read_only(path, &mut |entry| {
+        first.get_or_insert(entry.lsn);
+        last = Some(entry.lsn);
+    })?;
+    match result {
+        Ok(report) => {
+            let status = match report.outcome {
+                Outcome::Clean => "clean",
+                Outcome::TornTail => "torn_tail",
+                Outcome::Truncated => "corrupt",
+            };
+            if json {
+                let mut fields = vec![
+                    format!("\"status\": \"{status}\""),
+                    format!("\"first_lsn\": {}", json_or_null(report.first_lsn)),
+                    format!("\"last_lsn\": {}", json_or_null(report.last_lsn)),
+                    format!("\"next_lsn\": {}", report.next_lsn),
+                ];
+                if let Some(torn) = report.torn {
+                    fields.push(format!(
+                        "\"torn\": {{\"first_lsn\": {}, \"last_lsn\": {}, \"bytes\": {}}}",
+                        torn.first_lsn, torn.last_lsn, torn.bytes
+                    ));
+                }
+                println!("{{{}}}", fields.join(", "));
+            } else {
+                println!("{}: {status}", path.display());
+                println!(
+                    "live LSNs {}..={}, next LSN {} at {}, {} entries in {} batches",
+                    json_or_null(report.first_lsn),
+                    json_or_null(report.last_lsn),
+                    report.next_lsn,
+                    report.next_position,
+                    report.entries,
+                    report.batches
+                );
+                if let Some(torn) = report.torn {
+                    println!(
+                        "torn tail (never acknowledged) cut at {}: LSN {}..={}, {} bytes ({})",
+                        torn.start, torn.first_lsn, torn.last_lsn, torn.bytes, torn.check
+                    );
+                }
+            }
+            Ok(())
+        }
+        Err(ReplayError::Corruption(corruption)) => {
+            if json {
+                println!(
+                    "{{\"status\": \"corrupt\", \"first_lsn\": {}, \"last_lsn\": {}, \
+                     \"corruption\": {{\"segment\": {}, \"offset\": {}, \"lsn\": {}, \
+                     \"check\": \"{}\"}}}}",
+                    json_or_null(first),
+                    json_or_null(last),
+                    corruption.position.segment,
+                    corruption.position.offset,
+                    corruption.lsn,
+                    corruption.check
+                );
+            } else {
+                println!("{}: corrupt", path.display());
+                println!("{corruption}");
+            }
+            Err(fail(
+                EXIT_CORRUPT,
+                format!(
+                    "{}: acknowledged data is corrupt at LSN {}",
+                    path.display(),
+                    corruption.lsn
+                ),
+            ))
+        }
+        Err(error) => Err(replay_failure(path, error)),
+    }
+}
+
+fn trim(path: &Path, upto: u64) -> Result<(), Failure> {
+    let drive = Drive::open(path, DriveOptions::default()).map_err(open_failure)?;
+    let result = drive.trim(upto).map_err(|error| drive_failure(path, error));
+    drive.close();
+    result?;
+    println!("trimmed {} up to LSN {upto}", path.display());
+    Ok(())
+}
+
+fn inspect(path: &Path) -> Result<(), Failure> {
+    let mut reader = RingReader::open(path).map_err(open_failure)?;
+    let control =
+        sealog_wal::read_control(&mut reader).map_err(|error| replay_failure(path, error))?;
+    let geometry = control.geometry;
+    let kind = match reader.files().kind {
+        sealog::storage::RingKind::BlockDevice => "block device",
+        sealog::storage::RingKind::Directory => "directory of segment files",
+    };
+    println!("path: {} ({kind})", path.display());
+    println!("ring id: {}", control.ring_id);
+    println!("format version: {}", sealog_wal::format::FORMAT_VERSION);
+    println!(
+        "geometry: {} segments of {} bytes, {}-byte blocks, {} bytes in all",
+        geometry.segment_count,
+        geometry.segment_size_bytes,
+        geometry.block_size_bytes,
+        geometry.ring_size_bytes().unwrap_or(0)
+    );
+    println!(
+        "batches: up to {} bytes; payloads up to {} bytes; in flight: {} batches / {} bytes",
+        geometry.batch_size_max_bytes,
+        geometry.payload_size_max_bytes(),
+        geometry.window_batches_max,
+        geometry.window_bytes_max
+    );
+    println!(
+        "incarnation: {} (control sequence {})",
+        control.incarnation, control.sequence
+    );
+    println!(
+        "trim: LSN {} (head at {}, LSN {})",
+        control.trim_lsn, control.head, control.head_lsn
+    );
+    match &reader.files().cache {
+        Some(cache) => println!(
+            "device write cache: {}; FUA: {}",
+            cache.write_cache, cache.fua
+        ),
+        None => println!("device write cache: unknown"),
+    }
+    let headers = reader.segment_headers().map_err(|error| {
+        fail(
+            EXIT_UNUSABLE,
+            format!("{}: cannot read segment headers: {error}", path.display()),
+        )
+    })?;
+    for (segment, header) in headers.iter().enumerate() {
+        match header {
+            Ok(header) => println!(
+                "segment {segment}: lap {}, first LSN {}, incarnation {}",
+                header.lap, header.first_lsn, header.incarnation
+            ),
+            Err(defect) => println!("segment {segment}: not started ({defect:?})"),
+        }
+    }
+    let mut source = reader;
+    match sealog_wal::scan(&mut source, &ReplayOptions::default()) {
+        Ok(report) => {
+            println!(
+                "next batch: {} (LSN {})",
+                report.next_position, report.next_lsn
+            );
+            Ok(())
+        }
+        Err(error) => {
+            println!("next batch: unknown ({error})");
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("8M"), Ok(8 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn lines_split_on_newline_only() {
+        let mut payloads = Vec::new();
+        let mut input: &[u8] = b"a\r\n\nlast";
+        read_lines(&mut input, &mut |payload| {
+            payloads.push(payload);
+            Ok(())
+        })
+        .ok()
+        .expect("reads");
+        assert_eq!(
+            payloads,
+            vec![b"a\r".to_vec(), Vec::new(), b"last".to_vec()]
+        );
+    }
+}

@@ -10,7 +10,8 @@
 //! - [`io`]: the completion-based I/O seam; [`uring`] its io_uring backend (the only module
 //!   with `unsafe`), [`memory`] an in-memory one for tests;
 //! - [`ticket`]: append outcomes, waitable and awaitable;
-//! - [`pool`]: the aligned buffer pool.
+//! - [`pool`]: the aligned buffer pool;
+//! - [`reader`]: read-only access for verify, dump and inspect.
 
 pub mod drive;
 pub mod engine;
@@ -18,6 +19,7 @@ pub mod error;
 pub mod io;
 pub mod memory;
 pub mod pool;
+pub mod reader;
 pub mod storage;
 pub mod ticket;
 pub mod uring;
