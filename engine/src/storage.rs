@@ -408,6 +408,29 @@ fn lock(file: &File, path: &Path, access: Access) -> Result<(), OpenError> {
     }
 }
 
+enum DeviceOpen {
+    Busy,
+    Io(io::Error),
+}
+
+/// Opens a block device, with O_EXCL for a writer. EBUSY (another holder, or the references of
+/// a just-closed io_uring that the kernel releases asynchronously) is retried for a bounded time.
+fn open_device_waiting(path: &Path, access: Access) -> Result<File, DeviceOpen> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match open_direct(path, access, access == Access::ReadWrite) {
+            Ok(file) => return Ok(file),
+            Err(error) if error.raw_os_error() == Some(libc::EBUSY) => {
+                if Instant::now() >= deadline {
+                    return Err(DeviceOpen::Busy);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => return Err(DeviceOpen::Io(error)),
+        }
+    }
+}
+
 fn open_direct(path: &Path, access: Access, exclusive: bool) -> io::Result<File> {
     let mut flags = libc::O_DIRECT;
     if exclusive {
@@ -498,7 +521,17 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
     };
     let metadata = fs::metadata(path).map_err(io("stat"))?;
     if metadata.file_type().is_block_device() {
-        let file = open_direct(path, access, access == Access::ReadWrite).map_err(io("open"))?;
+        let file = open_device_waiting(path, access).map_err(|error| match error {
+            DeviceOpen::Busy => OpenError::Locked {
+                path: path.to_path_buf(),
+                lock: "O_EXCL",
+            },
+            DeviceOpen::Io(source) => OpenError::Io {
+                path: path.to_path_buf(),
+                action: "open",
+                source,
+            },
+        })?;
         lock(&file, path, access)?;
         let (block, device_size) = device_block(&file).map_err(io("read block sizes"))?;
         let mut source_size = DeviceSized {

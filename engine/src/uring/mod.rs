@@ -336,6 +336,17 @@ impl UringBackend {
     }
 }
 
+impl Drop for UringBackend {
+    fn drop(&mut self) {
+        // Release the registered files now rather than when the kernel tears the ring down
+        // (asynchronously), so a reopen with O_EXCL right after a close does not find the
+        // device still busy.
+        if self.files_registered {
+            let _ = self.ring.submitter().unregister_files();
+        }
+    }
+}
+
 trait RawEventFd {
     fn as_fd_raw(&self) -> RawFd;
 }
