@@ -4,6 +4,8 @@
 //! corruption of acknowledged data or an ambiguous state; 1 any other failure. Errors are one
 //! sentence on stderr naming the path; never a panic or a backtrace.
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -175,7 +177,8 @@ fn format_ring(
     })?;
     let geometry = control.geometry;
     println!(
-        "formatted {}: ring {} with {} segments of {} bytes, {}-byte blocks, payloads up to {} bytes",
+        "formatted {}: ring {} with {} segments of {} bytes, {}-byte blocks, payloads up to {} \
+         bytes",
         path.display(),
         control.ring_id,
         geometry.segment_count,

@@ -176,7 +176,10 @@ pub enum DriveError {
         check: &'static str,
     },
     /// The drive failed stop after an I/O error; nothing more is acknowledged until reopen.
-    #[error("the drive stopped after {operation} failed at ring offset {ring_offset}: errno {errno} ({message})")]
+    #[error(
+        "the drive stopped after {operation} failed at ring offset {ring_offset}: errno {errno} \
+         ({message})"
+    )]
     Failed {
         /// write, flush or read.
         operation: &'static str,

@@ -13,6 +13,8 @@
 //! - [`pool`]: the aligned buffer pool;
 //! - [`reader`]: read-only access for verify, dump and inspect.
 
+#![deny(unsafe_code)]
+
 pub mod drive;
 pub mod engine;
 pub mod error;
@@ -22,6 +24,8 @@ pub mod pool;
 pub mod reader;
 pub mod storage;
 pub mod ticket;
+// The one module allowed `unsafe`: the io_uring backend and its raw system calls.
+#[allow(unsafe_code)]
 pub mod uring;
 
 pub use drive::{Drive, DriveOptions, DriveState, Durability, EntryIter, Stats, WhenFull};

@@ -124,15 +124,35 @@ fn every_unsafe_block_says_why_it_is_sound() {
 }
 
 #[test]
-fn crates_other_than_the_engine_forbid_unsafe_code() {
+fn unsafe_code_lives_in_the_io_uring_backend_only() {
     let root = workspace_root();
-    for crate_dir in ["wal", "tests"] {
-        let lib = root.join(crate_dir).join("src/lib.rs");
-        let text = fs::read_to_string(&lib).expect("lib.rs");
+    for crate_root in ["wal/src/lib.rs", "tests/src/lib.rs", "cli/src/main.rs"] {
+        let text = fs::read_to_string(root.join(crate_root)).expect("crate root");
         assert!(
             text.contains("#![forbid(unsafe_code)]"),
-            "{crate_dir} must forbid unsafe code"
+            "{crate_root} must forbid unsafe code"
         );
+    }
+    let engine = fs::read_to_string(root.join("engine/src/lib.rs")).expect("engine lib.rs");
+    assert!(
+        engine.contains("#![deny(unsafe_code)]"),
+        "the engine denies unsafe outside uring"
+    );
+    let unsafe_word = ["unsafe", " "].concat();
+    for path in workspace_rust_files() {
+        let name = relative(&path);
+        if name.starts_with("engine/src/uring/") || name.starts_with("tests/tests/tidy.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&path).expect("readable");
+        for (index, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            assert!(
+                !code.contains(unsafe_word.as_str()) || code.contains("unsafe_code"),
+                "{name}:{}: unsafe outside engine/src/uring",
+                index + 1
+            );
+        }
     }
 }
 
