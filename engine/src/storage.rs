@@ -644,3 +644,61 @@ pub fn unwritten_bytes(files: &RingFiles) -> io::Result<u64> {
     }
     Ok(total)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_whose_blocks_are_smaller_than_the_storage_needs_is_refused() {
+        let options = FormatOptions {
+            size_bytes: 16 << 20,
+            segment_size_bytes: Some(1 << 20),
+            force: false,
+            batch_size_max_bytes: None,
+            window_batches_max: None,
+        };
+        let geometry = plan_geometry(&options, 4096, Path::new("ring")).expect("plans");
+        assert!(check_block(Path::new("ring"), geometry, 4096).is_ok());
+        assert!(matches!(
+            check_block(Path::new("ring"), geometry, 8192),
+            Err(OpenError::BlockSizeMismatch {
+                ring_block_bytes: 4096,
+                storage_block_bytes: 8192,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn the_default_geometry_follows_the_contract() {
+        let options = FormatOptions {
+            size_bytes: 1 << 30,
+            segment_size_bytes: None,
+            force: false,
+            batch_size_max_bytes: None,
+            window_batches_max: None,
+        };
+        let geometry = plan_geometry(&options, 4096, Path::new("ring")).expect("plans");
+        assert_eq!(
+            geometry.segment_size_bytes,
+            64 << 20,
+            "64 MiB or size/4, the smaller"
+        );
+        let small = FormatOptions {
+            size_bytes: 16 << 20,
+            ..options.clone()
+        };
+        let geometry = plan_geometry(&small, 4096, Path::new("ring")).expect("plans");
+        assert_eq!(geometry.segment_size_bytes, 4 << 20);
+        assert!(geometry.segment_count >= 2);
+        let tiny = FormatOptions {
+            size_bytes: 8 << 10,
+            ..options
+        };
+        assert!(matches!(
+            plan_geometry(&tiny, 4096, Path::new("ring")),
+            Err(FormatError::TooSmall { .. })
+        ));
+    }
+}

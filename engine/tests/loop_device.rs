@@ -28,6 +28,14 @@ fn exercise(sector_size_bytes: u32) {
         batch_size_max_bytes: None,
         window_batches_max: None,
     };
+    let too_big = FormatOptions {
+        size_bytes: 64 << 20,
+        ..options.clone()
+    };
+    assert!(matches!(
+        format(&device.path, &too_big),
+        Err(sealog::FormatError::DeviceTooSmall { .. })
+    ));
     let control = format(&device.path, &options).expect("formats the device");
     assert_eq!(
         control.geometry.block_size_bytes, 4096,

@@ -257,3 +257,36 @@ fn bad_input_is_typed() {
         .expect("fits exactly");
     assert_eq!(drive.read(lsn).expect("live").len(), limit);
 }
+
+/// A minimal executor: polls a future, parking the thread until its waker runs.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(output) => return output,
+            std::task::Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+#[test]
+fn a_ticket_can_be_awaited() {
+    let image = new_image();
+    let drive = open(&image, MemoryFaults::default(), DriveOptions::default());
+    let tickets: Vec<_> = (0..10)
+        .map(|i| drive.append(vec![i; 10]).expect("queued"))
+        .collect();
+    let lsns: Vec<u64> = tickets
+        .into_iter()
+        .map(|ticket| block_on(ticket).expect("durable"))
+        .collect();
+    assert_eq!(lsns, (1..=10).collect::<Vec<u64>>());
+}
