@@ -582,7 +582,7 @@ impl<B: IoBackend> DriveLoop<B> {
                         position: entry.batch,
                         first_lsn: entry.batch_first_lsn,
                         next_lsn: entry.lsn + 1,
-                        bytes: 0,
+                        bytes: entry.batch_bytes,
                     }),
                 },
             )
@@ -603,12 +603,6 @@ impl<B: IoBackend> DriveLoop<B> {
             }
         };
         let geometry = report.control.geometry;
-        // Batch lengths for reads: the batch ends where the next one starts, or at most the
-        // batch limit; reads take the larger and the replay checks bound it.
-        for batch in index.iter_mut() {
-            let room = geometry.segment_size_bytes - u64::from(batch.position.offset);
-            batch.bytes = room.min(u64::from(geometry.batch_size_max_bytes)) as u32;
-        }
         // Rule 6: zero the possibly dirty region after the cut, durably, before any append.
         if let Some(invalidate) = report.invalidate {
             let chunk = backend.pool().buffer_bytes() as u64;
@@ -702,11 +696,11 @@ impl<B: IoBackend> DriveLoop<B> {
             let busy = !self.inflight.is_empty()
                 || !self.reads.is_empty()
                 || self.trim_in_flight.is_some();
-            if !busy
-                && self.queue.is_empty()
-                && self.trims.is_empty()
-                && self.reads_waiting.is_empty()
-            {
+            // Appends waiting for room (ring full) make no progress until a trim arrives.
+            let appends_can_start = !self.queue.is_empty() && self.full_since.is_none();
+            let can_progress =
+                appends_can_start || !self.trims.is_empty() || !self.reads_waiting.is_empty();
+            if !busy && !can_progress {
                 if self.closing {
                     return;
                 }

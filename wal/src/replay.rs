@@ -397,6 +397,8 @@ pub struct Entry<'a> {
     /// The LSN of its batch's first record (a batch's head may hold trimmed records that
     /// replay does not visit).
     pub batch_first_lsn: u64,
+    /// Its batch's length in bytes.
+    pub batch_bytes: u32,
     /// The incarnation that wrote it.
     pub incarnation: u32,
 }
@@ -1280,6 +1282,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 position: header.position,
                 batch: cursor,
                 batch_first_lsn: header.batch_first_lsn(),
+                batch_bytes: header.batch_bytes,
                 incarnation: header.incarnation,
             });
             offset = payload_start + payload.len();
