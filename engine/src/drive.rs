@@ -453,6 +453,7 @@ struct IndexedBatch {
     first_lsn: u64,
     next_lsn: u64,
     bytes: u32,
+    incarnation: u32,
 }
 
 /// What a tag stands for. Tags are `sequence << 3 | kind`.
@@ -583,6 +584,7 @@ impl<B: IoBackend> DriveLoop<B> {
                         first_lsn: entry.batch_first_lsn,
                         next_lsn: entry.lsn + 1,
                         bytes: entry.batch_bytes,
+                        incarnation: entry.incarnation,
                     }),
                 },
             )
@@ -632,10 +634,12 @@ impl<B: IoBackend> DriveLoop<B> {
                 action: "bump the incarnation",
                 source: io::Error::other("incarnation overflow"),
             })?;
-        let (head, head_lsn) = if report.trim_lsn < report.control.trim_lsn || index.is_empty() {
-            (report.next_position, report.next_lsn)
+        // Nothing live: the head moves to the cut, where this incarnation writes next.
+        let (head, head_lsn, head_incarnation) = if index.is_empty() {
+            (report.next_position, report.next_lsn, incarnation)
         } else {
-            (report.control.head, report.control.head_lsn)
+            let control = report.control;
+            (control.head, control.head_lsn, control.head_incarnation)
         };
         let control = ControlBlock {
             sequence: report.control.sequence + 1,
@@ -643,6 +647,7 @@ impl<B: IoBackend> DriveLoop<B> {
             trim_lsn: report.trim_lsn.min(report.next_lsn - 1),
             head,
             head_lsn,
+            head_incarnation,
             ..report.control
         };
         write_control(&mut backend, &control).map_err(io_error("write the control block"))?;
@@ -1015,6 +1020,7 @@ impl<B: IoBackend> DriveLoop<B> {
                 first_lsn: batch.first_lsn,
                 next_lsn: batch.next_lsn,
                 bytes: batch.bytes,
+                incarnation: self.incarnation,
             });
             self.backend.pool().release(batch.buffer);
         }
@@ -1187,11 +1193,12 @@ impl<B: IoBackend> DriveLoop<B> {
             return;
         }
         let keep = self.index.iter().position(|batch| batch.next_lsn > lsn + 1);
-        let (head, head_lsn) = match keep.and_then(|index| self.index.get(index)) {
-            Some(batch) => (batch.position, batch.first_lsn),
+        let (head, head_lsn, head_incarnation) = match keep.and_then(|index| self.index.get(index))
+        {
+            Some(batch) => (batch.position, batch.first_lsn, batch.incarnation),
             None => match self.inflight.front() {
-                Some(batch) => (batch.position, batch.first_lsn),
-                None => (self.cursor.position, self.cursor.next_lsn),
+                Some(batch) => (batch.position, batch.first_lsn, self.incarnation),
+                None => (self.cursor.position, self.cursor.next_lsn, self.incarnation),
             },
         };
         let control = ControlBlock {
@@ -1199,6 +1206,7 @@ impl<B: IoBackend> DriveLoop<B> {
             trim_lsn: lsn,
             head,
             head_lsn,
+            head_incarnation,
             ..self.control
         };
         let Some(buffer) = self.backend.pool().acquire() else {

@@ -132,7 +132,11 @@ pub fn plan_geometry(
     .min(data)
         / block
         * block;
-    let window = options.window_batches_max.unwrap_or(WINDOW_BATCHES_DEFAULT);
+    // The window never holds more than the ring's data area (small rings get a smaller one).
+    let requested = options.window_batches_max.unwrap_or(WINDOW_BATCHES_DEFAULT);
+    let data_total = data.saturating_mul(segment_count);
+    let window = u64::from(requested).min(data_total / batch.max(1)).max(1);
+    let window = u32::try_from(window).map_err(|_| too_small())?;
     let geometry = Geometry {
         block_size_bytes,
         segment_size_bytes: segment_size,

@@ -42,10 +42,10 @@ pub enum GeometryError {
         /// Bytes of a segment available to batches.
         segment_data_bytes: u64,
     },
-    /// The in-flight window cannot hold one batch.
+    /// The in-flight window cannot hold one batch, or is larger than the ring.
     #[error(
-        "in-flight window of {window_batches_max} batches / {window_bytes_max} bytes cannot \
-         hold one batch of {batch_size_max_bytes} bytes"
+        "in-flight window of {window_batches_max} batches / {window_bytes_max} bytes must hold \
+         one batch of {batch_size_max_bytes} bytes and fit in the ring"
     )]
     Window {
         /// The rejected batch bound.
@@ -162,6 +162,11 @@ pub enum ReplayError {
         /// The check that failed.
         check: crate::replay::Check,
     },
+    /// The ring's incarnation counter is exhausted: no writer can open it again.
+    #[error(
+        "the ring's incarnation counter is exhausted (u32::MAX); it cannot be opened for writing"
+    )]
+    IncarnationExhausted,
     /// Acknowledged data is damaged (strict mode): the log cannot be recovered without loss.
     #[error("{0}")]
     Corruption(Box<Corruption>),

@@ -42,8 +42,8 @@
 //!  +-------------------------------+-------+-------+---------------+-------+-------+
 //!  64              72              80              88      92      96      100     104
 //!  +---------------+---------------+---------------+-------+-------+-------+-------+
-//!  | window bytes  |   trim LSN    |   head LSN    | head  | head  | head  | rsv   |
-//!  |     max       |               |               | lap   | seg.  | offset|       |
+//!  | window bytes  |   trim LSN    |   head LSN    | head  | head  | head  | head  |
+//!  |     max       |               |               | lap   | seg.  | offset| incar.|
 //!  +---------------+---------------+---------------+-------+-------+-------+-------+
 //!  104 .. 128: reserved, zero
 //! ```
@@ -52,7 +52,10 @@
 //! `sequence` whose CRC checks out is current; copy `sequence % 2` is the one rewritten next, so a
 //! torn control write leaves the other copy intact. `trim LSN` is inclusive: entries with
 //! `lsn <= trim LSN` are released. `head` is the batch boundary where replay starts; `head LSN` is
-//! the LSN of the first record of the batch there (`head LSN <= trim LSN + 1`).
+//! the LSN of the first record of the batch there (`head LSN <= trim LSN + 1`), and
+//! `head incar.` the incarnation that wrote it (or, when nothing is live, the incarnation of the
+//! writer that wrote the block): replay accepts nothing older after the head, so a record of an
+//! older incarnation can never line up at the head after a trim.
 //!
 //! # Segment header (block 0 of every segment; 64 bytes used, the rest zero)
 //!
@@ -144,10 +147,10 @@ const CONTROL_HEAD_LSN_OFFSET: usize = CONTROL_TRIM_LSN_OFFSET + 8;
 const CONTROL_HEAD_LAP_OFFSET: usize = CONTROL_HEAD_LSN_OFFSET + 8;
 const CONTROL_HEAD_SEGMENT_OFFSET: usize = CONTROL_HEAD_LAP_OFFSET + 4;
 const CONTROL_HEAD_OFFSET_OFFSET: usize = CONTROL_HEAD_SEGMENT_OFFSET + 4;
-const CONTROL_RESERVED1_OFFSET: usize = CONTROL_HEAD_OFFSET_OFFSET + 4;
-const CONTROL_RESERVED2_OFFSET: usize = CONTROL_RESERVED1_OFFSET + 4;
+const CONTROL_HEAD_INCARNATION_OFFSET: usize = CONTROL_HEAD_OFFSET_OFFSET + 4;
+const CONTROL_RESERVED_OFFSET: usize = CONTROL_HEAD_INCARNATION_OFFSET + 4;
 /// Bytes of a control block that carry fields (the rest of its block is zero).
-pub const CONTROL_SIZE: usize = CONTROL_RESERVED2_OFFSET + 24;
+pub const CONTROL_SIZE: usize = CONTROL_RESERVED_OFFSET + 24;
 
 // Segment header field offsets.
 const SEGMENT_MAGIC_OFFSET: usize = 0;
@@ -348,7 +351,13 @@ impl Geometry {
                 segment_data_bytes: self.segment_data_bytes(),
             });
         }
-        if self.window_batches_max == 0 || self.window_bytes_max < batch {
+        let data_bytes = self
+            .segment_data_bytes()
+            .saturating_mul(u64::from(self.segment_count));
+        if self.window_batches_max == 0
+            || self.window_bytes_max < batch
+            || self.window_bytes_max > data_bytes
+        {
             return Err(GeometryError::Window {
                 window_batches_max: self.window_batches_max,
                 window_bytes_max: self.window_bytes_max,
@@ -409,7 +418,9 @@ impl Geometry {
     /// The first data position of the segment after `position`'s, on the lap it is on then.
     pub fn next_segment_start(&self, position: Position) -> Position {
         let (segment, lap) = if position.segment + 1 == self.segment_count {
-            (0, position.lap + 1)
+            // Replay refuses heads within two laps of u32::MAX, and a walk moves at most one
+            // lap past its head, so this never overflows.
+            (0, position.lap.checked_add(1).expect("lap below u32::MAX"))
         } else {
             (position.segment + 1, position.lap)
         };
@@ -487,6 +498,9 @@ pub struct ControlBlock {
     pub head: Position,
     /// LSN of the first record of the batch at `head`.
     pub head_lsn: u64,
+    /// The incarnation that wrote the batch at `head` (the writer's, when nothing is live):
+    /// the oldest incarnation replay accepts.
+    pub head_incarnation: u32,
 }
 
 /// Why a control block copy was not accepted.
@@ -515,6 +529,7 @@ impl ControlBlock {
                 offset: geometry.segment_data_offset(),
             },
             head_lsn: 1,
+            head_incarnation: 0,
         }
     }
 
@@ -544,6 +559,7 @@ impl ControlBlock {
         put_u32(buf, CONTROL_HEAD_LAP_OFFSET, self.head.lap);
         put_u32(buf, CONTROL_HEAD_SEGMENT_OFFSET, self.head.segment);
         put_u32(buf, CONTROL_HEAD_OFFSET_OFFSET, self.head.offset);
+        put_u32(buf, CONTROL_HEAD_INCARNATION_OFFSET, self.head_incarnation);
         let crc = crc_skipping_field(0, &buf[..CONTROL_SIZE], CONTROL_CRC_OFFSET);
         put_u32(buf, CONTROL_CRC_OFFSET, crc);
     }
@@ -578,6 +594,7 @@ impl ControlBlock {
             incarnation: get_u32(bytes, CONTROL_INCARNATION_OFFSET),
             trim_lsn: get_u64(bytes, CONTROL_TRIM_LSN_OFFSET),
             head_lsn: get_u64(bytes, CONTROL_HEAD_LSN_OFFSET),
+            head_incarnation: get_u32(bytes, CONTROL_HEAD_INCARNATION_OFFSET),
             head: Position {
                 lap: get_u32(bytes, CONTROL_HEAD_LAP_OFFSET),
                 segment: get_u32(bytes, CONTROL_HEAD_SEGMENT_OFFSET),

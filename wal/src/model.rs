@@ -69,9 +69,15 @@ pub enum ModelError {
     /// The record cannot be encoded.
     #[error(transparent)]
     Encode(#[from] EncodeError),
-    /// The ring is full.
-    #[error(transparent)]
-    RingFull(#[from] RingFull),
+    /// The ring is full. The records of this call placed before it are submitted and keep
+    /// their LSNs (`submitted`); the rest were not.
+    #[error("{ring_full} ({} records of this call were submitted first)", submitted.len())]
+    RingFull {
+        /// Why.
+        ring_full: RingFull,
+        /// LSNs given to the records submitted before the ring filled.
+        submitted: Vec<u64>,
+    },
 }
 
 /// Whether opening zeroes the region after the cut.
@@ -81,12 +87,16 @@ enum Invalidation {
     Skip,
 }
 
+/// Where replay starts: position, first LSN and incarnation of the head batch.
+type Head = (Position, u64, u32);
+
 /// A batch the writer put in the ring and has not released by trim.
 #[derive(Clone, Copy, Debug)]
 struct LiveBatch {
     position: Position,
     first_lsn: u64,
     next_lsn: u64,
+    incarnation: u32,
 }
 
 /// The reference writer.
@@ -158,11 +168,15 @@ impl ModelWriter {
                     position: entry.batch,
                     first_lsn: entry.batch_first_lsn,
                     next_lsn: entry.lsn + 1,
+                    incarnation: entry.incarnation,
                 }),
             }
         })?;
         let geometry = report.control.geometry;
-        let incarnation = report.incarnation_max + 1;
+        let incarnation = report
+            .incarnation_max
+            .checked_add(1)
+            .ok_or(ReplayError::IncarnationExhausted)?;
         let mut writer = ModelWriter {
             geometry,
             ring_id: report.control.ring_id,
@@ -185,22 +199,25 @@ impl ModelWriter {
                 writer.durable[offset..offset + len].fill(0);
             }
         }
-        let head = if report.trim_lsn < report.control.trim_lsn || writer.live.is_empty() {
-            (report.next_position, report.next_lsn)
+        // Nothing live: the head moves to the cut, where this incarnation writes next.
+        let head = if writer.live.is_empty() {
+            (report.next_position, report.next_lsn, incarnation)
         } else {
-            (report.control.head, report.control.head_lsn)
+            let control = report.control;
+            (control.head, control.head_lsn, control.head_incarnation)
         };
-        writer.write_control(report.trim_lsn.min(report.next_lsn - 1), head.0, head.1);
+        writer.write_control(report.trim_lsn.min(report.next_lsn - 1), head);
         Ok((writer, report, entries))
     }
 
-    fn write_control(&mut self, trim_lsn: u64, head: Position, head_lsn: u64) {
+    fn write_control(&mut self, trim_lsn: u64, (head, head_lsn, head_incarnation): Head) {
         let control = ControlBlock {
             sequence: self.control.sequence + 1,
             incarnation: self.incarnation,
             trim_lsn,
             head,
             head_lsn,
+            head_incarnation,
             ..self.control
         };
         let block = self.geometry.block_size_bytes as usize;
@@ -267,8 +284,15 @@ impl ModelWriter {
         let mut lsns = Vec::with_capacity(payloads.len());
         let mut rest = payloads;
         while !rest.is_empty() {
-            let taken = self.submit_batch(rest, &mut lsns)?;
-            rest = &rest[taken..];
+            match self.submit_batch(rest, &mut lsns) {
+                Ok(taken) => rest = &rest[taken..],
+                Err(ring_full) => {
+                    return Err(ModelError::RingFull {
+                        ring_full,
+                        submitted: lsns,
+                    });
+                }
+            }
         }
         Ok(lsns)
     }
@@ -276,28 +300,36 @@ impl ModelWriter {
     /// Submits a tail marker: a batch with no records that carries the current watermark.
     pub fn tail_marker(&mut self) -> Result<(), ModelError> {
         let mut lsns = Vec::new();
-        self.submit_batch(&[], &mut lsns).map(|_| ())
+        self.submit_batch(&[], &mut lsns)
+            .map(|_| ())
+            .map_err(|ring_full| ModelError::RingFull {
+                ring_full,
+                submitted: Vec::new(),
+            })
     }
 
     /// Builds and submits one batch from the front of `payloads`; returns how many it took.
-    fn submit_batch(
-        &mut self,
-        payloads: &[&[u8]],
-        lsns: &mut Vec<u64>,
-    ) -> Result<usize, ModelError> {
+    fn submit_batch(&mut self, payloads: &[&[u8]], lsns: &mut Vec<u64>) -> Result<usize, RingFull> {
         // Space is reused only past the durable trim point: the control block's head.
         let slot = self
             .cursor
             .slot(&self.geometry, self.control.head, self.incarnation)?;
         // Keep the window: wait (here: flush) until a batch of the largest size this slot
         // allows fits in it, then build the batch with the watermark that holds after.
+        // The write carries the segment header block too, when there is one.
+        let header_bytes = if slot.segment_header.is_some() {
+            u64::from(self.geometry.block_size_bytes)
+        } else {
+            0
+        };
         let pending_bytes: u64 = self
             .pending
             .iter()
             .map(|write| write.bytes.len() as u64)
             .sum();
         if self.pending.len() as u64 >= u64::from(self.geometry.window_batches_max)
-            || pending_bytes + u64::from(slot.capacity_bytes) > self.geometry.window_bytes_max
+            || pending_bytes + u64::from(slot.capacity_bytes) + header_bytes
+                > self.geometry.window_bytes_max
         {
             self.flush();
         }
@@ -324,10 +356,7 @@ impl ModelWriter {
                     records.push((record_offset, BatchBuilder::record_bytes(payload.len())));
                 }
                 Err(EncodeError::BatchFull { .. }) => break,
-                Err(error) => {
-                    self.batch_buf = buf;
-                    return Err(error.into());
-                }
+                Err(error) => unreachable!("append checked every payload's length: {error}"),
             }
             taken += 1;
         }
@@ -365,6 +394,7 @@ impl ModelWriter {
                 position: batch.position,
                 first_lsn: batch.first_lsn,
                 next_lsn: batch.next_lsn(),
+                incarnation: self.incarnation,
             });
         }
         self.cursor
@@ -398,13 +428,13 @@ impl ModelWriter {
         {
             self.live.pop_front();
         }
-        let (head, head_lsn) = match self.live.front() {
-            Some(batch) => (batch.position, batch.first_lsn),
-            None => (self.cursor.position, self.cursor.next_lsn),
+        let head = match self.live.front() {
+            Some(batch) => (batch.position, batch.first_lsn, batch.incarnation),
+            None => (self.cursor.position, self.cursor.next_lsn, self.incarnation),
         };
         let trim_lsn = lsn.max(self.control.trim_lsn);
-        debug_assert!(head_lsn <= trim_lsn + 1);
-        self.write_control(trim_lsn, head, head_lsn);
+        debug_assert!(head.1 <= trim_lsn + 1);
+        self.write_control(trim_lsn, head);
     }
 
     /// The image after a power cut now: the durable bytes, plus each block of each pending

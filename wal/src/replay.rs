@@ -29,8 +29,8 @@ use crate::decision::{decide, Decision, Facts, ROWS};
 use crate::error::ReplayError;
 use crate::format::{
     ControlBlock, ControlDefect, EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId,
-    SegmentDefect, SegmentHeader, BLOCK_SIZE_MAX_BYTES, BLOCK_SIZE_MIN_BYTES, CONTROL_COPIES,
-    ENTRY_HEADER_SIZE, FORMAT_VERSION,
+    SegmentDefect, SegmentHeader, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES,
+    BLOCK_SIZE_MIN_BYTES, CONTROL_COPIES, ENTRY_HEADER_SIZE, ENTRY_MAGIC, FORMAT_VERSION,
 };
 use crate::source::RingSource;
 
@@ -422,12 +422,18 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
         if offset + block.len() as u64 > source.size_bytes() {
             break;
         }
-        second = read_control_copy(source, offset, &mut block)?;
-        if let Ok(control) = second {
-            if u64::from(control.geometry.block_size_bytes) == offset {
+        let found = match read_control_copy(source, offset, &mut block)? {
+            Ok(control) if u64::from(control.geometry.block_size_bytes) == offset => {
+                second = Ok(control);
                 break;
             }
-            second = Err(ControlDefect::Crc);
+            Ok(_) => Err(ControlDefect::Crc),
+            Err(defect) => Err(defect),
+        };
+        // Keep the most telling defect seen over the candidate places: a damaged copy (or one
+        // of another version) says more than a missing one.
+        if defect_rank(found) > defect_rank(second) {
+            second = found;
         }
     }
     // A copy must sit in the slot its sequence number names; one that does not was misdirected.
@@ -453,6 +459,14 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
                 b
             }
         }
+        // An intact copy of another format version means the ring is not ours to read, even
+        // when an older copy of this version survives beside it.
+        (Err(ControlDefect::Version(found)), _) | (_, Err(ControlDefect::Version(found))) => {
+            return Err(ReplayError::UnsupportedVersion {
+                found,
+                supported: FORMAT_VERSION,
+            })
+        }
         (Ok(a), Err(_)) => a,
         (Err(_), Ok(b)) => b,
         (Err(ControlDefect::Magic), Err(ControlDefect::Magic)) => {
@@ -460,17 +474,21 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
                 second_offset: second_offsets[0],
             })
         }
-        (Err(ControlDefect::Version(found)), Err(_))
-        | (Err(_), Err(ControlDefect::Version(found))) => {
-            return Err(ReplayError::UnsupportedVersion {
-                found,
-                supported: FORMAT_VERSION,
-            })
-        }
         (Err(_), Err(_)) => return Err(ReplayError::ControlCorrupt),
     };
     validate_control(&control, source.size_bytes())?;
     Ok(control)
+}
+
+/// How much a control copy's defect says: version (intact, another format) over CRC (ours,
+/// damaged) over magic (nothing there).
+fn defect_rank(copy: Result<ControlBlock, ControlDefect>) -> u8 {
+    match copy {
+        Ok(_) => 3,
+        Err(ControlDefect::Version(_)) => 2,
+        Err(ControlDefect::Crc) => 1,
+        Err(ControlDefect::Magic) => 0,
+    }
 }
 
 fn read_control_copy<S: RingSource + ?Sized>(
@@ -500,7 +518,10 @@ fn validate_control(control: &ControlBlock, source_size_bytes: u64) -> Result<()
         });
     }
     let head = control.head;
+    // A walk moves at most one lap past its head, and the probe's end is one lap on: keep both
+    // below u32::MAX.
     let head_ok = head.lap >= 1
+        && head.lap <= u32::MAX - 2
         && head.segment < geometry.segment_count
         && head.offset >= geometry.segment_data_offset()
         && u64::from(head.offset) < geometry.segment_size_bytes
@@ -577,7 +598,7 @@ pub fn entries<'s, S: RingSource + ?Sized>(
         cursor: control.head,
         expected_lsn: control.head_lsn,
         end_lsn: report.next_lsn,
-        lineage_incarnation: 0,
+        lineage_incarnation: control.head_incarnation,
         batch: std::collections::VecDeque::new(),
         failed: false,
     }
@@ -706,6 +727,8 @@ struct Probe {
     /// End of the furthest record found, as a position.
     end_max: Option<Position>,
     stale_records: u64,
+    /// End of the furthest stale record (older incarnation) found: invalidation covers it.
+    stale_end_max: Option<Position>,
     unreadable_blocks: u64,
 }
 
@@ -792,8 +815,13 @@ struct Scanner<'s, S: RingSource + ?Sized> {
 impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     fn new(source: &'s mut S, control: ControlBlock, options: &ReplayOptions) -> Self {
         let geometry = control.geometry;
-        let chunk = options.read_chunk_bytes.max(geometry.batch_size_max_bytes);
-        let chunk = chunk.div_ceil(geometry.block_size_bytes) * geometry.block_size_bytes;
+        // Bounded whatever the caller asks: at least one batch, at most the format's batch limit.
+        let block = u64::from(geometry.block_size_bytes);
+        let chunk = u64::from(options.read_chunk_bytes).clamp(
+            u64::from(geometry.batch_size_max_bytes),
+            u64::from(BATCH_SIZE_LIMIT_BYTES),
+        );
+        let chunk = chunk.div_ceil(block) * block;
         Scanner {
             reader: Reader {
                 source,
@@ -826,7 +854,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let trim_lsn = self.control.trim_lsn;
         let mut cursor = self.control.head;
         let mut expected_lsn = self.control.head_lsn;
-        let mut lineage_incarnation = 0u32;
+        // Nothing older than the head's incarnation is accepted after the head.
+        let mut lineage_incarnation = self.control.head_incarnation;
         let mut report = RecoveryReport {
             control: self.control,
             trim_lsn,
@@ -888,6 +917,18 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 cursor = geometry.next_segment_start(cursor);
                 continue;
             }
+            // Nothing was ever written at the break, but the writer may have moved on to the next
+            // segment: if that segment's header is damaged or does not continue the log, the
+            // damage is there, and that is what to name.
+            let failure = if failure.check.is_never_written()
+                && !failure.inside_batch
+                && cursor.offset != geometry.segment_data_offset()
+            {
+                self.next_segment_damage(cursor, expected_lsn)
+                    .unwrap_or(failure)
+            } else {
+                failure
+            };
             return self.finish_at_break(
                 cursor,
                 expected_lsn,
@@ -984,28 +1025,38 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     last_lsn,
                     bytes: found_bytes,
                 });
-                report.trim_lsn = trim_lsn.min(expected_lsn - 1);
+                // Never hand out an LSN at or below the durable trim point again: when the cut
+                // is at or below it, the log goes on at the cut with the LSN after the trim
+                // point (nothing before the cut is live, so the head moves to the cut).
+                report.next_lsn = expected_lsn.max(trim_lsn + 1);
             }
             Decision::Accept | Decision::SkipToNextSegment => {
                 unreachable!("a break is never a row that continues the walk")
             }
         }
         if report.outcome != Outcome::Clean || probe.stale_records > 0 {
-            report.invalidate = Some(self.invalidate_region(cut, found_end));
+            let dirty_end = found_end.max(probe.stale_end_max.unwrap_or(cut));
+            report.invalidate = Some(self.invalidate_region(cut, dirty_end));
         }
         report.first_lsn = (report.next_lsn > report.trim_lsn + 1).then_some(report.trim_lsn + 1);
         report.last_lsn = report.first_lsn.map(|_| report.next_lsn - 1);
         Ok(report)
     }
 
-    /// The region after a cut that may hold bytes of this log: the in-flight window (with room
-    /// for segment changes) and everything found, never into the head's segment on the next lap.
+    /// The region after a cut that may hold bytes of this log: everything found, then an
+    /// in-flight window (with room for segment changes) past it, never into the head's segment
+    /// on the next lap.
     fn invalidate_region(&self, cut: Position, found_end: Position) -> Invalidate {
         let geometry = self.geometry;
         let limit = self.probe_end();
-        let mut end = cut;
+        // The writer's in-flight window at the crash ended its writes after the last record
+        // found (in truncating mode that can be far past the cut): cover a window from there.
+        let mut end = found_end.max(cut);
         let mut budget = geometry.window_bytes_max;
-        // Walk the window forward segment by segment.
+        // Walk the window forward segment by segment, with the same allowance per segment change
+        // as the probe gives (a skipped segment tail and a segment header).
+        let slack_per_segment =
+            u64::from(geometry.batch_size_max_bytes) + u64::from(geometry.block_size_bytes);
         while budget > 0 && end < limit {
             let room = geometry.segment_size_bytes - u64::from(end.offset);
             if budget < room {
@@ -1019,7 +1070,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 };
                 break;
             }
-            budget -= room;
+            budget = budget - room + slack_per_segment;
             end = geometry.next_segment_start(end);
         }
         let end = end.max(found_end).min(limit);
@@ -1037,6 +1088,33 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             segment: head.segment,
             offset: 0,
         }
+    }
+
+    /// The failure of the segment header after `cursor`'s segment, when it is damaged, or is of
+    /// the expected lap and segment but does not start at `expected_lsn`.
+    fn next_segment_damage(&mut self, cursor: Position, expected_lsn: u64) -> Option<Failure> {
+        let next = self.geometry.next_segment_start(cursor);
+        if next > self.probe_end() {
+            return None;
+        }
+        let header_position = Position { offset: 0, ..next };
+        let check = match self.read_segment_header(next) {
+            Err(Check::SegmentHeader) => Check::SegmentHeader,
+            Ok(header)
+                if header.lap == next.lap
+                    && header.segment == next.segment
+                    && header.first_lsn != expected_lsn =>
+            {
+                Check::SegmentMismatch
+            }
+            _ => return None,
+        };
+        Some(Failure {
+            position: header_position,
+            lsn: expected_lsn,
+            check,
+            inside_batch: false,
+        })
     }
 
     /// Whether the segment after `cursor`'s starts, on the expected lap, at `expected_lsn`.
@@ -1303,15 +1381,21 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     }
 
     /// Reads every block from the break `cut` to the head's segment on the next lap and
-    /// collects what valid records of this log say about the break. From each valid header at a
-    /// block boundary it also follows the chain of records of the same batch, so the LSN range
-    /// it reports is the range written, not just the records that happen to start a block.
+    /// collects what valid records of this log say about the break. Records are packed at any
+    /// byte offset, so each block is searched for the entry magic at every offset (including a
+    /// header that runs into the next block); a hit counts only if its header checks out and
+    /// records exactly the place it was found. One pass, linear in the bytes probed.
     fn probe(&mut self, cut: Position, drop_lsn: u64, mut lineage_incarnation: u32) -> Probe {
         let geometry = self.geometry;
         let block = geometry.block_size_bytes;
         let end = self.probe_end();
+        let ring_id = self.ring_id;
+        let payload_max = u64::from(geometry.payload_size_max_bytes());
+        let magic = ENTRY_MAGIC.to_le_bytes();
+        let finder = memchr::memmem::Finder::new(&magic);
         let mut probe = Probe::default();
         let mut batches: Vec<(u64, u32)> = Vec::new();
+        let mut found: Vec<(Position, EntryHeader)> = Vec::new();
         let mut at = cut;
         while at < end {
             if u64::from(at.offset) >= geometry.segment_size_bytes {
@@ -1320,58 +1404,71 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             }
             let here = at;
             at.offset += block;
-            let Some(mut header) = self.probe_header(here, &mut probe) else {
-                continue;
-            };
-            // Rule 2: a record of an older incarnation found after a newer one's is stale.
-            if header.incarnation < lineage_incarnation {
-                probe.stale_records += 1;
+            let ring_offset = geometry.ring_offset(here);
+            let limit = self.segment_end(here);
+            let span = (2 * u64::from(block)).min(limit - ring_offset) as usize;
+            // Read this block and the next (for straddling headers); if that fails, this block
+            // alone; if that fails too, the block is unreadable.
+            if self.reader.read(ring_offset, span, limit).is_err()
+                && self
+                    .reader
+                    .read(ring_offset, block as usize, limit)
+                    .is_err()
+            {
+                probe.unreadable_blocks += 1;
                 continue;
             }
-            lineage_incarnation = header.incarnation;
-            let mut record_at = here;
-            loop {
-                self.account(cut, drop_lsn, record_at, &header, &mut batches, &mut probe);
-                let next_offset = u64::from(record_at.offset) + header.record_bytes();
-                if next_offset + ENTRY_HEADER_SIZE as u64 > geometry.segment_size_bytes {
+            let bytes = match self.reader.read(ring_offset, span, limit) {
+                Ok(bytes) => bytes,
+                Err(_) => self
+                    .reader
+                    .read(ring_offset, block as usize, limit)
+                    .expect("cached"),
+            };
+            found.clear();
+            for offset in finder.find_iter(bytes) {
+                if offset >= block as usize {
                     break;
                 }
-                let next_at = Position {
-                    offset: u32::try_from(next_offset).expect("inside a segment"),
-                    ..record_at
-                };
-                let mut quiet = Probe::default();
-                match self.probe_header(next_at, &mut quiet) {
-                    Some(next)
-                        if next.batch_first_lsn() == header.batch_first_lsn()
-                            && next.incarnation == header.incarnation
-                            && next.batch_index == header.batch_index + 1 =>
-                    {
-                        header = next;
-                        record_at = next_at;
-                    }
-                    _ => break,
+                if offset + ENTRY_HEADER_SIZE > bytes.len() {
+                    continue;
                 }
+                let Ok(header) = EntryHeader::decode(ring_id, &bytes[offset..]) else {
+                    continue;
+                };
+                let place = Position {
+                    offset: here.offset + offset as u32,
+                    ..here
+                };
+                if header.position == place && u64::from(header.payload_len) <= payload_max {
+                    found.push((place, header));
+                }
+            }
+            for (place, header) in found.drain(..) {
+                // Rule 2: a record of an older incarnation found after a newer one's is stale.
+                if header.incarnation < lineage_incarnation {
+                    probe.stale_records += 1;
+                    let stale_end = self.record_end(place, &header);
+                    probe.stale_end_max = probe.stale_end_max.max(Some(stale_end));
+                    continue;
+                }
+                lineage_incarnation = header.incarnation;
+                self.account(cut, drop_lsn, place, &header, &mut batches, &mut probe);
             }
         }
         probe
     }
 
-    /// The header at `at` if it is a sane record of this ring written at exactly `at`.
-    fn probe_header(&mut self, at: Position, probe: &mut Probe) -> Option<EntryHeader> {
+    /// The block boundary at or after the end of a record (header plus payload), inside its
+    /// segment.
+    fn record_end(&self, at: Position, header: &EntryHeader) -> Position {
         let geometry = self.geometry;
-        let ring_offset = geometry.ring_offset(at);
-        let limit = self.segment_end(at);
-        let header = match self.reader.read(ring_offset, ENTRY_HEADER_SIZE, limit) {
-            Ok(bytes) => EntryHeader::decode(self.ring_id, bytes).ok()?,
-            Err(_) => {
-                probe.unreadable_blocks += 1;
-                return None;
-            }
-        };
-        let sane = header.position == at
-            && u64::from(header.payload_len) <= u64::from(geometry.payload_size_max_bytes());
-        sane.then_some(header)
+        let block = u64::from(geometry.block_size_bytes);
+        let end = (u64::from(at.offset) + header.record_bytes()).div_ceil(block) * block;
+        Position {
+            offset: u32::try_from(end.min(geometry.segment_size_bytes)).expect("inside a segment"),
+            ..at
+        }
     }
 
     /// Records what one valid record found after the break says: its LSN and extent, whether
@@ -1387,14 +1484,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         probe: &mut Probe,
     ) {
         let geometry = self.geometry;
-        let block = u64::from(geometry.block_size_bytes);
         probe.records += 1;
-        let record_end = (u64::from(at.offset) + header.record_bytes()).div_ceil(block) * block;
-        let record_end = Position {
-            offset: u32::try_from(record_end.min(geometry.segment_size_bytes))
-                .expect("inside a segment"),
-            ..at
-        };
+        let record_end = self.record_end(at, header);
         probe.end_max = probe.end_max.max(Some(record_end));
         if header.kind.consumes_lsn() {
             probe.lsn_max = probe.lsn_max.max(header.lsn);
@@ -1413,8 +1504,11 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         }
         let distance_bytes = geometry.distance_bytes(cut, record_end);
         let crossings = geometry.linear_segment(record_end) - geometry.linear_segment(cut);
-        let slack_per_segment = u64::from(geometry.batch_size_max_bytes) + block;
-        let allowance = geometry.window_bytes_max + crossings * slack_per_segment;
+        let slack_per_segment =
+            u64::from(geometry.batch_size_max_bytes) + u64::from(geometry.block_size_bytes);
+        let allowance = geometry
+            .window_bytes_max
+            .saturating_add(crossings.saturating_mul(slack_per_segment));
         if (distance_bytes > allowance || batches.len() > window_batches) && probe.beyond.is_none()
         {
             probe.beyond = Some(Evidence::BeyondWindow {
