@@ -222,3 +222,45 @@ fn a_torn_tail_is_reported_not_an_error() {
     let verify = sealog(&["verify", path, "--json"], b"");
     assert!(text(&verify.stdout).contains("\"status\": \"clean\""));
 }
+
+#[test]
+fn a_short_write_that_cannot_complete_stops_the_drive() {
+    //! The file-size limit (RLIMIT_FSIZE, with SIGXFSZ ignored) makes the kernel complete an
+    //! O_DIRECT write short at the limit, and fail its remainder with EFBIG: the backend
+    //! resubmits the remainder, gets the error, and the drive stops. Every LSN printed before
+    //! replays, and the ring verifies (the unfinished batch is a torn tail).
+    let directory = tempfile::tempdir().expect("tempdir");
+    let ring = directory.path().join("ring");
+    let path = ring.to_str().expect("utf-8");
+    let format = sealog(
+        &["format", path, "--size", "16M", "--segment-size", "4M"],
+        b"",
+    );
+    assert!(format.status.success());
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 2500; exec {} append {path} --count 20000 --size 1000",
+        env!("CARGO_BIN_EXE_sealog")
+    );
+    let output = Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .expect("bash runs");
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("write failed") && stderr.contains("errno 27"),
+        "{stderr}"
+    );
+    let printed: Vec<u64> = text(&output.stdout)
+        .lines()
+        .map(|line| line.parse().expect("an LSN"))
+        .collect();
+    let verify = sealog(&["verify", path, "--json"], b"");
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify.stdout));
+    let dump = sealog(&["dump", path], b"");
+    let dumped = text(&dump.stdout).lines().count();
+    assert!(dumped >= printed.len(), "every acknowledged entry replays");
+    for (index, lsn) in printed.iter().enumerate() {
+        assert_eq!(*lsn, index as u64 + 1);
+    }
+}

@@ -1035,7 +1035,7 @@ impl<B: IoBackend> DriveLoop<B> {
             operation,
             ring_offset,
             errno,
-            message: io::Error::from_raw_os_error(errno).to_string(),
+            message: errno_text(errno),
         };
         for ticket in self.waiters.drain(..) {
             ticket.complete(Err(error.clone()));
@@ -1114,7 +1114,7 @@ impl<B: IoBackend> DriveLoop<B> {
                 operation: "read",
                 ring_offset: self.geometry.ring_offset(read.batch.position),
                 errno,
-                message: io::Error::from_raw_os_error(errno).to_string(),
+                message: errno_text(errno),
             }),
             Ok(_) => self.parse_batch(read.buffer, read.batch, read.lsn),
         };
@@ -1267,6 +1267,15 @@ impl<B: IoBackend> DriveLoop<B> {
             self.index.pop_front();
         }
         let _ = trim.reply.send(Ok(()));
+    }
+}
+
+/// The text of an errno, without the "(os error N)" that `io::Error` appends.
+fn errno_text(errno: i32) -> String {
+    let text = io::Error::from_raw_os_error(errno).to_string();
+    match text.rfind(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use sealog::{format, Drive, DriveError, DriveOptions, FormatOptions, OpenError};
+use sealog::{format, Drive, DriveError, DriveOptions, Durability, FormatOptions, OpenError};
 
 fn options(size: u64, segment: u64) -> FormatOptions {
     FormatOptions {
@@ -159,4 +159,42 @@ fn bad_paths_and_sizes_are_typed_errors() {
         format(&used, &options(4 << 20, 1 << 20)),
         Err(sealog::FormatError::NotEmpty { .. })
     ));
+}
+
+#[test]
+fn every_durability_mode_recovers_what_it_acknowledged() {
+    for durability in [
+        Durability::Fdatasync,
+        Durability::Dsync,
+        Durability::NoSyncBenchmarkOnly,
+    ] {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let path = directory.path().join("ring");
+        format(&path, &options(8 << 20, 2 << 20)).expect("formats");
+        let drive = Drive::open(
+            &path,
+            DriveOptions {
+                durability,
+                ..DriveOptions::default()
+            },
+        )
+        .expect("opens");
+        let tickets: Vec<_> = (0..500u64)
+            .map(|i| drive.append(payload(i, 700)).expect("queued"))
+            .collect();
+        let lsns: Vec<u64> = tickets
+            .into_iter()
+            .map(|ticket| ticket.wait().expect("acknowledged"))
+            .collect();
+        assert_eq!(lsns, (1..=500).collect::<Vec<u64>>(), "{durability:?}");
+        drive.close();
+        drop(drive);
+        let reopened = Drive::open(&path, DriveOptions::default()).expect("reopens");
+        let replayed: Vec<(u64, Vec<u8>)> = reopened
+            .iter_from(1)
+            .collect::<Result<_, _>>()
+            .expect("reads");
+        assert_eq!(replayed.len(), 500, "{durability:?}");
+        assert_eq!(replayed[499].1, payload(499, 700));
+    }
 }
