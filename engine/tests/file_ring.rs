@@ -198,3 +198,27 @@ fn every_durability_mode_recovers_what_it_acknowledged() {
         assert_eq!(replayed[499].1, payload(499, 700));
     }
 }
+
+#[test]
+fn an_engine_runs_several_drives_each_on_its_own_thread() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let paths: Vec<_> = (0..2)
+        .map(|i| directory.path().join(format!("ring-{i}")))
+        .collect();
+    for path in &paths {
+        format(path, &options(8 << 20, 2 << 20)).expect("formats");
+    }
+    let refs: Vec<&std::path::Path> = paths.iter().map(|path| path.as_path()).collect();
+    let engine =
+        sealog::Engine::open(&refs, &DriveOptions::default(), Some(&[0, 1])).expect("opens both");
+    for (index, drive) in engine.drives().iter().enumerate() {
+        let lsn = drive
+            .append(payload(index as u64, 100))
+            .expect("queued")
+            .wait()
+            .expect("durable");
+        assert_eq!(lsn, 1);
+        assert_eq!(drive.read(1).expect("live"), payload(index as u64, 100));
+    }
+    assert!(engine.drive(2).is_none());
+}
