@@ -35,6 +35,15 @@ use crate::error::{DriveError, OpenError};
 use crate::io::{run_sync, Completion, FlushOrder, IoBackend, Waker, WriteSync};
 use crate::ticket::{Ticket, TicketState};
 
+/// Whether [`DriveCore::step`] may block waiting for the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Block until at least one operation completes (or the backend's waker is called).
+    ForCompletion,
+    /// Only reap what has already completed.
+    No,
+}
+
 /// How appends are made durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Durability {
@@ -114,7 +123,12 @@ pub struct Stats {
 /// Where a read's records go.
 type BatchReply = mpsc::Sender<Result<Vec<(u64, Vec<u8>)>, DriveError>>;
 
-enum Request {
+/// A request to a drive: what clients send its thread, and what a simulation hands its
+/// [`DriveCore`] directly. Built with [`Request::append`], [`Request::read`] and
+/// [`Request::trim`], which return the handle the outcome arrives on.
+pub struct Request(RequestKind);
+
+enum RequestKind {
     Append {
         kind: Kind,
         payload: Vec<u8>,
@@ -132,6 +146,36 @@ enum Request {
         reply: mpsc::Sender<Stats>,
     },
     Close,
+}
+
+/// The outcome of a trim request.
+pub type TrimReply = mpsc::Receiver<Result<(), DriveError>>;
+/// The outcome of a read request: the records of the batch holding the LSN, from it on.
+pub type ReadReply = mpsc::Receiver<Result<Vec<(u64, Vec<u8>)>, DriveError>>;
+
+impl Request {
+    /// An append of a record of `kind`; the ticket yields its LSN once durable.
+    pub fn append(kind: Kind, payload: Vec<u8>) -> (Request, Ticket) {
+        let (ticket, state) = Ticket::new();
+        let request = RequestKind::Append {
+            kind,
+            payload,
+            ticket: state,
+        };
+        (Request(request), ticket)
+    }
+
+    /// A read of the batch holding `lsn`.
+    pub fn read(lsn: u64) -> (Request, ReadReply) {
+        let (reply, answer) = mpsc::channel();
+        (Request(RequestKind::ReadBatch { lsn, reply }), answer)
+    }
+
+    /// A durable trim up to `lsn`, inclusive.
+    pub fn trim(lsn: u64) -> (Request, TrimReply) {
+        let (reply, answer) = mpsc::channel();
+        (Request(RequestKind::Trim { lsn, reply }), answer)
+    }
 }
 
 /// A handle to one drive and its thread. Cloneable handles are not needed: share it by
@@ -217,7 +261,7 @@ impl Drive {
                         return;
                     }
                 };
-                let mut drive = match DriveLoop::recover(backend, &thread_path, &options) {
+                let mut drive = match DriveCore::recover(backend, &thread_path, &options) {
                     Ok(drive) => drive,
                     Err(error) => {
                         let _ = opened_sender.send(Err(error));
@@ -311,12 +355,8 @@ impl Drive {
                 payload_size_max_bytes: limit,
             });
         }
-        let (ticket, state) = Ticket::new();
-        self.send(Request::Append {
-            kind,
-            payload,
-            ticket: state,
-        })?;
+        let (request, ticket) = Request::append(kind, payload);
+        self.send(request)?;
         Ok(ticket)
     }
 
@@ -336,8 +376,8 @@ impl Drive {
 
     /// The entries of the batch holding `lsn`, from `lsn` on.
     fn read_batch(&self, lsn: u64) -> Result<Vec<(u64, Vec<u8>)>, DriveError> {
-        let (reply, answer) = mpsc::channel();
-        self.send(Request::ReadBatch { lsn, reply })?;
+        let (request, answer) = Request::read(lsn);
+        self.send(request)?;
         answer.recv().map_err(|_| DriveError::Closed)?
     }
 
@@ -354,21 +394,21 @@ impl Drive {
     /// Releases every entry with LSN at or below `lsn` (inclusive), durably: once this returns,
     /// the segments before the new head may be reused, and the entries are gone from reads.
     pub fn trim(&self, lsn: u64) -> Result<(), DriveError> {
-        let (reply, answer) = mpsc::channel();
-        self.send(Request::Trim { lsn, reply })?;
+        let (request, answer) = Request::trim(lsn);
+        self.send(request)?;
         answer.recv().map_err(|_| DriveError::Closed)?
     }
 
     /// Counters, histograms and state.
     pub fn stats(&self) -> Result<Stats, DriveError> {
         let (reply, answer) = mpsc::channel();
-        self.send(Request::Stats { reply })?;
+        self.send(Request(RequestKind::Stats { reply }))?;
         answer.recv().map_err(|_| DriveError::Closed)
     }
 
     /// Stops the drive thread after it has finished what is in flight.
     pub fn close(&self) {
-        let _ = self.send(Request::Close);
+        let _ = self.send(Request(RequestKind::Close));
         if let Some(thread) = self.thread.lock().expect("thread lock").take() {
             let _ = thread.join();
         }
@@ -479,8 +519,9 @@ struct PendingTrim {
     flush_submitted: bool,
 }
 
-/// The drive thread's state machine.
-struct DriveLoop<B: IoBackend> {
+/// The drive's state machine: what its thread runs, stepped by requests and I/O completions.
+/// A simulation drives it directly (one thread, a simulated backend), so a seed replays exactly.
+pub struct DriveCore<B: IoBackend> {
     backend: B,
     durability: Durability,
     when_full: WhenFull,
@@ -552,10 +593,10 @@ fn sync_flush<B: IoBackend>(backend: &mut B, ring_offset: u64) -> io::Result<()>
     Ok(())
 }
 
-impl<B: IoBackend> DriveLoop<B> {
+impl<B: IoBackend> DriveCore<B> {
     /// Recovery on open: replay, make the cut and the dirty region durable, write the new
     /// incarnation's control block, flush, and only then accept appends.
-    fn recover(mut backend: B, path: &Path, options: &DriveOptions) -> Result<Self, OpenError> {
+    pub fn recover(mut backend: B, path: &Path, options: &DriveOptions) -> Result<Self, OpenError> {
         let io_error = |action: &'static str| {
             move |source: io::Error| OpenError::Io {
                 path: path.to_path_buf(),
@@ -652,7 +693,7 @@ impl<B: IoBackend> DriveLoop<B> {
         };
         write_control(&mut backend, &control).map_err(io_error("write the control block"))?;
         let lsn_durable = report.next_lsn - 1;
-        Ok(DriveLoop {
+        Ok(DriveCore {
             backend,
             durability: options.durability,
             when_full: options.when_full,
@@ -698,14 +739,8 @@ impl<B: IoBackend> DriveLoop<B> {
     /// The thread's loop: take requests, start batches, wait, handle completions.
     fn run(&mut self, receiver: &Receiver<Request>, sleeping: &AtomicBool) {
         loop {
-            let busy = !self.inflight.is_empty()
-                || !self.reads.is_empty()
-                || self.trim_in_flight.is_some();
             // Appends waiting for room (ring full) make no progress until a trim arrives.
-            let appends_can_start = !self.queue.is_empty() && self.full_since.is_none();
-            let can_progress =
-                appends_can_start || !self.trims.is_empty() || !self.reads_waiting.is_empty();
-            if !busy && !can_progress {
+            if !self.is_busy() && !self.has_queued_work() {
                 if self.closing {
                     return;
                 }
@@ -721,27 +756,72 @@ impl<B: IoBackend> DriveLoop<B> {
                 }
             }
             self.drain(receiver);
-            self.start_work();
-            let busy = !self.inflight.is_empty()
-                || !self.reads.is_empty()
-                || self.trim_in_flight.is_some();
-            if busy {
-                sleeping.store(true, Ordering::SeqCst);
-                fence(Ordering::SeqCst);
-                let wait_for = if receiver.is_empty() { 1 } else { 0 };
-                let waited = self.backend.wait(wait_for, &mut self.completions);
-                sleeping.store(false, Ordering::SeqCst);
-                if let Err(error) = waited {
-                    self.fail("wait", 0, error.raw_os_error().unwrap_or(libc::EIO));
-                }
-                let mut completions = std::mem::take(&mut self.completions);
-                for completion in completions.drain(..) {
-                    self.on_completion(completion);
-                }
-                self.completions = completions;
-            }
-            self.check_frontiers();
+            sleeping.store(true, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            let wait = if receiver.is_empty() {
+                Wait::ForCompletion
+            } else {
+                Wait::No
+            };
+            self.step(wait);
+            sleeping.store(false, Ordering::SeqCst);
         }
+    }
+
+    /// One turn: start what can start (batches up to the window, reads, a trim), then hand the
+    /// device what is queued and handle what it completed, waiting for at least one completion
+    /// when told to and something is in flight.
+    pub fn step(&mut self, wait: Wait) {
+        self.start_work();
+        if self.is_busy() {
+            let wait_for = usize::from(wait == Wait::ForCompletion);
+            let waited = self.backend.wait(wait_for, &mut self.completions);
+            if let Err(error) = waited {
+                self.fail("wait", 0, error.raw_os_error().unwrap_or(libc::EIO));
+            }
+            let mut completions = std::mem::take(&mut self.completions);
+            for completion in completions.drain(..) {
+                self.on_completion(completion);
+            }
+            self.completions = completions;
+        }
+        self.check_frontiers();
+    }
+
+    /// Takes a request, as the thread does when one arrives on the channel.
+    pub fn submit(&mut self, request: Request) {
+        self.accept(request);
+    }
+
+    /// Whether I/O is in flight.
+    pub fn is_busy(&self) -> bool {
+        !self.inflight.is_empty() || !self.reads.is_empty() || self.trim_in_flight.is_some()
+    }
+
+    /// Whether requests are waiting to start (appends held back by a full ring aside).
+    pub fn has_queued_work(&self) -> bool {
+        let appends_can_start = !self.queue.is_empty() && self.full_since.is_none();
+        appends_can_start || !self.trims.is_empty() || !self.reads_waiting.is_empty()
+    }
+
+    /// The highest acknowledged LSN.
+    pub fn lsn_durable(&self) -> u64 {
+        self.lsn_durable
+    }
+
+    /// What recovery found when this core was opened.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    /// Counters, histograms and state.
+    pub fn stats_now(&self) -> Stats {
+        self.stats()
+    }
+
+    /// The backend (a simulation crashes its simulated drive through this).
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
     }
 
     fn drain(&mut self, receiver: &Receiver<Request>) {
@@ -754,8 +834,8 @@ impl<B: IoBackend> DriveLoop<B> {
     }
 
     fn accept(&mut self, request: Request) {
-        match request {
-            Request::Append {
+        match request.0 {
+            RequestKind::Append {
                 kind,
                 payload,
                 ticket,
@@ -763,12 +843,12 @@ impl<B: IoBackend> DriveLoop<B> {
                 Some(error) => ticket.complete(Err(error.clone())),
                 None => self.queue.push_back((kind, payload, ticket)),
             },
-            Request::ReadBatch { lsn, reply } => self.reads_waiting.push_back((lsn, reply)),
-            Request::Trim { lsn, reply } => self.trims.push_back((lsn, reply)),
-            Request::Stats { reply } => {
+            RequestKind::ReadBatch { lsn, reply } => self.reads_waiting.push_back((lsn, reply)),
+            RequestKind::Trim { lsn, reply } => self.trims.push_back((lsn, reply)),
+            RequestKind::Stats { reply } => {
                 let _ = reply.send(self.stats());
             }
-            Request::Close => self.closing = true,
+            RequestKind::Close => self.closing = true,
         }
     }
 

@@ -28,7 +28,10 @@ pub mod ticket;
 #[allow(unsafe_code)]
 pub mod uring;
 
-pub use drive::{Drive, DriveOptions, DriveState, Durability, EntryIter, Stats, WhenFull};
+pub use drive::{
+    Drive, DriveCore, DriveOptions, DriveState, Durability, EntryIter, Request, Stats, Wait,
+    WhenFull,
+};
 pub use engine::Engine;
 pub use error::{DriveError, FormatError, OpenError};
 pub use storage::{format, FormatOptions};
