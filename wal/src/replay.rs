@@ -1408,22 +1408,20 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             let limit = self.segment_end(here);
             let span = (2 * u64::from(block)).min(limit - ring_offset) as usize;
             // Read this block and the next (for straddling headers); if that fails, this block
-            // alone; if that fails too, the block is unreadable.
-            if self.reader.read(ring_offset, span, limit).is_err()
-                && self
-                    .reader
-                    .read(ring_offset, block as usize, limit)
-                    .is_err()
-            {
+            // alone; if that fails too, the block is unreadable. A source may fail a read once
+            // and serve it the next time (or the other way round), so the bytes come from the
+            // one read that succeeded, which the chunk buffer now holds.
+            let len = if self.reader.read(ring_offset, span, limit).is_ok() {
+                span
+            } else if self.reader.read(ring_offset, block as usize, limit).is_ok() {
+                block as usize
+            } else {
                 probe.unreadable_blocks += 1;
                 continue;
-            }
-            let bytes = match self.reader.read(ring_offset, span, limit) {
-                Ok(bytes) => bytes,
-                Err(_) => self
-                    .reader
-                    .read(ring_offset, block as usize, limit)
-                    .expect("cached"),
+            };
+            let Ok(bytes) = self.reader.read(ring_offset, len, limit) else {
+                probe.unreadable_blocks += 1;
+                continue;
             };
             found.clear();
             for offset in finder.find_iter(bytes) {

@@ -1,0 +1,569 @@
+//! The simulated drive: an [`IoBackend`] over memory, deterministic from one seed, that keeps
+//! what a crash would keep apart from what it might lose. A write is applied to the live bytes
+//! when it completes and becomes durable only when a flush submitted after its completion
+//! completes (or at once with dsync); `crash()` builds the durable bytes plus a seeded fate for
+//! every sector of every write that was not durable yet. Faults are switchable, each with its own
+//! probability; with [`FaultConfig::none`] the drive behaves exactly like a correct one.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sealog::io::{Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
+use sealog::pool::BufferPool;
+
+/// Sector size the simulation tears at (the disk's logical sector).
+pub const SECTOR_BYTES: usize = 512;
+
+/// Probabilities of each fault, per operation (0.0 turns a fault off).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FaultConfig {
+    /// On a crash, sectors of unflushed writes may come back as zeros, garbage or partly new
+    /// (hostile), not only new or old (sector-atomic). Per crash.
+    pub torn_writes: f64,
+    /// The drive acknowledges a write and never stores it.
+    pub lost_writes: f64,
+    /// A write lands at another block, leaving its target unchanged.
+    pub misdirected_writes: f64,
+    /// A read returns another block's bytes.
+    pub misdirected_reads: f64,
+    /// A read makes one sector in its range unreadable (EIO) from then on.
+    pub latent_sector_errors: f64,
+    /// A write stores its data with one bit flipped.
+    pub bit_flips: f64,
+    /// A write fails with EIO (its sectors may hold anything).
+    pub write_eio: f64,
+    /// A flush fails with EIO (what it covered may or may not be durable).
+    pub flush_eio: f64,
+    /// A write stores a prefix of its sectors and then fails with EIO.
+    pub short_writes: f64,
+    /// Up to this many waits before an operation completes (reorders completions).
+    pub latency_waits_max: u32,
+}
+
+impl FaultConfig {
+    /// A correct drive: no faults, completions in any order.
+    pub fn none() -> FaultConfig {
+        FaultConfig {
+            torn_writes: 0.0,
+            lost_writes: 0.0,
+            misdirected_writes: 0.0,
+            misdirected_reads: 0.0,
+            latent_sector_errors: 0.0,
+            bit_flips: 0.0,
+            write_eio: 0.0,
+            flush_eio: 0.0,
+            short_writes: 0.0,
+            latency_waits_max: 3,
+        }
+    }
+
+    /// Every fault on, at rates drawn from `rng` (rare enough that runs make progress).
+    pub fn all(rng: &mut ChaCha8Rng) -> FaultConfig {
+        let mut rate = |max: f64| rng.gen_range(0.0..max);
+        FaultConfig {
+            torn_writes: 0.5 + rate(0.5),
+            lost_writes: rate(0.01),
+            misdirected_writes: rate(0.01),
+            misdirected_reads: rate(0.005),
+            latent_sector_errors: rate(0.005),
+            bit_flips: rate(0.01),
+            write_eio: rate(0.01),
+            flush_eio: rate(0.01),
+            short_writes: rate(0.01),
+            latency_waits_max: 4,
+        }
+    }
+
+    /// Whether any fault can change stored data behind the engine's back (lost, misdirected,
+    /// rotten or unreadable): then a drive can lose acknowledged entries, and the checks allow
+    /// a corruption error instead.
+    pub fn damages_data(&self) -> bool {
+        self.lost_writes > 0.0
+            || self.misdirected_writes > 0.0
+            || self.misdirected_reads > 0.0
+            || self.latent_sector_errors > 0.0
+            || self.bit_flips > 0.0
+    }
+}
+
+/// Counts of faults injected, for reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// Writes dropped, misdirected, bit-flipped, or reads misdirected / made unreadable.
+    pub data_faults: u64,
+    /// Writes and flushes failed with EIO (short writes included).
+    pub io_errors: u64,
+}
+
+#[derive(Clone, Debug)]
+enum OpKind {
+    Write {
+        offset: u64,
+        data: Vec<u8>,
+        sync: WriteSync,
+    },
+    Flush {
+        after_write: Option<Tag>,
+        started: bool,
+        covers_up_to: u64,
+    },
+    Read {
+        offset: u64,
+        buffer: usize,
+        len: usize,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Op {
+    tag: Tag,
+    kind: OpKind,
+    ready_at: u64,
+}
+
+/// A write that completed but is not yet durable: what it stored and where.
+#[derive(Clone, Debug)]
+struct Unflushed {
+    sequence: u64,
+    offset: u64,
+    /// The bytes the write meant to store (for crash fates).
+    new: Vec<u8>,
+}
+
+/// The simulated drive.
+pub struct SimDevice {
+    rng: ChaCha8Rng,
+    config: FaultConfig,
+    pool: BufferPool,
+    live: Vec<u8>,
+    durable: Vec<u8>,
+    unflushed: Vec<Unflushed>,
+    inflight: Vec<Op>,
+    failed_writes: BTreeSet<Tag>,
+    bad_sectors: BTreeSet<u64>,
+    clock: u64,
+    completions: u64,
+    block_bytes: usize,
+    /// Shared, so a harness can read them even after the device moved into a failed open.
+    counts: Arc<Mutex<FaultCounts>>,
+}
+
+impl SimDevice {
+    /// A drive holding `image` (all durable), with `buffers` pool buffers of `buffer_bytes`.
+    pub fn new(
+        image: Vec<u8>,
+        config: FaultConfig,
+        seed: u64,
+        buffers: usize,
+        buffer_bytes: usize,
+        block_bytes: usize,
+    ) -> io::Result<SimDevice> {
+        Ok(SimDevice {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            config,
+            pool: BufferPool::new(buffers, buffer_bytes)?,
+            live: image.clone(),
+            durable: image,
+            unflushed: Vec::new(),
+            inflight: Vec::new(),
+            failed_writes: BTreeSet::new(),
+            bad_sectors: BTreeSet::new(),
+            clock: 0,
+            completions: 0,
+            block_bytes,
+            counts: Arc::default(),
+        })
+    }
+
+    /// Faults injected so far.
+    pub fn counts(&self) -> FaultCounts {
+        *self.counts.lock().expect("counts lock")
+    }
+
+    /// A handle on the fault counts that outlives the device.
+    pub fn counts_handle(&self) -> Arc<Mutex<FaultCounts>> {
+        Arc::clone(&self.counts)
+    }
+
+    fn count(&self, change: impl FnOnce(&mut FaultCounts)) {
+        change(&mut self.counts.lock().expect("counts lock"));
+    }
+
+    /// The bytes a power cut leaves: the durable bytes, plus a seeded fate for every sector of
+    /// every write not yet durable (completed or still in flight).
+    pub fn crash(&mut self) -> Vec<u8> {
+        let mut image = self.durable.clone();
+        let hostile = self.rng.gen_bool(self.config.torn_writes.clamp(0.0, 1.0));
+        let pending: Vec<(u64, Vec<u8>)> = self
+            .unflushed
+            .iter()
+            .map(|write| (write.offset, write.new.clone()))
+            .chain(self.inflight.iter().filter_map(|op| match &op.kind {
+                OpKind::Write { offset, data, .. } => Some((*offset, data.clone())),
+                _ => None,
+            }))
+            .collect();
+        for (offset, new) in pending {
+            for (index, sector) in new.chunks(SECTOR_BYTES).enumerate() {
+                let at = offset as usize + index * SECTOR_BYTES;
+                let target = &mut image[at..at + sector.len()];
+                let fate = if hostile {
+                    self.rng.gen_range(0..5)
+                } else {
+                    self.rng.gen_range(0..2)
+                };
+                match fate {
+                    0 => target.copy_from_slice(sector),
+                    1 => {}
+                    2 => target.fill(0),
+                    3 => self.rng.fill(target),
+                    _ => {
+                        let cut = self.rng.gen_range(0..sector.len());
+                        target[..cut].copy_from_slice(&sector[..cut]);
+                        self.rng.fill(&mut target[cut..]);
+                    }
+                }
+            }
+        }
+        self.inflight.clear();
+        self.unflushed.clear();
+        image
+    }
+
+    fn chance(&mut self, probability: f64) -> bool {
+        probability > 0.0 && self.rng.gen_bool(probability.clamp(0.0, 1.0))
+    }
+
+    fn latency(&mut self) -> u64 {
+        let max = u64::from(self.config.latency_waits_max);
+        self.clock + self.rng.gen_range(0..=max)
+    }
+
+    fn check_range(&self, offset: u64, len: usize) -> io::Result<()> {
+        match (offset as usize).checked_add(len) {
+            Some(end) if end <= self.live.len() => Ok(()),
+            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        }
+    }
+
+    /// Stores a completed write's bytes in the live image and the unflushed list.
+    fn store(&mut self, offset: u64, stored: &[u8], new: Vec<u8>, sync: WriteSync) {
+        let at = offset as usize;
+        self.live[at..at + stored.len()].copy_from_slice(stored);
+        self.completions += 1;
+        match sync {
+            WriteSync::Dsync => self.durable[at..at + stored.len()].copy_from_slice(stored),
+            WriteSync::None => self.unflushed.push(Unflushed {
+                sequence: self.completions,
+                offset,
+                new,
+            }),
+        }
+    }
+
+    fn complete_write(
+        &mut self,
+        tag: Tag,
+        offset: u64,
+        data: Vec<u8>,
+        sync: WriteSync,
+    ) -> Completion {
+        let len = data.len();
+        if self.chance(self.config.write_eio) {
+            self.count(|counts| counts.io_errors += 1);
+            let mut garbage = data.clone();
+            let cut = self.rng.gen_range(0..=len / SECTOR_BYTES) * SECTOR_BYTES;
+            self.rng.fill(&mut garbage[cut..]);
+            self.store(offset, &garbage, data, WriteSync::None);
+            self.failed_writes.insert(tag);
+            return Completion {
+                tag,
+                result: Err(libc::EIO),
+            };
+        }
+        if self.chance(self.config.short_writes) {
+            self.count(|counts| counts.io_errors += 1);
+            let sectors = self.rng.gen_range(0..len / SECTOR_BYTES);
+            let prefix = sectors * SECTOR_BYTES;
+            let mut stored = self.live[offset as usize..offset as usize + len].to_vec();
+            stored[..prefix].copy_from_slice(&data[..prefix]);
+            self.store(offset, &stored, data, WriteSync::None);
+            self.failed_writes.insert(tag);
+            return Completion {
+                tag,
+                result: Err(libc::EIO),
+            };
+        }
+        if self.chance(self.config.lost_writes) {
+            self.count(|counts| counts.data_faults += 1);
+            return Completion {
+                tag,
+                result: Ok(len as u32),
+            };
+        }
+        if self.chance(self.config.misdirected_writes) {
+            self.count(|counts| counts.data_faults += 1);
+            let blocks = (self.live.len() - len) / self.block_bytes;
+            let elsewhere = (self.rng.gen_range(0..=blocks) * self.block_bytes) as u64;
+            self.store(elsewhere, &data.clone(), data, sync);
+            return Completion {
+                tag,
+                result: Ok(len as u32),
+            };
+        }
+        let mut stored = data.clone();
+        if self.chance(self.config.bit_flips) {
+            self.count(|counts| counts.data_faults += 1);
+            let bit = self.rng.gen_range(0..len * 8);
+            stored[bit / 8] ^= 1 << (bit % 8);
+        }
+        self.store(offset, &stored, data, sync);
+        Completion {
+            tag,
+            result: Ok(len as u32),
+        }
+    }
+
+    fn complete_flush(&mut self, tag: Tag, covers_up_to: u64) -> Completion {
+        if self.chance(self.config.flush_eio) {
+            // What the flush covered may or may not be durable: it stays unflushed, so a crash
+            // decides its fate.
+            self.count(|counts| counts.io_errors += 1);
+            return Completion {
+                tag,
+                result: Err(libc::EIO),
+            };
+        }
+        let (covered, rest): (Vec<Unflushed>, Vec<Unflushed>) = self
+            .unflushed
+            .drain(..)
+            .partition(|write| write.sequence <= covers_up_to);
+        self.unflushed = rest;
+        for write in covered {
+            let at = write.offset as usize;
+            let len = write.new.len();
+            let live = self.live[at..at + len].to_vec();
+            self.durable[at..at + len].copy_from_slice(&live);
+        }
+        Completion { tag, result: Ok(0) }
+    }
+
+    fn complete_read(&mut self, tag: Tag, offset: u64, buffer: usize, len: usize) -> Completion {
+        if self.chance(self.config.latent_sector_errors) {
+            self.count(|counts| counts.data_faults += 1);
+            let sector = (offset + self.rng.gen_range(0..len as u64)) / SECTOR_BYTES as u64;
+            self.bad_sectors.insert(sector);
+        }
+        let first = offset / SECTOR_BYTES as u64;
+        let last = (offset + len as u64 - 1) / SECTOR_BYTES as u64;
+        if self.bad_sectors.range(first..=last).next().is_some() {
+            return Completion {
+                tag,
+                result: Err(libc::EIO),
+            };
+        }
+        let source = if self.chance(self.config.misdirected_reads) {
+            self.count(|counts| counts.data_faults += 1);
+            let blocks = (self.live.len() - len) / self.block_bytes;
+            (self.rng.gen_range(0..=blocks) * self.block_bytes) as u64
+        } else {
+            offset
+        };
+        let at = source as usize;
+        let bytes = self.live[at..at + len].to_vec();
+        self.pool.buffer_mut(buffer)[..len].copy_from_slice(&bytes);
+        Completion {
+            tag,
+            result: Ok(len as u32),
+        }
+    }
+
+    /// Completes the op at `index` of the in-flight list.
+    fn complete(&mut self, index: usize) -> Completion {
+        let op = self.inflight.remove(index);
+        match op.kind {
+            OpKind::Write { offset, data, sync } => self.complete_write(op.tag, offset, data, sync),
+            OpKind::Flush { covers_up_to, .. } => self.complete_flush(op.tag, covers_up_to),
+            OpKind::Read {
+                offset,
+                buffer,
+                len,
+            } => self.complete_read(op.tag, offset, buffer, len),
+        }
+    }
+
+    /// Linked flushes whose write has completed start now: they cover what completed so far;
+    /// those whose write failed are cancelled.
+    fn start_linked_flushes(&mut self, out: &mut Vec<Completion>) {
+        let inflight_writes: BTreeSet<Tag> = self
+            .inflight
+            .iter()
+            .filter(|op| matches!(op.kind, OpKind::Write { .. }))
+            .map(|op| op.tag)
+            .collect();
+        let mut cancelled = Vec::new();
+        for (index, op) in self.inflight.iter_mut().enumerate() {
+            if let OpKind::Flush {
+                after_write: Some(write),
+                started,
+                covers_up_to,
+            } = &mut op.kind
+            {
+                if *started || inflight_writes.contains(write) {
+                    continue;
+                }
+                if self.failed_writes.contains(write) {
+                    cancelled.push(index);
+                    continue;
+                }
+                *started = true;
+                *covers_up_to = self.completions;
+            }
+        }
+        for index in cancelled.into_iter().rev() {
+            let op = self.inflight.remove(index);
+            out.push(Completion {
+                tag: op.tag,
+                result: Err(libc::ECANCELED),
+            });
+        }
+    }
+
+    fn is_ready(&self, op: &Op) -> bool {
+        match &op.kind {
+            OpKind::Flush {
+                after_write: Some(_),
+                started,
+                ..
+            } => *started && op.ready_at <= self.clock,
+            _ => op.ready_at <= self.clock,
+        }
+    }
+}
+
+impl IoBackend for SimDevice {
+    fn pool(&mut self) -> &mut BufferPool {
+        &mut self.pool
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.live.len() as u64
+    }
+
+    fn submit_write(
+        &mut self,
+        tag: Tag,
+        ring_offset: u64,
+        buffer: usize,
+        buffer_offset: usize,
+        len: u32,
+        sync: WriteSync,
+    ) -> io::Result<()> {
+        self.check_range(ring_offset, len as usize)?;
+        let data = self.pool.buffer(buffer)[buffer_offset..buffer_offset + len as usize].to_vec();
+        // Two writes in flight to the same bytes would be an engine bug.
+        for op in &self.inflight {
+            if let OpKind::Write {
+                offset,
+                data: other,
+                ..
+            } = &op.kind
+            {
+                let overlaps = ring_offset < offset + other.len() as u64
+                    && *offset < ring_offset + u64::from(len);
+                assert!(
+                    !overlaps,
+                    "overlapping writes in flight at ring offset {ring_offset}"
+                );
+            }
+        }
+        let ready_at = self.latency();
+        self.inflight.push(Op {
+            tag,
+            kind: OpKind::Write {
+                offset: ring_offset,
+                data,
+                sync,
+            },
+            ready_at,
+        });
+        Ok(())
+    }
+
+    fn submit_flush(&mut self, tag: Tag, _ring_offset: u64, order: FlushOrder) -> io::Result<()> {
+        let after_write = match order {
+            FlushOrder::AfterPreviousWrite => self
+                .inflight
+                .iter()
+                .rev()
+                .find(|op| matches!(op.kind, OpKind::Write { .. }))
+                .map(|op| op.tag),
+            FlushOrder::Independent => None,
+        };
+        // An independent flush covers only what completed before it was submitted.
+        let started = after_write.is_none();
+        let ready_at = self.latency();
+        self.inflight.push(Op {
+            tag,
+            kind: OpKind::Flush {
+                after_write,
+                started,
+                covers_up_to: self.completions,
+            },
+            ready_at,
+        });
+        Ok(())
+    }
+
+    fn submit_read(
+        &mut self,
+        tag: Tag,
+        ring_offset: u64,
+        buffer: usize,
+        len: u32,
+    ) -> io::Result<()> {
+        self.check_range(ring_offset, len as usize)?;
+        let ready_at = self.latency();
+        self.inflight.push(Op {
+            tag,
+            kind: OpKind::Read {
+                offset: ring_offset,
+                buffer,
+                len: len as usize,
+            },
+            ready_at,
+        });
+        Ok(())
+    }
+
+    fn wait(&mut self, min_complete: usize, out: &mut Vec<Completion>) -> io::Result<()> {
+        self.clock += 1;
+        let before = out.len();
+        loop {
+            self.start_linked_flushes(out);
+            let ready: Vec<usize> = (0..self.inflight.len())
+                .filter(|&index| self.is_ready(&self.inflight[index]))
+                .collect();
+            if ready.is_empty() {
+                if out.len() - before >= min_complete || self.inflight.is_empty() {
+                    return Ok(());
+                }
+                // Nothing ready yet but the caller waits: time passes.
+                self.clock += 1;
+                continue;
+            }
+            // Complete one ready op at random, then look again (a completion can start a
+            // linked flush).
+            let pick = ready[self.rng.gen_range(0..ready.len())];
+            let completion = self.complete(pick);
+            out.push(completion);
+        }
+    }
+
+    fn waker(&self) -> Waker {
+        Arc::new(|| {})
+    }
+}

@@ -1,0 +1,90 @@
+//! Simulation runs of the real engine on the simulated drive: the corpus of seeds that once
+//! failed, then a range of fresh seeds with every fault on (at least 1,000 per CI run) and some
+//! with a correct drive that only crashes. Each failure prints the command that replays it.
+//! `SEALOG_SIM_SEEDS` sets how many fresh seeds run (a nightly soak sets it high);
+//! `SEALOG_SIM_FIRST_SEED` where they start.
+
+use sealog_fault::{run_seed, SimOptions, SimSummary};
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+fn run(seeds: impl Iterator<Item = (u64, SimOptions)>) -> (u64, SimSummary, Vec<String>) {
+    let mut total = SimSummary::default();
+    let mut count = 0;
+    let mut violations = Vec::new();
+    for (seed, options) in seeds {
+        count += 1;
+        match run_seed(seed, &options) {
+            Ok(summary) => {
+                total.rounds += summary.rounds;
+                total.acknowledged += summary.acknowledged;
+                total.checked += summary.checked;
+                total.corruption_detected += summary.corruption_detected;
+                total.faults.data_faults += summary.faults.data_faults;
+                total.faults.io_errors += summary.faults.io_errors;
+            }
+            Err(violation) => violations.push(violation.to_string()),
+        }
+    }
+    (count, total, violations)
+}
+
+fn corpus() -> Vec<(u64, SimOptions)> {
+    let text = include_str!("../corpus/seeds.txt");
+    text.lines()
+        .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let number = |index: usize| fields.get(index).and_then(|field| field.parse().ok());
+            let options = SimOptions {
+                faults: fields.get(1) != Some(&"no-faults"),
+                rounds: number(2).unwrap_or(4) as u32,
+                steps: number(3).unwrap_or(120) as u32,
+            };
+            (number(0).expect("a seed"), options)
+        })
+        .collect()
+}
+
+#[test]
+fn simulation_seeds_keep_every_invariant() {
+    let fresh = env_number("SEALOG_SIM_SEEDS", 1000);
+    let first = env_number("SEALOG_SIM_FIRST_SEED", 0);
+    let corpus = corpus();
+    let corpus_count = corpus.len();
+    let with_faults = (first..first + fresh).map(|seed| (seed, SimOptions::default()));
+    let without = (first..first + fresh / 5).map(|seed| {
+        (
+            seed,
+            SimOptions {
+                faults: false,
+                ..SimOptions::default()
+            },
+        )
+    });
+    let (count, total, violations) = run(corpus.into_iter().chain(with_faults).chain(without));
+    println!("simulation corpus seeds: {corpus_count}");
+    println!("simulation seeds with all faults enabled: {fresh}");
+    println!("simulation seeds without faults: {}", fresh / 5);
+    println!(
+        "simulation: {count} runs, {} rounds, {} appends acknowledged, {} entries checked, \
+         {} data faults and {} I/O errors injected, {} opens refused as corrupt, {} violations",
+        total.rounds,
+        total.acknowledged,
+        total.checked,
+        total.faults.data_faults,
+        total.faults.io_errors,
+        total.corruption_detected,
+        violations.len()
+    );
+    assert!(
+        violations.is_empty(),
+        "violations:\n{}",
+        violations.join("\n")
+    );
+}
