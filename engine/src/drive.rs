@@ -646,21 +646,6 @@ impl<B: IoBackend> DriveCore<B> {
             }
         };
         let geometry = report.control.geometry;
-        // Rule 6: zero the possibly dirty region after the cut, durably, before any append.
-        if let Some(invalidate) = report.invalidate {
-            let chunk = backend.pool().buffer_bytes() as u64;
-            backend.pool().buffer_mut(0).fill(0);
-            for (offset, len) in invalidate.ranges(&geometry) {
-                let mut done = 0;
-                while done < len {
-                    let part = (len - done).min(chunk);
-                    sync_write(&mut backend, offset + done, part as u32)
-                        .map_err(io_error("invalidate the region after the cut"))?;
-                    done += part;
-                }
-                sync_flush(&mut backend, offset).map_err(io_error("flush the invalidation"))?;
-            }
-        }
         // Entries that survived in the volatile cache (written, never acknowledged) become
         // durable before anyone reads them.
         for segment in 0..geometry.segment_count {
@@ -689,9 +674,29 @@ impl<B: IoBackend> DriveCore<B> {
             head,
             head_lsn,
             head_incarnation,
+            cut: report.next_position,
+            cut_incarnation: incarnation,
             ..report.control
         };
+        // The control block with the cut and the new incarnation goes first: from then on
+        // nothing of an older incarnation at or after the cut counts, so a crash while the
+        // region after the cut is zeroed leaves a ring that recovers to this same log.
         write_control(&mut backend, &control).map_err(io_error("write the control block"))?;
+        // Rule 6: zero the possibly dirty region after the cut, durably, before any append.
+        if let Some(invalidate) = report.invalidate {
+            let chunk = backend.pool().buffer_bytes() as u64;
+            backend.pool().buffer_mut(0).fill(0);
+            for (offset, len) in invalidate.ranges(&geometry) {
+                let mut done = 0;
+                while done < len {
+                    let part = (len - done).min(chunk);
+                    sync_write(&mut backend, offset + done, part as u32)
+                        .map_err(io_error("invalidate the region after the cut"))?;
+                    done += part;
+                }
+                sync_flush(&mut backend, offset).map_err(io_error("flush the invalidation"))?;
+            }
+        }
         let lsn_durable = report.next_lsn - 1;
         Ok(DriveCore {
             backend,
@@ -807,6 +812,11 @@ impl<B: IoBackend> DriveCore<B> {
     /// The highest acknowledged LSN.
     pub fn lsn_durable(&self) -> u64 {
         self.lsn_durable
+    }
+
+    /// The trim point of the current durable control block.
+    pub fn durable_trim_lsn(&self) -> u64 {
+        self.control.trim_lsn
     }
 
     /// What recovery found when this core was opened.

@@ -149,6 +149,8 @@ pub struct SimDevice {
     block_bytes: usize,
     /// Shared, so a harness can read them even after the device moved into a failed open.
     counts: Arc<Mutex<FaultCounts>>,
+    /// Writes still stored before a simulated power cut, if one is set.
+    power_left: Option<u64>,
 }
 
 impl SimDevice {
@@ -175,12 +177,37 @@ impl SimDevice {
             completions: 0,
             block_bytes,
             counts: Arc::default(),
+            power_left: None,
         })
     }
 
     /// Faults injected so far.
     pub fn counts(&self) -> FaultCounts {
         *self.counts.lock().expect("counts lock")
+    }
+
+    /// The durable bytes now (what a power cut keeps for certain).
+    pub fn durable(&self) -> &[u8] {
+        &self.durable
+    }
+
+    /// Every write not yet durable, completed or still in flight, in submission order:
+    /// (ring offset, the bytes it writes). A crash keeps any subset of their sectors.
+    pub fn pending_writes(&self) -> Vec<(u64, Vec<u8>)> {
+        self.unflushed
+            .iter()
+            .map(|write| (write.offset, write.new.clone()))
+            .chain(self.inflight.iter().filter_map(|op| match &op.kind {
+                OpKind::Write { offset, data, .. } => Some((*offset, data.clone())),
+                _ => None,
+            }))
+            .collect()
+    }
+
+    /// Simulates a power cut after the next `writes` writes complete: later writes are never
+    /// stored and later flushes make nothing durable (for crashes in the middle of recovery).
+    pub fn lose_power_after_writes(&mut self, writes: u64) {
+        self.power_left = Some(writes);
     }
 
     /// A handle on the fault counts that outlives the device.
@@ -272,6 +299,16 @@ impl SimDevice {
         sync: WriteSync,
     ) -> Completion {
         let len = data.len();
+        match &mut self.power_left {
+            Some(0) => {
+                return Completion {
+                    tag,
+                    result: Ok(len as u32),
+                }
+            }
+            Some(left) => *left -= 1,
+            None => {}
+        }
         if self.chance(self.config.write_eio) {
             self.count(|counts| counts.io_errors += 1);
             let mut garbage = data.clone();
@@ -328,6 +365,9 @@ impl SimDevice {
     }
 
     fn complete_flush(&mut self, tag: Tag, covers_up_to: u64) -> Completion {
+        if self.power_left == Some(0) {
+            return Completion { tag, result: Ok(0) };
+        }
         if self.chance(self.config.flush_eio) {
             // What the flush covered may or may not be durable: it stays unflushed, so a crash
             // decides its fate.

@@ -45,7 +45,11 @@
 //!  | window bytes  |   trim LSN    |   head LSN    | head  | head  | head  | head  |
 //!  |     max       |               |               | lap   | seg.  | offset| incar.|
 //!  +---------------+---------------+---------------+-------+-------+-------+-------+
-//!  104 .. 128: reserved, zero
+//!  104     108     112     116     120             128
+//!  +-------+-------+-------+-------+---------------+
+//!  |  cut  |  cut  |  cut  |  cut  |   reserved    |
+//!  |  lap  | seg.  | offset| incar.|               |
+//!  +-------+-------+-------+-------+---------------+
 //! ```
 //!
 //! `crc` is CRC32C over the 128 bytes with the crc field zeroed. The copy with the highest
@@ -55,7 +59,10 @@
 //! the LSN of the first record of the batch there (`head LSN <= trim LSN + 1`), and
 //! `head incar.` the incarnation that wrote it (or, when nothing is live, the incarnation of the
 //! writer that wrote the block): replay accepts nothing older after the head, so a record of an
-//! older incarnation can never line up at the head after a trim.
+//! older incarnation can never line up at the head after a trim. `cut` is where the last
+//! recovery ended the log and `cut incar.` the incarnation it opened: nothing of an older
+//! incarnation is accepted at or after the cut. A writable open writes this block before it
+//! zeroes anything past the cut, so a crash in the middle of recovery finds the same log.
 //!
 //! # Segment header (block 0 of every segment; 64 bytes used, the rest zero)
 //!
@@ -148,9 +155,13 @@ const CONTROL_HEAD_LAP_OFFSET: usize = CONTROL_HEAD_LSN_OFFSET + 8;
 const CONTROL_HEAD_SEGMENT_OFFSET: usize = CONTROL_HEAD_LAP_OFFSET + 4;
 const CONTROL_HEAD_OFFSET_OFFSET: usize = CONTROL_HEAD_SEGMENT_OFFSET + 4;
 const CONTROL_HEAD_INCARNATION_OFFSET: usize = CONTROL_HEAD_OFFSET_OFFSET + 4;
-const CONTROL_RESERVED_OFFSET: usize = CONTROL_HEAD_INCARNATION_OFFSET + 4;
+const CONTROL_CUT_LAP_OFFSET: usize = CONTROL_HEAD_INCARNATION_OFFSET + 4;
+const CONTROL_CUT_SEGMENT_OFFSET: usize = CONTROL_CUT_LAP_OFFSET + 4;
+const CONTROL_CUT_OFFSET_OFFSET: usize = CONTROL_CUT_SEGMENT_OFFSET + 4;
+const CONTROL_CUT_INCARNATION_OFFSET: usize = CONTROL_CUT_OFFSET_OFFSET + 4;
+const CONTROL_RESERVED_OFFSET: usize = CONTROL_CUT_INCARNATION_OFFSET + 4;
 /// Bytes of a control block that carry fields (the rest of its block is zero).
-pub const CONTROL_SIZE: usize = CONTROL_RESERVED_OFFSET + 24;
+pub const CONTROL_SIZE: usize = CONTROL_RESERVED_OFFSET + 8;
 
 // Segment header field offsets.
 const SEGMENT_MAGIC_OFFSET: usize = 0;
@@ -501,6 +512,10 @@ pub struct ControlBlock {
     /// The incarnation that wrote the batch at `head` (the writer's, when nothing is live):
     /// the oldest incarnation replay accepts.
     pub head_incarnation: u32,
+    /// Where the last writable open ended the log (lap 0: no open yet).
+    pub cut: Position,
+    /// The incarnation that open began: the oldest accepted at or after `cut`.
+    pub cut_incarnation: u32,
 }
 
 /// Why a control block copy was not accepted.
@@ -530,6 +545,8 @@ impl ControlBlock {
             },
             head_lsn: 1,
             head_incarnation: 0,
+            cut: Position::default(),
+            cut_incarnation: 0,
         }
     }
 
@@ -560,6 +577,10 @@ impl ControlBlock {
         put_u32(buf, CONTROL_HEAD_SEGMENT_OFFSET, self.head.segment);
         put_u32(buf, CONTROL_HEAD_OFFSET_OFFSET, self.head.offset);
         put_u32(buf, CONTROL_HEAD_INCARNATION_OFFSET, self.head_incarnation);
+        put_u32(buf, CONTROL_CUT_LAP_OFFSET, self.cut.lap);
+        put_u32(buf, CONTROL_CUT_SEGMENT_OFFSET, self.cut.segment);
+        put_u32(buf, CONTROL_CUT_OFFSET_OFFSET, self.cut.offset);
+        put_u32(buf, CONTROL_CUT_INCARNATION_OFFSET, self.cut_incarnation);
         let crc = crc_skipping_field(0, &buf[..CONTROL_SIZE], CONTROL_CRC_OFFSET);
         put_u32(buf, CONTROL_CRC_OFFSET, crc);
     }
@@ -595,6 +616,12 @@ impl ControlBlock {
             trim_lsn: get_u64(bytes, CONTROL_TRIM_LSN_OFFSET),
             head_lsn: get_u64(bytes, CONTROL_HEAD_LSN_OFFSET),
             head_incarnation: get_u32(bytes, CONTROL_HEAD_INCARNATION_OFFSET),
+            cut: Position {
+                lap: get_u32(bytes, CONTROL_CUT_LAP_OFFSET),
+                segment: get_u32(bytes, CONTROL_CUT_SEGMENT_OFFSET),
+                offset: get_u32(bytes, CONTROL_CUT_OFFSET_OFFSET),
+            },
+            cut_incarnation: get_u32(bytes, CONTROL_CUT_INCARNATION_OFFSET),
             head: Position {
                 lap: get_u32(bytes, CONTROL_HEAD_LAP_OFFSET),
                 segment: get_u32(bytes, CONTROL_HEAD_SEGMENT_OFFSET),

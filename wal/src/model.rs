@@ -193,12 +193,6 @@ impl ModelWriter {
             batch_buf: vec![0u8; geometry.batch_size_max_bytes as usize],
             written: Vec::new(),
         };
-        if let (Some(invalidate), Invalidation::Apply) = (report.invalidate, invalidation) {
-            for (offset, len) in invalidate.ranges(&geometry) {
-                let (offset, len) = (offset as usize, len as usize);
-                writer.durable[offset..offset + len].fill(0);
-            }
-        }
         // Nothing live: the head moves to the cut, where this incarnation writes next.
         let head = if writer.live.is_empty() {
             (report.next_position, report.next_lsn, incarnation)
@@ -206,7 +200,18 @@ impl ModelWriter {
             let control = report.control;
             (control.head, control.head_lsn, control.head_incarnation)
         };
+        // The control block with the cut and the new incarnation first: from then on nothing of
+        // an older incarnation at or after the cut counts, so zeroing the region after the cut
+        // can be cut short by a crash without changing what the next recovery finds.
+        writer.control.cut = report.next_position;
+        writer.control.cut_incarnation = incarnation;
         writer.write_control(report.trim_lsn.min(report.next_lsn - 1), head);
+        if let (Some(invalidate), Invalidation::Apply) = (report.invalidate, invalidation) {
+            for (offset, len) in invalidate.ranges(&geometry) {
+                let (offset, len) = (offset as usize, len as usize);
+                writer.durable[offset..offset + len].fill(0);
+            }
+        }
         Ok((writer, report, entries))
     }
 

@@ -1080,6 +1080,18 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         }
     }
 
+    /// The oldest incarnation accepted at `at`: the lineage so far, and at or after the last
+    /// recovery's cut, the incarnation that recovery began (so a crash in the middle of
+    /// recovery, before the region after the cut was zeroed, finds the same log).
+    fn incarnation_floor(&self, at: Position, lineage_incarnation: u32) -> u32 {
+        let cut = self.control.cut;
+        if cut.lap > 0 && at >= cut {
+            lineage_incarnation.max(self.control.cut_incarnation)
+        } else {
+            lineage_incarnation
+        }
+    }
+
     /// Where the probe and the invalidation stop: the head's segment on the next lap.
     fn probe_end(&self) -> Position {
         let head = self.control.head;
@@ -1197,7 +1209,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         {
             return Err(fail(cursor, expected_lsn, Check::BatchLayout));
         }
-        if first.incarnation < lineage_incarnation {
+        if first.incarnation < self.incarnation_floor(cursor, lineage_incarnation) {
             return Err(fail(cursor, expected_lsn, Check::StaleIncarnation));
         }
         if segment_header.is_some_and(|header| header.incarnation != first.incarnation) {
@@ -1443,8 +1455,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 }
             }
             for (place, header) in found.drain(..) {
-                // Rule 2: a record of an older incarnation found after a newer one's is stale.
-                if header.incarnation < lineage_incarnation {
+                // Rule 2: a record of an older incarnation found after a newer one's (or at or
+                // after the last recovery's cut) is stale.
+                if header.incarnation < self.incarnation_floor(place, lineage_incarnation) {
                     probe.stale_records += 1;
                     let stale_end = self.record_end(place, &header);
                     probe.stale_end_max = probe.stale_end_max.max(Some(stale_end));

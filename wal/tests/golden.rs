@@ -45,6 +45,12 @@ fn control_block_bytes_are_pinned() {
         },
         head_lsn: 40,
         head_incarnation: 2,
+        cut: Position {
+            lap: 2,
+            segment: 6,
+            offset: 12288,
+        },
+        cut_incarnation: 3,
     };
     let mut block = vec![0xffu8; 4096];
     control.encode(&mut block);
@@ -145,10 +151,10 @@ fn a_batch_is_records_then_padding_to_the_block() {
 }
 
 const GOLDEN_CONTROL: &str = concat!(
-    "534c47430100000090a178da0300000007000000000000000011223344556677",
+    "534c474301000000f9359ae60300000007000000000000000011223344556677",
     "8899aabbccddeeff001000000800000000001000000000000000010004000000",
     "0000040000000000290000000000000028000000000000000200000005000000",
-    "0020000002000000000000000000000000000000000000000000000000000000",
+    "0020000002000000020000000600000000300000030000000000000000000000",
 );
 const GOLDEN_SEGMENT: &str = concat!(
     "534c475301000000430eff8d050000000200000003000000d204000000000000",

@@ -1,0 +1,398 @@
+//! Crash-state enumeration (RELIABILITY.md section 3): a workload runs the real drive on the
+//! simulated drive (no faults, completions reordered); at every step the writes not yet
+//! durable are recorded with the durable bytes, and crash images are built from them: every
+//! subset of the pending writes for small windows (random subsets beyond), each write whole or
+//! torn at chosen sectors. The real recovery runs on each image, and the checks are I-1 to I-4
+//! against what was acknowledged at that point, idempotence (recover twice), a crash in the
+//! middle of recovery's own writes, and no resurrection after new appends and a second crash
+//! (the ghost-entry case).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use sealog::drive::{buffer_bytes, buffer_count};
+use sealog::{DriveCore, DriveError, DriveOptions, Request, Wait};
+use sealog_wal::model::ModelWriter;
+use sealog_wal::{Geometry, Kind, ReplayOptions, RingId};
+
+use crate::device::{FaultConfig, SimDevice, SECTOR_BYTES};
+
+/// How many states to check and from which seed.
+#[derive(Clone, Copy, Debug)]
+pub struct EnumOptions {
+    /// Stop after at least this many crash states.
+    pub states_target: u64,
+    /// The first workload seed.
+    pub seed: u64,
+}
+
+/// What an enumeration checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EnumSummary {
+    /// Crash images recovered and checked.
+    pub states: u64,
+    /// Points in the workloads where images were built.
+    pub cut_points: u64,
+    /// Workloads run.
+    pub workloads: u64,
+    /// States also recovered a second time (idempotence).
+    pub idempotence_checks: u64,
+    /// States whose recovery was itself cut by a power loss, then recovered again.
+    pub recovery_crashes: u64,
+    /// States continued with new appends and a second crash (ghost entries).
+    pub ghost_checks: u64,
+}
+
+/// What the workload had acknowledged and submitted at a cut point.
+#[derive(Clone)]
+struct Cut {
+    durable: Vec<u8>,
+    pending: Vec<(u64, Vec<u8>)>,
+    acknowledged: u64,
+    trim_lsn: u64,
+}
+
+type Entries = Vec<(u64, Vec<u8>)>;
+
+/// What one recovery left: the durable image after it, its entries, the next LSN and the trim
+/// point it found.
+struct Recovered {
+    image: Vec<u8>,
+    entries: Entries,
+    next_lsn: u64,
+    trim_lsn: u64,
+}
+
+fn geometry(rng: &mut ChaCha8Rng) -> Geometry {
+    let block = 4096u32;
+    let batch_blocks = rng.gen_range(1..=2u32);
+    let window = rng.gen_range(1..=3u32);
+    Geometry {
+        block_size_bytes: block,
+        segment_size_bytes: u64::from(rng.gen_range(6..=10u32) * block),
+        segment_count: 3,
+        batch_size_max_bytes: batch_blocks * block,
+        window_batches_max: window,
+        window_bytes_max: u64::from(window * batch_blocks * block),
+    }
+}
+
+struct Enumerator {
+    geometry: Geometry,
+    options: DriveOptions,
+    rng: ChaCha8Rng,
+    seed: u64,
+    payloads: BTreeMap<u64, Vec<u8>>,
+    summary: EnumSummary,
+}
+
+impl Enumerator {
+    fn device(&mut self, image: Vec<u8>) -> SimDevice {
+        let geometry = self.geometry;
+        SimDevice::new(
+            image,
+            FaultConfig::none(),
+            self.rng.gen(),
+            buffer_count(&geometry),
+            buffer_bytes(&geometry),
+            geometry.block_size_bytes as usize,
+        )
+        .expect("a simulated device")
+    }
+
+    fn fail(&self, what: String) -> String {
+        format!(
+            "crash-state enumeration, workload seed {}: {what}",
+            self.seed
+        )
+    }
+
+    /// Recovers `image` with the real recovery; returns the durable image after it and the
+    /// entries it holds.
+    fn recover(&mut self, image: Vec<u8>) -> Result<Recovered, String> {
+        let device = self.device(image);
+        let mut core = DriveCore::recover(device, Path::new("crash-state"), &self.options)
+            .map_err(|error| self.fail(format!("recovery failed: {error}")))?;
+        let next_lsn = core.recovery_report().next_lsn;
+        let trim_lsn = core.recovery_report().trim_lsn;
+        let after = core.backend_mut().crash();
+        let entries = replay_entries(&after).map_err(|error| self.fail(error))?;
+        Ok(Recovered {
+            image: after,
+            entries,
+            next_lsn,
+            trim_lsn,
+        })
+    }
+
+    /// I-1 to I-4 for one recovered log against the cut it came from.
+    fn check_entries(&self, cut: &Cut, recovered: &Recovered) -> Result<(), String> {
+        // A trim whose control block was pending may have landed: never below the cut's.
+        if recovered.trim_lsn < cut.trim_lsn {
+            return Err(self.fail(format!(
+                "the durable trim point went back from {} to {}",
+                cut.trim_lsn, recovered.trim_lsn
+            )));
+        }
+        let entries = &recovered.entries;
+        let first = recovered.trim_lsn + 1;
+        for (index, (lsn, payload)) in entries.iter().enumerate() {
+            if *lsn != first + index as u64 {
+                return Err(self.fail(format!("LSNs not contiguous from {first} at {lsn}")));
+            }
+            if self.payloads.get(lsn) != Some(payload) {
+                return Err(self.fail(format!("LSN {lsn} came back with a payload never written")));
+            }
+        }
+        let last = entries.last().map_or(recovered.trim_lsn, |entry| entry.0);
+        if last < cut.acknowledged {
+            return Err(self.fail(format!(
+                "acknowledged LSN {} lost: the log ends at {last}",
+                cut.acknowledged
+            )));
+        }
+        Ok(())
+    }
+
+    /// Every image of one cut point: each subset of the pending writes (all of them up to 4
+    /// writes, 16 random subsets beyond), each write whole or torn after its first sector, its
+    /// middle sector or all but its last sector.
+    fn images(&mut self, cut: &Cut) -> Vec<Vec<u8>> {
+        let count = cut.pending.len();
+        let subsets: Vec<u32> = if count <= 4 {
+            (0..1u32 << count).collect()
+        } else {
+            (0..16).map(|_| self.rng.gen::<u32>()).collect()
+        };
+        let mut images = Vec::new();
+        for subset in subsets {
+            let included: Vec<usize> = (0..count)
+                .filter(|&i| subset & (1 << (i % 32)) != 0)
+                .collect();
+            // Whole writes, then one torn write at a time.
+            let mut variants: Vec<Option<(usize, usize)>> = vec![None];
+            for &write in &included {
+                let sectors = cut.pending[write].1.len() / SECTOR_BYTES;
+                for tear in [1, sectors / 2, sectors.saturating_sub(1)] {
+                    if tear > 0 && tear < sectors && !variants.contains(&Some((write, tear))) {
+                        variants.push(Some((write, tear)));
+                    }
+                }
+            }
+            for variant in variants {
+                let mut image = cut.durable.clone();
+                for &write in &included {
+                    let (offset, bytes) = &cut.pending[write];
+                    let len = match variant {
+                        Some((torn, sectors)) if torn == write => sectors * SECTOR_BYTES,
+                        _ => bytes.len(),
+                    };
+                    let at = *offset as usize;
+                    image[at..at + len].copy_from_slice(&bytes[..len]);
+                }
+                images.push(image);
+            }
+        }
+        images
+    }
+
+    /// Checks one crash image: recovery, I-1..I-4, and on some states idempotence, a crash
+    /// during recovery, and the ghost-entry case.
+    fn check_state(&mut self, cut: &Cut, image: Vec<u8>) -> Result<(), String> {
+        let state = self.summary.states;
+        self.summary.states += 1;
+        let first = self.recover(image.clone())?;
+        self.check_entries(cut, &first)?;
+        if state % 4 == 0 {
+            self.summary.idempotence_checks += 1;
+            let again = self.recover(first.image.clone())?;
+            if again.entries != first.entries || again.next_lsn != first.next_lsn {
+                return Err(self.fail("recovering twice changed the log".to_string()));
+            }
+        }
+        if state % 8 == 1 {
+            self.summary.recovery_crashes += 1;
+            let original = image.clone();
+            let mut device = self.device(image);
+            let cut_after = self.rng.gen_range(0..8);
+            device.lose_power_after_writes(cut_after);
+            let mut interrupted =
+                DriveCore::recover(device, Path::new("crash-state"), &self.options)
+                    .map_err(|error| self.fail(format!("interrupted recovery failed: {error}")))?;
+            let image = interrupted.backend_mut().crash();
+            let again = self.recover(image)?;
+            if again.entries != first.entries {
+                if let Ok(path) = std::env::var("SEALOG_CRASH_STATE_DUMP") {
+                    let _ = std::fs::write(format!("{path}.original"), &original);
+                    let _ = std::fs::write(format!("{path}.first"), &first.image);
+                }
+                let range = |entries: &Entries| {
+                    (
+                        entries.first().map(|entry| entry.0),
+                        entries.last().map(|entry| entry.0),
+                    )
+                };
+                return Err(self.fail(format!(
+                    "a crash after {cut_after} writes of recovery changed the log: \
+                     {:?} (trim {}) became {:?} (trim {})",
+                    range(&first.entries),
+                    first.trim_lsn,
+                    range(&again.entries),
+                    again.trim_lsn
+                )));
+            }
+        }
+        if state % 8 == 3 {
+            self.summary.ghost_checks += 1;
+            self.ghost_check(first)?;
+        }
+        Ok(())
+    }
+
+    /// New appends over the cut, a second crash, and nothing cut the first time comes back.
+    fn ghost_check(&mut self, first: Recovered) -> Result<(), String> {
+        let device = self.device(first.image);
+        let entries = first.entries;
+        let mut core = DriveCore::recover(device, Path::new("crash-state"), &self.options)
+            .map_err(|error| self.fail(format!("reopen failed: {error}")))?;
+        let mut expected: BTreeMap<u64, Vec<u8>> = entries.iter().cloned().collect();
+        let mut next = core.recovery_report().next_lsn;
+        let mut acknowledged = next - 1;
+        let mut tickets = Vec::new();
+        for index in 0..3u64 {
+            let len = self.rng.gen_range(0..3000);
+            let payload = vec![(index as u8) ^ 0xa5; len];
+            let (request, ticket) = Request::append(Kind::Data, payload.clone());
+            core.submit(request);
+            expected.insert(next, payload);
+            next += 1;
+            tickets.push(ticket);
+            core.step(Wait::No);
+        }
+        for _ in 0..self.rng.gen_range(0..4) {
+            core.step(Wait::ForCompletion);
+        }
+        for ticket in &tickets {
+            match ticket.try_outcome() {
+                Some(Ok(lsn)) => acknowledged = acknowledged.max(lsn),
+                Some(Err(DriveError::RingFull { .. })) | None => break,
+                Some(Err(error)) => return Err(self.fail(format!("append failed: {error}"))),
+            }
+        }
+        let image = core.backend_mut().crash();
+        let second = self.recover(image)?;
+        let after = second.entries;
+        for (index, (lsn, payload)) in after.iter().enumerate() {
+            if *lsn != second.trim_lsn + 1 + index as u64 {
+                return Err(self.fail(format!("after the second crash, LSN {lsn} out of place")));
+            }
+            if expected.get(lsn) != Some(payload) {
+                return Err(self.fail(format!(
+                    "after the second crash, LSN {lsn} holds bytes never written for it: a ghost"
+                )));
+            }
+        }
+        if after.last().map_or(second.trim_lsn, |entry| entry.0) < acknowledged {
+            return Err(self.fail("after the second crash, an acknowledged entry is lost".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The live entries of a ring image, by the pure replay.
+fn replay_entries(image: &[u8]) -> Result<Entries, String> {
+    let mut entries = Vec::new();
+    let mut source = image;
+    sealog_wal::replay(&mut source, &ReplayOptions::default(), &mut |entry| {
+        entries.push((entry.lsn, entry.payload.to_vec()))
+    })
+    .map_err(|error| format!("replay after recovery failed: {error}"))?;
+    Ok(entries)
+}
+
+/// Runs workloads from `options.seed` on until at least `options.states_target` crash states
+/// were checked.
+pub fn enumerate(options: &EnumOptions) -> Result<EnumSummary, String> {
+    let mut summary = EnumSummary::default();
+    let mut seed = options.seed;
+    while summary.states < options.states_target {
+        summary = workload(seed, summary, options.states_target)?;
+        summary.workloads += 1;
+        seed += 1;
+    }
+    Ok(summary)
+}
+
+fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary, String> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let geometry = geometry(&mut rng);
+    let image = ModelWriter::format(geometry, RingId(*b"crash-state-ring"));
+    let mut enumerator = Enumerator {
+        geometry,
+        options: DriveOptions::default(),
+        rng,
+        seed,
+        payloads: BTreeMap::new(),
+        summary,
+    };
+    let device = enumerator.device(image);
+    let mut core = DriveCore::recover(device, Path::new("crash-state"), &enumerator.options)
+        .map_err(|error| format!("workload seed {seed}: open failed: {error}"))?;
+    let mut next_lsn = 1u64;
+    let mut acknowledged = 0u64;
+    let mut trim_lsn = 0u64;
+    let mut tickets = std::collections::VecDeque::new();
+    for step in 0..60u64 {
+        if enumerator.summary.states >= target {
+            break;
+        }
+        for _ in 0..enumerator.rng.gen_range(0..3) {
+            let len = enumerator.rng.gen_range(0..2500);
+            let mut payload = vec![0u8; len];
+            enumerator.rng.fill(&mut payload[..]);
+            let (request, ticket) = Request::append(Kind::Data, payload.clone());
+            core.submit(request);
+            enumerator.payloads.insert(next_lsn, payload);
+            next_lsn += 1;
+            tickets.push_back(ticket);
+        }
+        if step % 7 == 6 && acknowledged > trim_lsn + 2 {
+            let (request, _reply) = Request::trim(acknowledged - 2);
+            core.submit(request);
+        }
+        core.step(if enumerator.rng.gen_bool(0.3) {
+            Wait::ForCompletion
+        } else {
+            Wait::No
+        });
+        while let Some(outcome) = tickets.front().and_then(|ticket| ticket.try_outcome()) {
+            tickets.pop_front();
+            match outcome {
+                Ok(lsn) => acknowledged = lsn,
+                // A full ring ends the workload: LSNs after it no longer match submissions.
+                Err(DriveError::RingFull { .. }) => return Ok(enumerator.summary),
+                Err(error) => return Err(format!("workload seed {seed}: append failed: {error}")),
+            }
+        }
+        trim_lsn = trim_lsn.max(core_trim(&core));
+        let cut = Cut {
+            durable: core.backend_mut().durable().to_vec(),
+            pending: core.backend_mut().pending_writes(),
+            acknowledged,
+            trim_lsn,
+        };
+        enumerator.summary.cut_points += 1;
+        for image in enumerator.images(&cut) {
+            enumerator.check_state(&cut, image)?;
+        }
+    }
+    Ok(enumerator.summary)
+}
+
+/// The durable trim point the drive works with (a trim counts once its control block is
+/// durable).
+fn core_trim(core: &DriveCore<SimDevice>) -> u64 {
+    core.durable_trim_lsn()
+}
