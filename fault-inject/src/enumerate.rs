@@ -258,16 +258,15 @@ impl Enumerator {
         let mut core = DriveCore::recover(device, Path::new("crash-state"), &self.options)
             .map_err(|error| self.fail(format!("reopen failed: {error}")))?;
         let mut expected: BTreeMap<u64, Vec<u8>> = entries.iter().cloned().collect();
-        let mut next = core.recovery_report().next_lsn;
+        let next = core.recovery_report().next_lsn;
         let mut acknowledged = next - 1;
         let mut tickets = Vec::new();
-        for index in 0..3u64 {
+        for (lsn, index) in (next..).zip(0..3u8) {
             let len = self.rng.gen_range(0..3000);
-            let payload = vec![(index as u8) ^ 0xa5; len];
+            let payload = vec![index ^ 0xa5; len];
             let (request, ticket) = Request::append(Kind::Data, payload.clone());
             core.submit(request);
-            expected.insert(next, payload);
-            next += 1;
+            expected.insert(lsn, payload);
             tickets.push(ticket);
             core.step(Wait::No);
         }
