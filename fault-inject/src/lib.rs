@@ -1,10 +1,11 @@
 //! sealog's fault injection: a simulated faulty drive behind the engine's I/O trait
 //! ([`device`]), simulation runs of the real engine on it ([`simulate`]), each replayable
-//! from one seed, and crash-state enumeration over the writes the engine issues
-//! ([`enumerate`]). Embedders can run their own code on the same drive.
+//! from one seed, crash-state enumeration over the writes the engine issues ([`enumerate`]),
+//! and corrupters that damage real rings on purpose ([`corrupt`]).
 
 #![forbid(unsafe_code)]
 
+pub mod corrupt;
 pub mod device;
 pub mod enumerate;
 pub mod simulate;

@@ -1,0 +1,150 @@
+//! The corrupters on real rings, through the `sealog-fault` binary: each kind of damage to an
+//! acknowledged record (bit flip, zeroed block, torn block, misdirected copy, lost write by
+//! restoring an old copy) is reported by replay as corruption naming that record's LSN.
+
+use std::path::Path;
+use std::process::Command;
+
+use sealog::reader::RingReader;
+use sealog::{format, Drive, DriveOptions, FormatOptions};
+use sealog_wal::{Check, ReplayError, ReplayOptions};
+
+fn sealog_fault(args: &[&str]) {
+    let output = Command::new(env!("CARGO_BIN_EXE_sealog-fault"))
+        .args(args)
+        .output()
+        .expect("runs");
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A ring with LSNs 1, 2 and 3, each its own batch (so later watermarks cover earlier ones).
+fn ring(directory: &Path, before_second: impl FnOnce(&Path)) -> std::path::PathBuf {
+    let path = directory.join("ring");
+    let options = FormatOptions {
+        size_bytes: 8 << 20,
+        segment_size_bytes: Some(2 << 20),
+        force: false,
+        batch_size_max_bytes: None,
+        window_batches_max: None,
+    };
+    format(&path, &options).expect("formats");
+    let append = |payload: &[u8]| {
+        let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+        drive
+            .append(payload.to_vec())
+            .expect("queued")
+            .wait()
+            .expect("durable");
+        drive.close();
+    };
+    append(b"first record");
+    before_second(&path);
+    append(b"second record");
+    append(b"third record");
+    path
+}
+
+fn corruption_of(path: &Path) -> (u64, Check) {
+    let mut reader = RingReader::open(path).expect("opens read-only");
+    match sealog_wal::scan(&mut reader, &ReplayOptions::default()) {
+        Err(ReplayError::Corruption(found)) => (found.lsn, found.check),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_flipped_bit_is_reported() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = ring(directory.path(), |_| {});
+    let path = path.to_str().expect("utf-8");
+    sealog_fault(&[
+        "flip",
+        path,
+        "--lsn",
+        "1",
+        "--bit",
+        &((64 + 3) * 8).to_string(),
+    ]);
+    assert_eq!(corruption_of(Path::new(path)), (1, Check::PayloadCrc));
+}
+
+#[test]
+fn a_zeroed_or_torn_block_is_reported() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = ring(directory.path(), |_| {});
+    let path = path.to_str().expect("utf-8");
+    sealog_fault(&["zero", path, "--lsn", "2"]);
+    assert_eq!(corruption_of(Path::new(path)).0, 2);
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = ring(directory.path(), |_| {});
+    let path = path.to_str().expect("utf-8");
+    sealog_fault(&[
+        "tear",
+        path,
+        "--lsn",
+        "1",
+        "--keep-sectors",
+        "0",
+        "--seed",
+        "9",
+    ]);
+    assert_eq!(corruption_of(Path::new(path)).0, 1);
+}
+
+#[test]
+fn a_misdirected_write_is_reported() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = ring(directory.path(), |_| {});
+    let path = path.to_str().expect("utf-8");
+    // LSN 3's block (segment 0, offset 12288) copied over LSN 1's (offset 4096).
+    sealog_fault(&[
+        "copy",
+        path,
+        "--segment",
+        "0",
+        "--offset",
+        "4096",
+        "--from-segment",
+        "0",
+        "--from-offset",
+        "12288",
+    ]);
+    assert_eq!(corruption_of(Path::new(path)), (1, Check::Position));
+}
+
+#[test]
+fn a_lost_write_is_reported() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let saved = directory.path().join("old-block");
+    let saved_arg = saved.to_str().expect("utf-8").to_string();
+    let path = ring(directory.path(), |path| {
+        // The block LSN 2 will be written to, before it is written.
+        let path = path.to_str().expect("utf-8");
+        sealog_fault(&[
+            "save",
+            path,
+            "--segment",
+            "0",
+            "--offset",
+            "8192",
+            "--out",
+            &saved_arg,
+        ]);
+    });
+    let path = path.to_str().expect("utf-8");
+    sealog_fault(&[
+        "restore",
+        path,
+        "--segment",
+        "0",
+        "--offset",
+        "8192",
+        "--from",
+        &saved_arg,
+    ]);
+    assert_eq!(corruption_of(Path::new(path)).0, 2);
+}
