@@ -8,6 +8,7 @@
 pub mod corrupt;
 pub mod device;
 pub mod enumerate;
+pub mod fuse;
 pub mod simulate;
 
 pub use device::{FaultConfig, FaultCounts, SimDevice};

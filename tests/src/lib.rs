@@ -20,7 +20,8 @@ pub fn workspace_root() -> PathBuf {
 pub struct LoopDevice {
     /// `/dev/loopN`.
     pub path: PathBuf,
-    backing: PathBuf,
+    /// The backing file, when the helper created it (removed on drop).
+    backing: Option<PathBuf>,
 }
 
 /// Why a loop device test cannot run here.
@@ -39,10 +40,17 @@ impl LoopDevice {
         file.set_len(size_bytes)
             .map_err(|e| Unavailable(e.to_string()))?;
         drop(file);
+        let mut device = LoopDevice::attach(&backing, sector_size_bytes)?;
+        device.backing = Some(backing);
+        Ok(device)
+    }
+
+    /// Attaches a loop device (direct I/O on) to an existing file, which is left in place.
+    pub fn attach(file: &Path, sector_size_bytes: u32) -> Result<LoopDevice, Unavailable> {
         let output = std::process::Command::new("losetup")
             .args(["--find", "--show", "--direct-io=on", "--sector-size"])
             .arg(sector_size_bytes.to_string())
-            .arg(&backing)
+            .arg(file)
             .output()
             .map_err(|e| Unavailable(format!("losetup: {e}")))?;
         if !output.status.success() {
@@ -52,17 +60,45 @@ impl LoopDevice {
             )));
         }
         let path = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim().to_string());
-        Ok(LoopDevice { path, backing })
+        Ok(LoopDevice {
+            path,
+            backing: None,
+        })
     }
 }
 
 impl Drop for LoopDevice {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("losetup")
-            .arg("-d")
-            .arg(&self.path)
-            .status();
-        let _ = std::fs::remove_file(&self.backing);
+        // A device still open (a drive's io_uring being torn down) is detached once closed:
+        // `losetup -d` sets autoclear. Retry briefly in case the first attempt races the last
+        // close, then wait until the kernel has let go of the backing file, so that whatever
+        // holds that file (a FUSE mount, say) can go too.
+        for _ in 0..20 {
+            let detached = std::process::Command::new("losetup")
+                .arg("-d")
+                .arg(&self.path)
+                .status()
+                .is_ok_and(|status| status.success());
+            if detached {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if let Some(name) = self.path.file_name() {
+            let backing = PathBuf::from("/sys/block")
+                .join(name)
+                .join("loop")
+                .join("backing_file");
+            for _ in 0..200 {
+                if !backing.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+        }
+        if let Some(backing) = &self.backing {
+            let _ = std::fs::remove_file(backing);
+        }
     }
 }
 
