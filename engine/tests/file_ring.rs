@@ -222,3 +222,77 @@ fn an_engine_runs_several_drives_each_on_its_own_thread() {
     }
     assert!(engine.drive(2).is_none());
 }
+
+#[test]
+fn a_missing_or_short_segment_file_is_a_typed_error_not_a_fresh_start() {
+    //! F14: a ring whose control block says data exists but whose segment file vanished or
+    //! lost its length (a missed directory sync) must not open as if empty.
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    format(&path, &options(4 << 20, 1 << 20)).expect("formats");
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    drive
+        .append(payload(1, 100))
+        .expect("queued")
+        .wait()
+        .expect("durable");
+    drive.close();
+    drop(drive);
+    let segment = path.join("segment-00001");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .expect("opens");
+    file.set_len(4096).expect("truncates");
+    drop(file);
+    assert!(matches!(
+        Drive::open(&path, DriveOptions::default()),
+        Err(OpenError::SegmentFile { .. })
+    ));
+    std::fs::remove_file(&segment).expect("removes");
+    assert!(matches!(
+        Drive::open(&path, DriveOptions::default()),
+        Err(OpenError::Io { .. })
+    ));
+}
+
+#[test]
+fn a_ring_that_does_not_fit_leaves_nothing_that_opens() {
+    //! F12: formatting on a file system without room fails with a typed error, and what was
+    //! made before the failure has no control file, so it is never taken for a ring.
+    let directory = tempfile::tempdir().expect("tempdir");
+    let test = "format on a full file system";
+    let Some(device) = sealog_tests::loop_device_or_skip(directory.path(), 32 << 20, 4096, test)
+    else {
+        return;
+    };
+    let made = std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
+        .arg(&device.path)
+        .status();
+    assert!(made.is_ok_and(|status| status.success()), "mkfs.ext4");
+    let mountpoint = directory.path().join("small");
+    std::fs::create_dir(&mountpoint).expect("mkdir");
+    let mounted = std::process::Command::new("mount")
+        .arg(&device.path)
+        .arg(&mountpoint)
+        .status();
+    assert!(mounted.is_ok_and(|status| status.success()), "mount");
+    let path = mountpoint.join("ring");
+    let result = format(&path, &options(64 << 20, 8 << 20));
+    let opened = Drive::open(&path, DriveOptions::default());
+    let _ = std::process::Command::new("umount")
+        .arg(&mountpoint)
+        .status();
+    drop(device);
+    assert!(
+        matches!(result, Err(sealog::FormatError::Io { .. })),
+        "{:?}",
+        result.err()
+    );
+    assert!(
+        matches!(opened, Err(OpenError::NotARing { .. })),
+        "{:?}",
+        opened.err()
+    );
+}
