@@ -21,6 +21,25 @@ pub const DISK_FILE: &str = "disk";
 const DISK_INODE: u64 = 2;
 const TTL: Duration = Duration::from_secs(1);
 
+/// One block-layer event that reached the disk, in order (a userspace dm-log-writes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskEvent {
+    /// A write of `len` bytes at `offset`, and whether it was failed.
+    Write {
+        /// Byte offset in the disk file.
+        offset: u64,
+        /// Bytes written.
+        len: u64,
+        /// Whether EIO was returned.
+        failed: bool,
+    },
+    /// A flush (the loop driver's fsync), and whether it was failed.
+    Flush {
+        /// Whether EIO was returned.
+        failed: bool,
+    },
+}
+
 /// What the disk holds and what it has been told to do.
 #[derive(Debug, Default)]
 pub struct DiskState {
@@ -38,6 +57,8 @@ pub struct DiskState {
     pub writes: u64,
     /// Flushes seen.
     pub flushes: u64,
+    /// Every write and flush, in the order they arrived.
+    pub events: Vec<DiskEvent>,
 }
 
 struct DiskFs {
@@ -129,7 +150,13 @@ impl Filesystem for DiskFs {
         let mut state = self.state.lock().expect("disk lock");
         state.writes += 1;
         let start = offset as usize;
-        if state.fail_writes || start + data.len() > state.live.len() {
+        let failed = state.fail_writes || start + data.len() > state.live.len();
+        state.events.push(DiskEvent::Write {
+            offset,
+            len: data.len() as u64,
+            failed,
+        });
+        if failed {
             reply.error(Errno::EIO);
             return;
         }
@@ -159,7 +186,9 @@ impl Filesystem for DiskFs {
     ) {
         let mut state = self.state.lock().expect("disk lock");
         state.flushes += 1;
-        if state.fail_flushes {
+        let failed = state.fail_flushes;
+        state.events.push(DiskEvent::Flush { failed });
+        if failed {
             // What the flush would have covered stays pending: a power cut may drop it.
             reply.error(Errno::EIO);
             return;
@@ -226,6 +255,11 @@ impl FuseDisk {
     pub fn counts(&self) -> (u64, u64) {
         let state = self.state.lock().expect("disk lock");
         (state.writes, state.flushes)
+    }
+
+    /// The writes and flushes that reached the disk, in order.
+    pub fn events(&self) -> Vec<DiskEvent> {
+        self.state.lock().expect("disk lock").events.clone()
     }
 
     /// Cuts the power: every write no completed flush covered is lost; faults are cleared.

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use sealog::{format, Drive, DriveError, DriveOptions, FormatOptions};
-use sealog_fault::fuse::FuseDisk;
+use sealog_fault::fuse::{DiskEvent, FuseDisk};
 use sealog_tests::{must_run_privileged_tests, LoopDevice};
 
 fn skip_or_fail(test: &str, why: String) {
@@ -54,6 +54,18 @@ fn fault_case(test: &str, inject: impl Fn(&FuseDisk)) {
     assert!(
         writes_before > 0 && flushes_before > 0,
         "writes and flushes reach the FUSE layer"
+    );
+    // The last acknowledged append's write reached the disk before a flush that followed it.
+    let events = disk.events();
+    let last_flush = events
+        .iter()
+        .rposition(|event| matches!(event, DiskEvent::Flush { .. }));
+    let last_write = events
+        .iter()
+        .rposition(|event| matches!(event, DiskEvent::Write { .. }));
+    assert!(
+        last_flush > last_write,
+        "the last acknowledged write was flushed: {events:?}"
     );
     inject(&disk);
     let mut failures = 0;
