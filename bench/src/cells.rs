@@ -1,0 +1,214 @@
+//! sealog's cells: W writer threads, each keeping `in_flight` appends outstanding (submit,
+//! and once that many are pending, wait for the oldest), for a time after a warm-up, on a
+//! freshly formatted ring; and the recovery workload (time to open a full ring). Latency is
+//! from submission to durable acknowledgement.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use nix::sys::resource::{getrusage, UsageWho};
+use sealog::{format, Drive, DriveOptions, Durability, FormatOptions, WhenFull};
+
+use crate::report::Cell;
+
+/// One sealog workload.
+#[derive(Clone, Copy, Debug)]
+pub struct Workload {
+    /// Payload size.
+    pub payload_bytes: usize,
+    /// Writer threads.
+    pub writers: usize,
+    /// Appends outstanding per writer.
+    pub in_flight: usize,
+    /// Measured time.
+    pub duration: Duration,
+    /// Warm-up before measuring.
+    pub warmup: Duration,
+}
+
+/// Formats a fresh directory ring of `size_bytes` at `path`.
+pub fn fresh_ring(path: &Path, size_bytes: u64) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(path);
+    let options = FormatOptions {
+        size_bytes,
+        segment_size_bytes: Some(64 << 20),
+        force: true,
+        batch_size_max_bytes: None,
+        window_batches_max: None,
+    };
+    format(path, &options)
+        .map(|_| ())
+        .map_err(|error| error.to_string())
+}
+
+fn cpu_seconds() -> f64 {
+    getrusage(UsageWho::RUSAGE_SELF).map_or(0.0, |usage| {
+        let user = usage.user_time();
+        let system = usage.system_time();
+        user.tv_sec() as f64
+            + user.tv_usec() as f64 / 1e6
+            + system.tv_sec() as f64
+            + system.tv_usec() as f64 / 1e6
+    })
+}
+
+/// Peak resident set size of this process, in bytes.
+pub fn peak_rss_bytes() -> u64 {
+    getrusage(UsageWho::RUSAGE_SELF).map_or(0, |usage| usage.max_rss().max(0) as u64 * 1024)
+}
+
+/// Runs one sealog cell on a fresh ring at `ring`.
+pub fn sealog_cell(
+    ring: &Path,
+    ring_bytes: u64,
+    workload: Workload,
+    durability: Durability,
+) -> Result<Cell, String> {
+    fresh_ring(ring, ring_bytes)?;
+    let drive = Arc::new(
+        Drive::open(
+            ring,
+            DriveOptions {
+                durability,
+                // A writer waits for another's trim rather than fail when the ring is full.
+                when_full: WhenFull::Wait(Duration::from_secs(10)),
+                ..DriveOptions::default()
+            },
+        )
+        .map_err(|error| error.to_string())?,
+    );
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let handles: Vec<_> = (0..workload.writers)
+        .map(|_| {
+            let drive = Arc::clone(&drive);
+            let measuring = Arc::clone(&measuring);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || writer(&drive, workload, &measuring, &stop))
+        })
+        .collect();
+    std::thread::sleep(workload.warmup);
+    let before = drive.stats().map_err(|error| error.to_string())?;
+    let cpu_before = cpu_seconds();
+    measuring.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    std::thread::sleep(workload.duration);
+    measuring.store(false, Ordering::SeqCst);
+    let seconds = started.elapsed().as_secs_f64();
+    let after = drive.stats().map_err(|error| error.to_string())?;
+    let cpu = cpu_seconds() - cpu_before;
+    stop.store(true, Ordering::SeqCst);
+    let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+    let mut operations = 0u64;
+    for handle in handles {
+        let (count, histogram) = handle
+            .join()
+            .map_err(|_| "a writer panicked".to_string())??;
+        operations += count;
+        latency.add(histogram).map_err(|error| error.to_string())?;
+    }
+    drive.close();
+    let mut cell = Cell::measured(
+        "sealog",
+        workload.payload_bytes as u64,
+        workload.writers as u64,
+        workload.in_flight as u64,
+        operations,
+        seconds,
+        &latency,
+    );
+    let batches = after.batches.saturating_sub(before.batches);
+    let appends = after.appends.saturating_sub(before.appends);
+    cell.batch_entries = appends as f64 / batches.max(1) as f64;
+    cell.syncs_per_sec = batches as f64 / seconds;
+    let gigabytes = operations as f64 * workload.payload_bytes as f64 / 1e9;
+    cell.cpu_seconds_per_gb = if gigabytes > 0.0 {
+        cpu / gigabytes
+    } else {
+        0.0
+    };
+    Ok(cell)
+}
+
+type WriterResult = Result<(u64, Histogram<u64>), String>;
+
+/// One writer: keeps `in_flight` appends outstanding; trims behind itself so the ring never
+/// fills. Counts and times only what completes while `measuring` is set.
+fn writer(
+    drive: &Drive,
+    workload: Workload,
+    measuring: &AtomicBool,
+    stop: &AtomicBool,
+) -> WriterResult {
+    let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+    let payload = vec![0x5a; workload.payload_bytes];
+    let mut pending = VecDeque::with_capacity(workload.in_flight);
+    let mut count = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        while pending.len() < workload.in_flight {
+            let ticket = drive
+                .append(payload.clone())
+                .map_err(|error| error.to_string())?;
+            pending.push_back((Instant::now(), ticket));
+        }
+        let (submitted, ticket) = pending.pop_front().expect("one pending");
+        let lsn = ticket.wait().map_err(|error| error.to_string())?;
+        if measuring.load(Ordering::Relaxed) {
+            latency
+                .record(submitted.elapsed().as_micros().max(1) as u64)
+                .ok();
+            count += 1;
+        }
+        // Keep the ring from filling: every 2048 LSNs some writer releases all but the last
+        // 8192 entries (a trim below the current point is a no-op).
+        if lsn % 2048 == 0 {
+            drive
+                .trim(lsn.saturating_sub(8192))
+                .map_err(|error| error.to_string())?;
+        }
+    }
+    for (_, ticket) in pending {
+        let _ = ticket.wait();
+    }
+    Ok((count, latency))
+}
+
+/// Fills a ring of `ring_bytes` with 4 KiB appends (pipelined), closes it, and times the open
+/// (replay of the whole ring): bytes of ring per second.
+pub fn recovery_cell(ring: &Path, ring_bytes: u64) -> Result<(f64, f64), String> {
+    fresh_ring(ring, ring_bytes)?;
+    let drive = Drive::open(ring, DriveOptions::default()).map_err(|error| error.to_string())?;
+    let geometry = drive.geometry();
+    let payload = vec![0x3c; 4096 - 64];
+    let target = geometry.segment_data_bytes() * u64::from(geometry.segment_count - 1);
+    let mut pending = VecDeque::new();
+    let mut written = 0u64;
+    while written < target {
+        pending.push_back(
+            drive
+                .append(payload.clone())
+                .map_err(|error| error.to_string())?,
+        );
+        written += 4096;
+        if pending.len() >= 512 {
+            let ticket = pending.pop_front().expect("pending");
+            ticket.wait().map_err(|error| error.to_string())?;
+        }
+    }
+    for ticket in pending {
+        ticket.wait().map_err(|error| error.to_string())?;
+    }
+    drive.close();
+    drop(drive);
+    let started = Instant::now();
+    let reopened = Drive::open(ring, DriveOptions::default()).map_err(|error| error.to_string())?;
+    let seconds = started.elapsed().as_secs_f64();
+    let entries = reopened.recovery_report().entries;
+    reopened.close();
+    let ring_size = geometry.ring_size_bytes().unwrap_or(0) as f64;
+    Ok((ring_size / seconds, entries as f64))
+}
