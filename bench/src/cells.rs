@@ -67,6 +67,7 @@ pub fn sealog_cell(
     ring_bytes: u64,
     workload: Workload,
     durability: Durability,
+    spin_us: u64,
 ) -> Result<Cell, String> {
     fresh_ring(ring, ring_bytes)?;
     let drive = Arc::new(
@@ -74,6 +75,7 @@ pub fn sealog_cell(
             ring,
             DriveOptions {
                 durability,
+                spin_before_block_us: spin_us,
                 // A writer waits for another's trim rather than fail when the ring is full.
                 when_full: WhenFull::Wait(Duration::from_secs(10)),
                 ..DriveOptions::default()

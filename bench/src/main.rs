@@ -47,6 +47,9 @@ struct Args {
     /// Durability mode of the sealog cells.
     #[arg(long, default_value = "fdatasync")]
     durability: String,
+    /// How long the drive thread spins for completions before it blocks (microseconds).
+    #[arg(long, default_value_t = sealog::drive::SPIN_BEFORE_BLOCK_US_DEFAULT)]
+    spin_us: u64,
 }
 
 fn progress(line: &str) {
@@ -138,7 +141,13 @@ fn run(args: &Args) -> Result<(), String> {
             duration,
             warmup,
         };
-        cells.push(sealog_cell(&ring, ring_bytes, workload, durability)?);
+        cells.push(sealog_cell(
+            &ring,
+            ring_bytes,
+            workload,
+            durability,
+            args.spin_us,
+        )?);
     }
     progress("recovery: filling a ring and reopening it");
     let (recovery_bytes_per_sec, recovered_entries) = recovery_cell(&ring, ring_bytes)?;
@@ -184,6 +193,7 @@ fn run(args: &Args) -> Result<(), String> {
         let document = json!({
             "machine": machine(),
             "durability": args.durability,
+            "spin_before_block_us": args.spin_us,
             "seconds_per_cell": seconds,
             "fio_found": fio_found,
             "cells": all.iter().map(Cell::to_json).collect::<Vec<_>>(),

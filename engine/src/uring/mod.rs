@@ -72,6 +72,8 @@ pub struct UringBackend {
     /// CQEs copied out of the ring before they are handled (reused, so reaping never
     /// allocates once warm).
     reaped: Vec<(u64, i32)>,
+    /// Microseconds to spin for completions before blocking (0: block at once).
+    spin_us: u64,
 }
 
 /// Why the backend could not register its buffers, when it could not (reported once).
@@ -129,8 +131,37 @@ impl UringBackend {
             wake_armed: false,
             size_bytes,
             reaped: Vec::with_capacity(RING_ENTRIES as usize),
+            spin_us: 0,
         };
         Ok((backend, note))
+    }
+
+    /// Before blocking, spin for up to `spin_us` on the completion queue. Each turn enters the
+    /// kernel (submit), since with COOP_TASKRUN completions are posted when the task next
+    /// enters it; a thread that stays busy sees a flush completion far sooner than one whose CPU
+    /// went idle (a scheduler tick on this machine).
+    fn spin_for_completions(&mut self) -> io::Result<()> {
+        if self.spin_us == 0 {
+            return Ok(());
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_micros(self.spin_us);
+        loop {
+            match self.ring.submit() {
+                Ok(_) => {}
+                Err(error) if error.raw_os_error() == Some(libc::EINTR) => {}
+                Err(error) if error.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
+                Err(error) => return Err(error),
+            }
+            if !self.ring.completion().is_empty() || std::time::Instant::now() >= deadline {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Sets how long [`IoBackend::wait`] spins on the completion queue before it blocks.
+    pub fn set_spin_us(&mut self, spin_us: u64) {
+        self.spin_us = spin_us;
     }
 
     /// Whether the pool is registered with the ring.
@@ -456,6 +487,7 @@ impl IoBackend for UringBackend {
         self.push_unlinked_write()?;
         if min_complete > 0 {
             self.arm_wake()?;
+            self.spin_for_completions()?;
         }
         loop {
             match self.ring.submit_and_wait(min_complete) {
