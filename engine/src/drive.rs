@@ -549,6 +549,8 @@ pub struct DriveCore<B: IoBackend> {
     lsn_durable: u64,
     report: RecoveryReport,
     queue: VecDeque<(Kind, Vec<u8>, Arc<TicketState>)>,
+    /// Bytes the queued appends will take in a batch, headers included.
+    queued_bytes: u64,
     waiters: VecDeque<Arc<TicketState>>,
     inflight: VecDeque<Inflight>,
     index: VecDeque<IndexedBatch>,
@@ -729,6 +731,7 @@ impl<B: IoBackend> DriveCore<B> {
             lsn_durable,
             report,
             queue: VecDeque::new(),
+            queued_bytes: 0,
             waiters: VecDeque::new(),
             inflight: VecDeque::new(),
             index,
@@ -866,7 +869,10 @@ impl<B: IoBackend> DriveCore<B> {
                 ticket,
             } => match &self.failed {
                 Some(error) => ticket.complete(Err(error.clone())),
-                None => self.queue.push_back((kind, payload, ticket)),
+                None => {
+                    self.queued_bytes += payload.len() as u64 + ENTRY_HEADER_SIZE as u64;
+                    self.queue.push_back((kind, payload, ticket));
+                }
             },
             RequestKind::ReadBatch { lsn, reply } => self.reads_waiting.push_back((lsn, reply)),
             RequestKind::Trim { lsn, reply } => self.trims.push_back((lsn, reply)),
@@ -900,6 +906,7 @@ impl<B: IoBackend> DriveCore<B> {
     /// Starts what can start: batches up to the window, reads, one trim.
     fn start_work(&mut self) {
         if let Some(error) = self.failed.clone() {
+            self.queued_bytes = 0;
             for (_, _, ticket) in self.queue.drain(..) {
                 ticket.complete(Err(error.clone()));
             }
@@ -915,6 +922,7 @@ impl<B: IoBackend> DriveCore<B> {
         while !self.queue.is_empty()
             && self.inflight.len() < self.geometry.window_batches_max as usize
             && self.backend.pool().free_count() > 1
+            && self.batch_worth_starting()
         {
             if !self.start_batch() {
                 break;
@@ -930,6 +938,15 @@ impl<B: IoBackend> DriveCore<B> {
         }
     }
 
+    /// Group commit: with nothing in flight a batch starts at once (a lone client sees one
+    /// write plus one flush); with batches in flight, the queue keeps gathering until it holds
+    /// half a batch's worth, so a deep queue makes few large batches rather than many small
+    /// ones that fill the window.
+    fn batch_worth_starting(&self) -> bool {
+        self.inflight.is_empty()
+            || self.queued_bytes >= u64::from(self.geometry.batch_size_max_bytes) / 2
+    }
+
     fn expire_full_waits(&mut self) {
         let Some(since) = self.full_since else { return };
         let expired = match self.when_full {
@@ -938,6 +955,7 @@ impl<B: IoBackend> DriveCore<B> {
         };
         if expired {
             let next_lsn = self.cursor.next_lsn;
+            self.queued_bytes = 0;
             for (_, _, ticket) in self.queue.drain(..) {
                 ticket.complete(Err(DriveError::RingFull { next_lsn }));
             }
@@ -1002,7 +1020,8 @@ impl<B: IoBackend> DriveCore<B> {
             return true;
         }
         let batch = builder.finish();
-        for (_, _, ticket) in self.queue.drain(..taken) {
+        for (_, payload, ticket) in self.queue.drain(..taken) {
+            self.queued_bytes -= payload.len() as u64 + ENTRY_HEADER_SIZE as u64;
             self.waiters.push_back(ticket);
         }
         let (write_offset, write_len, buffer_offset) = match slot.segment_header {
@@ -1145,6 +1164,7 @@ impl<B: IoBackend> DriveCore<B> {
         for ticket in self.waiters.drain(..) {
             ticket.complete(Err(error.clone()));
         }
+        self.queued_bytes = 0;
         for (_, _, ticket) in self.queue.drain(..) {
             ticket.complete(Err(error.clone()));
         }
