@@ -32,7 +32,7 @@ use sealog_wal::{
 };
 
 use crate::error::{DriveError, OpenError};
-use crate::io::{run_sync, Completion, FlushOrder, IoBackend, Waker, WriteSync};
+use crate::io::{run_sync, Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
 use crate::ticket::{Ticket, TicketState};
 
 /// Whether [`DriveCore::step`] may block waiting for the device.
@@ -81,6 +81,18 @@ pub struct DriveOptions {
     /// How long the drive thread spins on the completion queue before it blocks in the kernel
     /// (microseconds; 0 blocks at once).
     pub spin_before_block_us: u64,
+    /// Let a kernel thread poll the ring's submission queue (IORING_SETUP_SQPOLL), asleep after
+    /// this many idle milliseconds; `None` (the default) submits with io_uring_enter. Measured
+    /// with `sealog-bench --sqpoll-idle-ms`: on a machine with few CPUs the polling thread
+    /// competes with the writers (see the benchmark's closing figures).
+    pub sqpoll_idle_ms: Option<u32>,
+    /// Group commit's gathering window, microseconds: when the last batch in flight completes,
+    /// the next one waits up to this long for the writers just acknowledged to come back (as
+    /// many appends as were queued plus just acknowledged), so that a closed loop of writers
+    /// stays one group instead of splitting into groups that each wait for the other's flush.
+    /// A lone writer never waits (its one append is the whole group); 0 disables. Applies to
+    /// the drive thread; a [`DriveCore`] stepped by hand never waits on the clock.
+    pub group_gather_us: u64,
 }
 
 impl Default for DriveOptions {
@@ -92,17 +104,25 @@ impl Default for DriveOptions {
             cpu: None,
             channel_capacity: 65536,
             spin_before_block_us: SPIN_BEFORE_BLOCK_US_DEFAULT,
+            sqpoll_idle_ms: None,
+            group_gather_us: GROUP_GATHER_US_DEFAULT,
         }
     }
 }
 
 /// Default spin before blocking, in microseconds: about the flush latency of this machine's
 /// disk, so the drive thread usually sees a flush complete while still on its CPU. Measured with
-/// `sealog-bench --quick --spin-us N`, two interleaved rounds each: 1 writer x 4 KiB reached
-/// 4241 and 5107 appends/s (p50 219 and 185 us) blocking at once, 5057 and 5918 (p50 181 and
-/// 150 us) spinning 100 us, 4698 and 6169 (p50 199 and 148 us) spinning 1000 us; the
-/// many-writer cells showed no difference beyond the machine's noise.
+/// `sealog-bench --quick --cell 4096x1x1 --cell 4096x32x1 --cell 4096x4x256` and `--spin-us 0`,
+/// `250`, `1000` or `--sqpoll-idle-ms 1000`, two interleaved rounds (p50 us, MB/s):
+/// blocking at once: 1x1 p50 195 and 140, 32x1 p50 401 and 369, 4x256 1665 and 2692 MB/s;
+/// spinning 250 us: 128 and 135, 322 and 424, 2923 and 3001 MB/s; spinning 1000 us: 142 and
+/// 136, 410 and 344, 3015 and 3085 MB/s; SQPOLL: p50 109 and 86 but p99 613 and 658 (against
+/// 220-262 spinning), 4x256 1114 and 2201 MB/s (its polling thread takes one of two CPUs).
 pub const SPIN_BEFORE_BLOCK_US_DEFAULT: u64 = 250;
+
+/// Default gathering window of group commit, in microseconds (see
+/// [`DriveOptions::group_gather_us`] and the benchmark's figures in its doc).
+pub const GROUP_GATHER_US_DEFAULT: u64 = 100;
 
 /// The drive's state, as `stats()` reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +146,10 @@ pub struct Stats {
     pub batch_entries: Histogram<u64>,
     /// Microseconds from a batch's submission to its acknowledgement (write plus sync).
     pub sync_latency_us: Histogram<u64>,
+    /// Microseconds the device sat without a batch between the acknowledgement of the last one
+    /// in flight and the start of the next: the clients' turnaround plus group commit's
+    /// gathering (with one writer, the time it takes to send its next append).
+    pub idle_gap_us: Histogram<u64>,
     /// The highest acknowledged LSN.
     pub lsn_durable: u64,
     /// Running or failed.
@@ -228,9 +252,14 @@ impl Drive {
         let buffer_bytes = buffer_bytes(&geometry);
         let buffers = buffer_count(&geometry);
         let spin_us = options.spin_before_block_us;
+        let sqpoll_idle_ms = options.sqpoll_idle_ms;
         Drive::open_with(path, geometry, options, move || {
-            let (mut backend, note) =
-                crate::uring::UringBackend::new(files, buffers, buffer_bytes)?;
+            let (mut backend, note) = crate::uring::UringBackend::with_sqpoll(
+                files,
+                buffers,
+                buffer_bytes,
+                sqpoll_idle_ms,
+            )?;
             backend.set_spin_us(spin_us);
             if let Some(note) = note {
                 eprintln!("sealog: {note}");
@@ -291,6 +320,7 @@ impl Drive {
                 if opened_sender.send(Ok(opened)).is_err() {
                     return;
                 }
+                drive.group_gather_us = options.group_gather_us;
                 drive.run(&receiver, &thread_sleeping);
             })
             .map_err(|source| OpenError::Io {
@@ -518,6 +548,7 @@ const TAG_READ: u64 = 2;
 const TAG_CONTROL_WRITE: u64 = 3;
 const TAG_CONTROL_FLUSH: u64 = 4;
 const TAG_SYNC: u64 = 5;
+const TAG_READ_AHEAD: u64 = 6;
 
 struct PendingRead {
     sequence: u64,
@@ -540,6 +571,12 @@ pub struct DriveCore<B: IoBackend> {
     backend: B,
     durability: Durability,
     when_full: WhenFull,
+    spin_before_block_us: u64,
+    group_gather_us: u64,
+    /// While the device is idle after a batch: how many appends the next batch waits for, and
+    /// until when (see [`DriveOptions::group_gather_us`]).
+    expected_group: u64,
+    gather_until: Option<Instant>,
     geometry: Geometry,
     control: ControlBlock,
     incarnation: u32,
@@ -568,13 +605,71 @@ pub struct DriveCore<B: IoBackend> {
     batches: u64,
     batch_entries: Histogram<u64>,
     sync_latency_us: Histogram<u64>,
+    idle_gap_us: Histogram<u64>,
+    /// When the last batch in flight was acknowledged (the device has had no batch since).
+    idle_since: Option<Instant>,
     closing: bool,
 }
 
-/// Reads the ring for replay through the backend (O_DIRECT on real devices).
+/// Reads the ring for replay through the backend (O_DIRECT on real devices), with one read
+/// ahead: while replay checks a chunk, the next one is already on its way into pool buffer
+/// [`READ_AHEAD_BUFFER`] (buffer 0 serves the synchronous reads). Replay's scan is sequential,
+/// so a full ring is read at about the device's sequential bandwidth rather than at
+/// bandwidth x (read time / (read time + check time)).
 struct BackendSource<'a, B: IoBackend> {
     backend: &'a mut B,
     size: u64,
+    ahead: Option<ReadAhead>,
+    completions: Vec<Completion>,
+}
+
+/// A read ahead: where it reads, how much, and its outcome once its completion was seen.
+struct ReadAhead {
+    ring_offset: u64,
+    len: usize,
+    outcome: Option<Result<u32, i32>>,
+}
+
+/// The pool buffer recovery's read-ahead reads into.
+const READ_AHEAD_BUFFER: usize = 1;
+
+impl<B: IoBackend> BackendSource<'_, B> {
+    /// Reaps completions (waiting for at least `min_complete`), noting the read-ahead's outcome;
+    /// returns the outcome of `tag` if it was among them.
+    fn reap(&mut self, min_complete: usize, tag: Tag) -> io::Result<Option<Result<u32, i32>>> {
+        self.completions.clear();
+        self.backend.wait(min_complete, &mut self.completions)?;
+        let mut found = None;
+        for completion in &self.completions {
+            if completion.tag == TAG_READ_AHEAD {
+                if let Some(ahead) = self.ahead.as_mut() {
+                    ahead.outcome = Some(completion.result);
+                }
+            } else if completion.tag == tag {
+                found = Some(completion.result);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Waits until the read-ahead (if any) has completed, and takes it.
+    fn settle_ahead(&mut self) -> io::Result<Option<ReadAhead>> {
+        while self
+            .ahead
+            .as_ref()
+            .is_some_and(|ahead| ahead.outcome.is_none())
+        {
+            self.reap(1, TAG_READ_AHEAD)?;
+        }
+        Ok(self.ahead.take())
+    }
+}
+
+impl<B: IoBackend> Drop for BackendSource<'_, B> {
+    /// The read-ahead's buffer goes back to the drive only once the device is done with it.
+    fn drop(&mut self) {
+        let _ = self.settle_ahead();
+    }
 }
 
 impl<B: IoBackend> RingSource for BackendSource<'_, B> {
@@ -585,16 +680,52 @@ impl<B: IoBackend> RingSource for BackendSource<'_, B> {
     fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let chunk = self.backend.pool().buffer_bytes();
         let mut done = 0usize;
+        // The front comes from the read-ahead when it began exactly here. A failed read-ahead
+        // is forgotten: the synchronous read below redoes it and reports its own error.
+        if let Some(ahead) = self.settle_ahead()? {
+            if ahead.ring_offset == ring_offset && matches!(ahead.outcome, Some(Ok(_))) {
+                done = ahead.len.min(buf.len());
+                let pool = self.backend.pool();
+                buf[..done].copy_from_slice(&pool.buffer(READ_AHEAD_BUFFER)[..done]);
+            }
+        }
         while done < buf.len() {
             let len = (buf.len() - done).min(chunk);
-            let tag = TAG_SYNC;
             self.backend
-                .submit_read(tag, ring_offset + done as u64, 0, len as u32)?;
-            run_sync(self.backend, tag)?;
+                .submit_read(TAG_SYNC, ring_offset + done as u64, 0, len as u32)?;
+            let outcome = loop {
+                if let Some(outcome) = self.reap(1, TAG_SYNC)? {
+                    break outcome;
+                }
+            };
+            outcome.map_err(io::Error::from_raw_os_error)?;
             buf[done..done + len].copy_from_slice(&self.backend.pool().buffer(0)[..len]);
             done += len;
         }
         Ok(())
+    }
+
+    fn read_ahead(&mut self, ring_offset: u64, len: usize) {
+        let pool = self.backend.pool();
+        if self.ahead.is_some() || pool.count() <= READ_AHEAD_BUFFER || len == 0 {
+            return;
+        }
+        let len = len.min(pool.buffer_bytes());
+        let submitted =
+            self.backend
+                .submit_read(TAG_READ_AHEAD, ring_offset, READ_AHEAD_BUFFER, len as u32);
+        if submitted.is_err() {
+            return;
+        }
+        self.ahead = Some(ReadAhead {
+            ring_offset,
+            len,
+            outcome: None,
+        });
+        // Hand it to the device now (a backend may hold submissions until it is waited on).
+        if self.reap(0, TAG_READ_AHEAD).is_err() {
+            // The ring itself failed: the next synchronous read reports it.
+        }
     }
 }
 
@@ -631,6 +762,8 @@ impl<B: IoBackend> DriveCore<B> {
             let mut source = BackendSource {
                 backend: &mut backend,
                 size,
+                ahead: None,
+                completions: Vec::new(),
             };
             sealog_wal::replay(
                 &mut source,
@@ -719,6 +852,10 @@ impl<B: IoBackend> DriveCore<B> {
             backend,
             durability: options.durability,
             when_full: options.when_full,
+            spin_before_block_us: options.spin_before_block_us,
+            group_gather_us: 0,
+            expected_group: 0,
+            gather_until: None,
             geometry,
             control,
             incarnation,
@@ -749,6 +886,8 @@ impl<B: IoBackend> DriveCore<B> {
             batches: 0,
             batch_entries: Histogram::new(3).expect("histogram"),
             sync_latency_us: Histogram::new(3).expect("histogram"),
+            idle_gap_us: Histogram::new(3).expect("histogram"),
+            idle_since: None,
             closing: false,
         })
     }
@@ -770,7 +909,7 @@ impl<B: IoBackend> DriveCore<B> {
                 // Idle: block on the channel (with a deadline when appends wait for room).
                 let request = match self.full_since {
                     Some(_) => receiver.recv_timeout(Duration::from_millis(10)).ok(),
-                    None => receiver.recv().ok(),
+                    None => self.spin_then_receive(receiver),
                 };
                 match request {
                     Some(request) => self.accept(request),
@@ -779,6 +918,15 @@ impl<B: IoBackend> DriveCore<B> {
                 }
             }
             self.drain(receiver);
+            if self.gathering() {
+                self.start_work();
+                if self.gathering() {
+                    // Let the writers just acknowledged run (on a machine with few CPUs they
+                    // may be waiting for this one); the window is bounded.
+                    std::thread::yield_now();
+                    continue;
+                }
+            }
             sleeping.store(true, Ordering::SeqCst);
             fence(Ordering::SeqCst);
             let wait = if receiver.is_empty() {
@@ -789,6 +937,24 @@ impl<B: IoBackend> DriveCore<B> {
             self.step(wait);
             sleeping.store(false, Ordering::SeqCst);
         }
+    }
+
+    /// Waits for the next request: first polling the channel for up to the spin time (a client
+    /// whose append was just acknowledged usually sends the next one within microseconds, and
+    /// a drive thread that stays on its CPU takes it without a wake-up), then blocking.
+    fn spin_then_receive(&self, receiver: &Receiver<Request>) -> Option<Request> {
+        if self.spin_before_block_us > 0 {
+            let deadline = Instant::now() + Duration::from_micros(self.spin_before_block_us);
+            loop {
+                match receiver.try_recv() {
+                    Ok(request) => return Some(request),
+                    Err(TryRecvError::Disconnected) => return None,
+                    Err(TryRecvError::Empty) if Instant::now() >= deadline => break,
+                    Err(TryRecvError::Empty) => std::hint::spin_loop(),
+                }
+            }
+        }
+        receiver.recv().ok()
     }
 
     /// One turn: start what can start (batches up to the window, reads, a trim), then hand the
@@ -890,6 +1056,7 @@ impl<B: IoBackend> DriveCore<B> {
             batches: self.batches,
             batch_entries: self.batch_entries.clone(),
             sync_latency_us: self.sync_latency_us.clone(),
+            idle_gap_us: self.idle_gap_us.clone(),
             lsn_durable: self.lsn_durable,
             state: match &self.failed {
                 Some(error) => DriveState::Failed(error.clone()),
@@ -942,9 +1109,33 @@ impl<B: IoBackend> DriveCore<B> {
     /// write plus one flush); with batches in flight, the queue keeps gathering until it holds
     /// half a batch's worth, so a deep queue makes few large batches rather than many small
     /// ones that fill the window.
+    ///
+    /// When the device has just gone idle, the next batch waits (within the gathering window)
+    /// for the group it expects: every append queued when the last batch completed plus every
+    /// append that batch acknowledged, since in a closed loop those writers come straight back.
     fn batch_worth_starting(&self) -> bool {
-        self.inflight.is_empty()
-            || self.queued_bytes >= u64::from(self.geometry.batch_size_max_bytes) / 2
+        if self.queued_bytes >= u64::from(self.geometry.batch_size_max_bytes) / 2 {
+            return true;
+        }
+        if !self.inflight.is_empty() {
+            return false;
+        }
+        match self.gather_until {
+            None => true,
+            Some(until) => {
+                self.queue.len() as u64 >= self.expected_group || Instant::now() >= until
+            }
+        }
+    }
+
+    /// Whether appends are queued, nothing is in flight and the next batch is still gathering.
+    fn gathering(&self) -> bool {
+        self.gather_until.is_some()
+            && self.failed.is_none()
+            && self.full_since.is_none()
+            && !self.queue.is_empty()
+            && !self.is_busy()
+            && !self.batch_worth_starting()
     }
 
     fn expire_full_waits(&mut self) {
@@ -978,6 +1169,12 @@ impl<B: IoBackend> DriveCore<B> {
             }
         };
         self.full_since = None;
+        self.gather_until = None;
+        if let Some(since) = self.idle_since.take() {
+            let _ = self
+                .idle_gap_us
+                .record((since.elapsed().as_micros() as u64).max(1));
+        }
         let block = geometry.block_size_bytes as usize;
         let buffer = self
             .backend
@@ -1125,8 +1322,10 @@ impl<B: IoBackend> DriveCore<B> {
         if self.failed.is_some() {
             return;
         }
+        let mut acknowledged = 0u64;
         while self.inflight.front().is_some_and(|batch| batch.durable) {
             let batch = self.inflight.pop_front().expect("front");
+            acknowledged += batch.next_lsn - batch.first_lsn;
             for lsn in batch.first_lsn..batch.next_lsn {
                 let ticket = self.waiters.pop_front().expect("a ticket per record");
                 ticket.complete(Ok(lsn));
@@ -1147,6 +1346,13 @@ impl<B: IoBackend> DriveCore<B> {
                 incarnation: self.incarnation,
             });
             self.backend.pool().release(batch.buffer);
+        }
+        if acknowledged > 0 && self.inflight.is_empty() {
+            self.idle_since = Some(Instant::now());
+        }
+        if acknowledged > 0 && self.inflight.is_empty() && self.group_gather_us > 0 {
+            self.expected_group = self.queue.len() as u64 + acknowledged;
+            self.gather_until = Some(Instant::now() + Duration::from_micros(self.group_gather_us));
         }
     }
 

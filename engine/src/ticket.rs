@@ -15,6 +15,10 @@ use crate::error::DriveError;
 struct Slot {
     outcome: Option<Result<u64, DriveError>>,
     waker: Option<Waker>,
+    /// A thread is (or is about to be) blocked on the condition variable. Only then does
+    /// completing the ticket notify it: a notification is a system call, and a pipelining
+    /// client leaves most tickets unwaited until they are long complete.
+    thread_waiting: bool,
 }
 
 /// The shared state of one ticket.
@@ -27,13 +31,15 @@ pub struct TicketState {
 impl TicketState {
     /// Completes the ticket (the drive thread does this once).
     pub fn complete(&self, outcome: Result<u64, DriveError>) {
-        let waker = {
+        let (waker, thread_waiting) = {
             let mut slot = self.slot.lock().expect("ticket lock");
             debug_assert!(slot.outcome.is_none(), "a ticket is completed once");
             slot.outcome = Some(outcome);
-            slot.waker.take()
+            (slot.waker.take(), slot.thread_waiting)
         };
-        self.ready.notify_all();
+        if thread_waiting {
+            self.ready.notify_all();
+        }
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -63,13 +69,15 @@ impl Ticket {
             if let Some(outcome) = slot.outcome.take() {
                 return outcome;
             }
+            slot.thread_waiting = true;
             slot = self.state.ready.wait(slot).expect("ticket lock");
         }
     }
 
     /// Like [`Ticket::wait`], giving up after `timeout` (the ticket is then still pending).
     pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<u64, DriveError>> {
-        let slot = self.state.slot.lock().expect("ticket lock");
+        let mut slot = self.state.slot.lock().expect("ticket lock");
+        slot.thread_waiting = true;
         let (mut slot, _) = self
             .state
             .ready

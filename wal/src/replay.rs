@@ -768,35 +768,71 @@ fn check_header(
 }
 
 /// Reads through a chunk buffer so that a scan makes large sequential reads. A read never
-/// crosses `limit` (the end of the segment or control block being read).
+/// crosses `limit` (the end of the segment or control block being read). When a read starts
+/// inside the chunk held but runs past it (a batch straddling the chunk's end), the held tail
+/// moves to the front and only what follows it is read, so a sequential scan reads every byte
+/// once. Every source read is `chunk` bytes (less only at a limit), starting where the last one
+/// ended, and the source is told what comes next (`RingSource::read_ahead`) with exactly the
+/// offset and length of the read that will follow, so a device can fetch it while this chunk is
+/// checked. `buf` holds twice `chunk`: a kept tail (under one batch) plus a whole read.
 struct Reader<'s, S: RingSource + ?Sized> {
     source: &'s mut S,
     buf: Vec<u8>,
+    chunk: usize,
     start: u64,
     len: usize,
 }
 
 impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
+    fn new(source: &'s mut S, chunk: usize) -> Self {
+        Reader {
+            source,
+            buf: vec![0u8; 2 * chunk],
+            chunk,
+            start: 0,
+            len: 0,
+        }
+    }
+
     fn read(&mut self, offset: u64, len: usize, limit: u64) -> io::Result<&[u8]> {
         debug_assert!(offset + len as u64 <= limit);
-        debug_assert!(len <= self.buf.len());
-        let cached = offset >= self.start && offset + len as u64 <= self.start + self.len as u64;
+        debug_assert!(len <= self.chunk);
+        let held_end = self.start + self.len as u64;
+        let cached = offset >= self.start && offset + len as u64 <= held_end;
         if !cached {
-            let chunk = (self.buf.len() as u64).min(limit - offset) as usize;
-            let chunk = chunk.max(len);
+            // Bytes of the held chunk that the new one begins with (same segment: a chunk never
+            // crosses its limit, so an offset inside it shares that limit).
+            let kept = if offset >= self.start && offset < held_end {
+                (held_end - offset) as usize
+            } else {
+                0
+            };
+            if kept > 0 {
+                let at = (offset - self.start) as usize;
+                self.buf.copy_within(at..self.len, 0);
+            }
+            self.start = offset;
             self.len = 0;
-            let filled = match self.source.read_at(offset, &mut self.buf[..chunk]) {
-                Ok(()) => chunk,
+            let from = offset + kept as u64;
+            let needed = len - kept;
+            let whole = (self.chunk as u64).min(limit - from) as usize;
+            let read = whole.max(needed);
+            let filled = match self.source.read_at(from, &mut self.buf[kept..kept + read]) {
+                Ok(()) => read,
                 // Retry just what was asked for: a latent sector error elsewhere in the chunk
                 // must not hide readable blocks (I-13).
-                Err(_) if chunk > len => {
-                    self.source.read_at(offset, &mut self.buf[..len])?;
-                    len
+                Err(_) if read > needed => {
+                    self.source.read_at(from, &mut self.buf[kept..len])?;
+                    needed
                 }
                 Err(error) => return Err(error),
             };
-            self.start = offset;
-            self.len = filled;
+            self.len = kept + filled;
+            let next = from + filled as u64;
+            if filled == read && next < limit {
+                let ahead = (self.chunk as u64).min(limit - next) as usize;
+                self.source.read_ahead(next, ahead);
+            }
         }
         let at = (offset - self.start) as usize;
         Ok(&self.buf[at..at + len])
@@ -823,12 +859,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         );
         let chunk = chunk.div_ceil(block) * block;
         Scanner {
-            reader: Reader {
-                source,
-                buf: vec![0u8; chunk as usize],
-                start: 0,
-                len: 0,
-            },
+            reader: Reader::new(source, chunk as usize),
             control,
             geometry,
             ring_id: control.ring_id,

@@ -87,10 +87,26 @@ impl UringBackend {
         buffers: usize,
         buffer_bytes: usize,
     ) -> io::Result<(UringBackend, RegistrationNote)> {
-        let ring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_coop_taskrun()
-            .build(RING_ENTRIES)?;
+        Self::with_sqpoll(files, buffers, buffer_bytes, None)
+    }
+
+    /// [`UringBackend::new`], with a kernel thread polling the submission queue
+    /// (IORING_SETUP_SQPOLL, asleep after `sqpoll_idle_ms` without work) when asked for: then
+    /// submitting needs no system call while that thread is awake, and completions are posted
+    /// without the task entering the kernel (SQPOLL excludes COOP_TASKRUN).
+    pub fn with_sqpoll(
+        files: RingFiles,
+        buffers: usize,
+        buffer_bytes: usize,
+        sqpoll_idle_ms: Option<u32>,
+    ) -> io::Result<(UringBackend, RegistrationNote)> {
+        let mut builder = IoUring::builder();
+        builder.setup_single_issuer();
+        match sqpoll_idle_ms {
+            Some(idle_ms) => builder.setup_sqpoll(idle_ms),
+            None => builder.setup_coop_taskrun(),
+        };
+        let ring = builder.build(RING_ENTRIES)?;
         let mut pool = BufferPool::new(buffers, buffer_bytes)?;
         let raw_fds: Vec<RawFd> = files.files.iter().map(AsRawFd::as_raw_fd).collect();
         let files_registered = ring.submitter().register_files(&raw_fds).is_ok();
