@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use nix::sys::resource::{getrusage, UsageWho};
-use sealog::{format, Drive, DriveOptions, Durability, FormatOptions, WhenFull};
+use sealog::{format, Drive, DriveOptions, FormatOptions, WhenFull};
 
 use crate::report::Cell;
 
@@ -30,22 +30,33 @@ pub struct Workload {
     pub warmup: Duration,
 }
 
-/// Formats a fresh directory ring of `size_bytes` at `path`.
-pub fn fresh_ring(path: &Path, size_bytes: u64) -> Result<(), String> {
+/// The shape of the rings the cells run on.
+#[derive(Clone, Copy, Debug)]
+pub struct RingShape {
+    /// Total size.
+    pub size_bytes: u64,
+    /// Largest batch (default: the engine's).
+    pub batch_size_max_bytes: Option<u32>,
+    /// Batches in flight at most (default: the engine's).
+    pub window_batches_max: Option<u32>,
+}
+
+/// Formats a fresh directory ring of `shape` at `path`; returns its block size.
+pub fn fresh_ring(path: &Path, shape: RingShape) -> Result<u32, String> {
     let _ = std::fs::remove_dir_all(path);
     let options = FormatOptions {
-        size_bytes,
+        size_bytes: shape.size_bytes,
         segment_size_bytes: Some(64 << 20),
         force: true,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
+        batch_size_max_bytes: shape.batch_size_max_bytes,
+        window_batches_max: shape.window_batches_max,
     };
     format(path, &options)
-        .map(|_| ())
+        .map(|control| control.geometry.block_size_bytes)
         .map_err(|error| error.to_string())
 }
 
-fn cpu_seconds() -> f64 {
+pub fn cpu_seconds() -> f64 {
     getrusage(UsageWho::RUSAGE_SELF).map_or(0.0, |usage| {
         let user = usage.user_time();
         let system = usage.system_time();
@@ -64,21 +75,18 @@ pub fn peak_rss_bytes() -> u64 {
 /// Runs one sealog cell on a fresh ring at `ring`.
 pub fn sealog_cell(
     ring: &Path,
-    ring_bytes: u64,
+    shape: RingShape,
     workload: Workload,
-    durability: Durability,
-    spin_us: u64,
+    options: DriveOptions,
 ) -> Result<Cell, String> {
-    fresh_ring(ring, ring_bytes)?;
+    fresh_ring(ring, shape)?;
     let drive = Arc::new(
         Drive::open(
             ring,
             DriveOptions {
-                durability,
-                spin_before_block_us: spin_us,
                 // A writer waits for another's trim rather than fail when the ring is full.
                 when_full: WhenFull::Wait(Duration::from_secs(10)),
-                ..DriveOptions::default()
+                ..options
             },
         )
         .map_err(|error| error.to_string())?,
@@ -127,6 +135,15 @@ pub fn sealog_cell(
     let appends = after.appends.saturating_sub(before.appends);
     cell.batch_entries = appends as f64 / batches.max(1) as f64;
     cell.syncs_per_sec = batches as f64 / seconds;
+    let measured = |after: &Histogram<u64>, before: &Histogram<u64>| {
+        let mut window = after.clone();
+        match window.subtract(before) {
+            Ok(()) if !window.is_empty() => window.value_at_quantile(0.5) as f64,
+            _ => 0.0,
+        }
+    };
+    cell.batch_p50_us = measured(&after.sync_latency_us, &before.sync_latency_us);
+    cell.idle_gap_p50_us = measured(&after.idle_gap_us, &before.idle_gap_us);
     let gigabytes = operations as f64 * workload.payload_bytes as f64 / 1e9;
     cell.cpu_seconds_per_gb = if gigabytes > 0.0 {
         cpu / gigabytes
@@ -181,8 +198,8 @@ fn writer(
 
 /// Fills a ring of `ring_bytes` with 4 KiB appends (pipelined), closes it, and times the open
 /// (replay of the whole ring): bytes of ring per second.
-pub fn recovery_cell(ring: &Path, ring_bytes: u64) -> Result<(f64, f64), String> {
-    fresh_ring(ring, ring_bytes)?;
+pub fn recovery_cell(ring: &Path, shape: RingShape) -> Result<(f64, f64), String> {
+    fresh_ring(ring, shape)?;
     let drive = Drive::open(ring, DriveOptions::default()).map_err(|error| error.to_string())?;
     let geometry = drive.geometry();
     let payload = vec![0x3c; 4096 - 64];

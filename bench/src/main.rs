@@ -10,6 +10,10 @@
 
 mod ceiling;
 mod cells;
+mod machine;
+#[cfg(feature = "peers")]
+mod peers;
+mod plot;
 mod report;
 
 use std::io::Write;
@@ -21,7 +25,7 @@ use clap::Parser;
 use sealog::Durability;
 use serde_json::json;
 
-use crate::cells::{recovery_cell, sealog_cell, Workload};
+use crate::cells::{recovery_cell, sealog_cell, RingShape, Workload};
 use crate::report::Cell;
 
 #[derive(Parser)]
@@ -34,9 +38,12 @@ struct Args {
     /// A subset in about a minute (the README's main job).
     #[arg(long)]
     quick: bool,
-    /// Write every figure as JSON here.
+    /// Write every figure as JSON here (the full run's default: sealog-bench.json).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write the plot (SVG) here (the full run's default: sealog-bench.svg).
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// Directory on the file system to measure (a temporary directory inside it is used and
     /// removed afterwards); default: the current directory.
     #[arg(long)]
@@ -50,7 +57,48 @@ struct Args {
     /// How long the drive thread spins for completions before it blocks (microseconds).
     #[arg(long, default_value_t = sealog::drive::SPIN_BEFORE_BLOCK_US_DEFAULT)]
     spin_us: u64,
+    /// Group commit's gathering window, microseconds (0 disables).
+    #[arg(long, default_value_t = sealog::drive::GROUP_GATHER_US_DEFAULT)]
+    gather_us: u64,
+    /// Give the drive's ring a kernel submission-polling thread (SQPOLL) idling after this many
+    /// milliseconds (default: no SQPOLL).
+    #[arg(long)]
+    sqpoll_idle_ms: Option<u32>,
+    /// Largest batch of the sealog rings, bytes (default: the engine's).
+    #[arg(long)]
+    batch_max_bytes: Option<u32>,
+    /// Batches in flight at most on the sealog rings (default: the engine's).
+    #[arg(long)]
+    window_batches: Option<u32>,
+    /// Run only these sealog cells, each PAYLOADxWRITERSxIN_FLIGHT (e.g. 4096x4x64); repeatable.
+    #[arg(long = "cell", value_parser = parse_cell)]
+    cells: Vec<(usize, usize, usize)>,
 }
+
+/// Parses PAYLOADxWRITERSxIN_FLIGHT.
+fn parse_cell(text: &str) -> Result<(usize, usize, usize), String> {
+    let numbers: Vec<usize> = text
+        .split('x')
+        .map(|part| part.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|error| format!("'{text}': {error} (expected PAYLOADxWRITERSxIN_FLIGHT)"))?;
+    match numbers[..] {
+        [payload, writers, in_flight] if writers > 0 && in_flight > 0 => {
+            Ok((payload, writers, in_flight))
+        }
+        _ => Err(format!(
+            "'{text}': expected PAYLOADxWRITERSxIN_FLIGHT with writers and in-flight above 0"
+        )),
+    }
+}
+
+/// The quick run's sealog cells (payload, writers, in flight per writer): the single-writer
+/// latency cell, 32 writers one in flight each (group commit), and the deep cells of the
+/// targets, 4 x 256 = 1024 appends in flight (by Little's law the device's bandwidth needs about
+/// bandwidth x latency bytes in flight: 3 GB/s x 300 us is 225 appends of 4 KiB, before any
+/// gathering time).
+const QUICK_CELLS: [(usize, usize, usize); 4] =
+    [(4096, 1, 1), (4096, 32, 1), (4096, 4, 256), (128, 4, 256)];
 
 fn progress(line: &str) {
     eprint!("\r\x1b[2K{line}");
@@ -68,19 +116,6 @@ fn main() -> ExitCode {
     }
 }
 
-fn machine() -> serde_json::Value {
-    let read = |path: &str| {
-        std::fs::read_to_string(path)
-            .unwrap_or_default()
-            .trim()
-            .to_string()
-    };
-    json!({
-        "kernel": read("/proc/sys/kernel/osrelease"),
-        "cpus": std::thread::available_parallelism().map_or(0, |count| count.get()),
-    })
-}
-
 fn run(args: &Args) -> Result<(), String> {
     let durability = match args.durability.as_str() {
         "fdatasync" => Durability::Fdatasync,
@@ -95,16 +130,31 @@ fn run(args: &Args) -> Result<(), String> {
     let duration = Duration::from_secs_f64(seconds);
     let warmup = Duration::from_secs_f64(seconds / 5.0);
     let ring_bytes: u64 = if args.quick { 512 << 20 } else { 1 << 30 };
+    // The recovery target is stated for a full 1 GiB ring: the quick run measures that too.
+    let recovery_ring_bytes: u64 = 1 << 30;
+    let shape = RingShape {
+        size_bytes: ring_bytes,
+        batch_size_max_bytes: args.batch_max_bytes,
+        window_batches_max: args.window_batches,
+    };
 
     // Ceilings first, on a scratch ring of their own (the raw writes overwrite its data).
     let ceiling_ring = scratch.path().join("ceiling");
-    cells::fresh_ring(&ceiling_ring, 256 << 20)?;
+    let ceiling_shape = RingShape {
+        size_bytes: 256 << 20,
+        batch_size_max_bytes: None,
+        window_batches_max: None,
+    };
+    let ring_block_bytes = cells::fresh_ring(&ceiling_ring, ceiling_shape)?;
     progress("ceiling: built-in 4 KiB write+datasync");
-    let mut ceiling_4k = ceiling::builtin_write_sync(&ceiling_ring, 4096, duration)?;
+    let mut ceiling_4k = ceiling::builtin_write_sync(&ceiling_ring, 4096, duration, args.spin_us)?;
     progress("ceiling: built-in 1 MiB write+datasync");
-    let mut ceiling_1m = ceiling::builtin_write_sync(&ceiling_ring, 1 << 20, duration)?;
+    let mut ceiling_1m =
+        ceiling::builtin_write_sync(&ceiling_ring, 1 << 20, duration, args.spin_us)?;
     progress("ceiling: sequential O_DIRECT read");
-    let read_ceiling = ceiling::builtin_sequential_read(&ceiling_ring)?;
+    let read_ceiling_depth_1 = ceiling::builtin_sequential_read(&ceiling_ring, 1)?;
+    let read_ceiling_depth_4 = ceiling::builtin_sequential_read(&ceiling_ring, 4)?;
+    let read_ceiling = read_ceiling_depth_1.max(read_ceiling_depth_4);
     let fio_seconds = seconds.ceil() as u64;
     progress("ceiling: fio");
     let fio_4k = ceiling::fio_write_sync(scratch.path(), 4096, fio_seconds);
@@ -114,8 +164,10 @@ fn run(args: &Args) -> Result<(), String> {
     let (ceiling_p50, ceiling_p99) = (ceiling_4k.p50_us, ceiling_4k.p99_us);
 
     let mut cells: Vec<Cell> = Vec::new();
-    let workloads: Vec<(usize, usize, usize)> = if args.quick {
-        vec![(4096, 1, 1), (4096, 32, 1), (4096, 4, 64), (128, 4, 64)]
+    let workloads: Vec<(usize, usize, usize)> = if !args.cells.is_empty() {
+        args.cells.clone()
+    } else if args.quick {
+        QUICK_CELLS.to_vec()
     } else {
         let mut all = Vec::new();
         for payload in [128, 4096, 65536] {
@@ -125,32 +177,70 @@ fn run(args: &Args) -> Result<(), String> {
                 }
             }
         }
+        // The targets' deep cells: 1024 appends in flight in total.
+        all.extend([(4096, 4, 256), (128, 4, 256)]);
         all
     };
     let ring = scratch.path().join("ring");
-    for (index, &(payload_bytes, writers, in_flight)) in workloads.iter().enumerate() {
-        progress(&format!(
-            "sealog cell {}/{}: {payload_bytes} B x {writers} writers x {in_flight} in flight",
-            index + 1,
-            workloads.len()
-        ));
-        let workload = Workload {
+    let workloads: Vec<Workload> = workloads
+        .into_iter()
+        .map(|(payload_bytes, writers, in_flight)| Workload {
             payload_bytes,
             writers,
             in_flight,
             duration,
             warmup,
-        };
-        cells.push(sealog_cell(
-            &ring,
-            ring_bytes,
-            workload,
+        })
+        .collect();
+    for (index, &workload) in workloads.iter().enumerate() {
+        progress(&format!(
+            "sealog cell {}/{}: {} B x {} writers x {} in flight",
+            index + 1,
+            workloads.len(),
+            workload.payload_bytes,
+            workload.writers,
+            workload.in_flight
+        ));
+        let options = sealog::DriveOptions {
             durability,
-            args.spin_us,
-        )?);
+            spin_before_block_us: args.spin_us,
+            sqpoll_idle_ms: args.sqpoll_idle_ms,
+            group_gather_us: args.gather_us,
+            ..sealog::DriveOptions::default()
+        };
+        cells.push(sealog_cell(&ring, shape, workload, options)?);
+    }
+    #[cfg(feature = "peers")]
+    {
+        // The peers' APIs block, so their fair cells are the one-in-flight ones (the quick run
+        // keeps the 4 KiB ones).
+        let peer_workloads: Vec<Workload> = workloads
+            .iter()
+            .filter(|workload| {
+                workload.in_flight == 1 && (!args.quick || workload.payload_bytes == 4096)
+            })
+            .copied()
+            .collect();
+        for peer in peers::Peer::ALL {
+            for &workload in &peer_workloads {
+                progress(&format!(
+                    "{} cell: {} B x {} writers",
+                    peer.name(),
+                    workload.payload_bytes,
+                    workload.writers
+                ));
+                cells.push(peers::peer_cell(peer, scratch.path(), workload)?);
+            }
+        }
     }
     progress("recovery: filling a ring and reopening it");
-    let (recovery_bytes_per_sec, recovered_entries) = recovery_cell(&ring, ring_bytes)?;
+    let (recovery_bytes_per_sec, recovered_entries) = recovery_cell(
+        &ring,
+        RingShape {
+            size_bytes: recovery_ring_bytes,
+            ..shape
+        },
+    )?;
     let _ = std::fs::remove_dir_all(&ring);
     progress("");
     eprintln!();
@@ -158,6 +248,7 @@ fn run(args: &Args) -> Result<(), String> {
     for cell in cells.iter_mut().chain([&mut ceiling_4k, &mut ceiling_1m]) {
         cell.set_ratios(ceiling_mb, ceiling_p50, ceiling_p99);
     }
+    report::set_peer_ratios(&mut cells);
     let mut all: Vec<Cell> = vec![ceiling_4k.clone(), ceiling_1m.clone()];
     for fio in [fio_4k, fio_1m].into_iter().flatten() {
         match fio {
@@ -176,37 +267,70 @@ fn run(args: &Args) -> Result<(), String> {
     for cell in &all {
         println!("{}", report::row(cell));
     }
+    println!();
+    for line in report::group_commit_table(&all) {
+        println!("{line}");
+    }
     let recovery_ratio = recovery_bytes_per_sec / read_ceiling;
     println!(
         "recovery of a full {} MiB ring ({recovered_entries} entries): {:.0} MB/s, \
-         {recovery_ratio:.2}x the sequential O_DIRECT read ceiling ({:.0} MB/s)",
-        ring_bytes >> 20,
+         {recovery_ratio:.2}x the sequential O_DIRECT read ceiling (best of 1 and 4 reads of 1 MiB \
+         in flight: {:.0} MB/s)",
+        recovery_ring_bytes >> 20,
         recovery_bytes_per_sec / 1e6,
         read_ceiling / 1e6
     );
     println!("peak RSS: {} MiB", cells::peak_rss_bytes() >> 20);
+    let targets = report::targets(&all, recovery_ratio);
+    println!("targets (this run's ratios):");
+    for target in &targets {
+        println!("{}", report::target_line(target));
+    }
     println!(
         "xMB/s: MB/s over the 1 MiB write+datasync ceiling ({ceiling_mb:.1} MB/s); xp50: p50 over \
-         the 4 KiB write+datasync p50 ({ceiling_p50:.0} us)"
+         the 4 KiB write+datasync p50 ({ceiling_p50:.0} us); xpeer: sealog's appends/s over the \
+         peer's in the same workload"
     );
-    if let Some(path) = &args.json {
+    let full_run_default = |name: &str| (!args.quick).then(|| PathBuf::from(name));
+    if let Some(path) = args
+        .plot
+        .clone()
+        .or_else(|| full_run_default("sealog-bench.svg"))
+    {
+        plot::write_plot(&path, &all)?;
+        println!("plot: {}", path.display());
+    }
+    if let Some(path) = args
+        .json
+        .clone()
+        .or_else(|| full_run_default("sealog-bench.json"))
+    {
         let document = json!({
-            "machine": machine(),
+            "machine": machine::describe(&base),
+            "ring_block_bytes": ring_block_bytes,
             "durability": args.durability,
             "spin_before_block_us": args.spin_us,
+            "sqpoll_idle_ms": args.sqpoll_idle_ms,
+            "group_gather_us": args.gather_us,
+            "batch_max_bytes": args.batch_max_bytes,
+            "window_batches": args.window_batches,
             "seconds_per_cell": seconds,
             "fio_found": fio_found,
             "cells": all.iter().map(Cell::to_json).collect::<Vec<_>>(),
             "recovery": {
-                "ring_bytes": ring_bytes,
+                "ring_bytes": recovery_ring_bytes,
                 "bytes_per_sec": recovery_bytes_per_sec,
                 "read_ceiling_bytes_per_sec": read_ceiling,
+                "read_depth_1_bytes_per_sec": read_ceiling_depth_1,
+                "read_depth_4_bytes_per_sec": read_ceiling_depth_4,
                 "ratio_to_ceiling": recovery_ratio,
             },
             "peak_rss_bytes": cells::peak_rss_bytes(),
+            "targets": targets.iter().map(report::Target::to_json).collect::<Vec<_>>(),
         });
         let text = serde_json::to_string_pretty(&document).map_err(|error| error.to_string())?;
-        std::fs::write(path, text).map_err(|error| format!("{}: {error}", path.display()))?;
+        std::fs::write(&path, text).map_err(|error| format!("{}: {error}", path.display()))?;
+        println!("json: {}", path.display());
     }
     Ok(())
 }

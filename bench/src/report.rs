@@ -31,6 +31,10 @@ pub struct Cell {
     pub max_us: f64,
     /// Entries per batch (sealog).
     pub batch_entries: f64,
+    /// sealog: p50 of a batch's write plus sync, microseconds.
+    pub batch_p50_us: f64,
+    /// sealog: p50 of the device's idle gap between the last batch in flight and the next.
+    pub idle_gap_p50_us: f64,
     /// Flushes per second (sealog: batches per second).
     pub syncs_per_sec: f64,
     /// CPU seconds (user + system) per GB of payload.
@@ -41,9 +45,45 @@ pub struct Cell {
     pub p50_ratio_to_ceiling: f64,
     /// p99 over the built-in 4 KiB write+datasync p99 (lower is better).
     pub p99_ratio_to_ceiling: f64,
+    /// A peer's cell: sealog's appends/s over this peer's, same workload, same run (0 when
+    /// sealog did not run it, and for sealog's own cells).
+    pub sealog_over_peer: f64,
     /// Anything a reader must know about how it was measured.
     pub note: String,
 }
+
+/// Fills each peer cell's `sealog_over_peer` from sealog's cell of the same workload.
+pub fn set_peer_ratios(cells: &mut [Cell]) {
+    let sealog: Vec<(u64, u64, u64, f64)> = cells
+        .iter()
+        .filter(|cell| cell.engine == "sealog")
+        .map(|cell| {
+            (
+                cell.payload_bytes,
+                cell.writers,
+                cell.in_flight,
+                cell.appends_per_sec,
+            )
+        })
+        .collect();
+    for cell in cells
+        .iter_mut()
+        .filter(|cell| PEERS.contains(&cell.engine.as_str()))
+    {
+        let same = sealog.iter().find(|(payload, writers, in_flight, _)| {
+            (*payload, *writers, *in_flight) == (cell.payload_bytes, cell.writers, cell.in_flight)
+        });
+        cell.sealog_over_peer = match same {
+            Some(&(_, _, _, sealog_rate)) if cell.appends_per_sec > 0.0 => {
+                sealog_rate / cell.appends_per_sec
+            }
+            _ => 0.0,
+        };
+    }
+}
+
+/// The peer engines' names.
+pub const PEERS: [&str; 2] = ["raft-engine", "okaywal"];
 
 impl Cell {
     /// A cell with no figures yet.
@@ -104,11 +144,14 @@ impl Cell {
             "p999_us": self.p999_us,
             "max_us": self.max_us,
             "batch_entries": self.batch_entries,
+            "batch_p50_us": self.batch_p50_us,
+            "idle_gap_p50_us": self.idle_gap_p50_us,
             "syncs_per_sec": self.syncs_per_sec,
             "cpu_seconds_per_gb": self.cpu_seconds_per_gb,
             "ratio_to_ceiling": self.ratio_to_ceiling,
             "p50_ratio_to_ceiling": self.p50_ratio_to_ceiling,
             "p99_ratio_to_ceiling": self.p99_ratio_to_ceiling,
+            "sealog_over_peer": self.sealog_over_peer,
             "note": self.note,
         })
     }
@@ -117,7 +160,7 @@ impl Cell {
 /// The table header.
 pub fn header() -> String {
     format!(
-        "{:<16} {:>8} {:>7} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7}",
+        "{:<16} {:>8} {:>7} {:>6} {:>12} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7}",
         "engine",
         "payload",
         "writers",
@@ -129,14 +172,18 @@ pub fn header() -> String {
         "p999 us",
         "xMB/s",
         "xp50",
-        "batch"
+        "batch",
+        "xpeer"
     )
 }
 
 /// One table row.
 pub fn row(cell: &Cell) -> String {
     format!(
-        "{:<16} {:>8} {:>7} {:>6} {:>12.0} {:>9.1} {:>8.0} {:>8.0} {:>8.0} {:>7.3} {:>7.2} {:>7.1}",
+        concat!(
+            "{:<16} {:>8} {:>7} {:>6} {:>12.0} {:>9.1} {:>8.0} {:>8.0} {:>8.0} ",
+            "{:>7.3} {:>7.2} {:>7.1} {:>7}"
+        ),
         cell.engine,
         cell.payload_bytes,
         cell.writers,
@@ -148,6 +195,182 @@ pub fn row(cell: &Cell) -> String {
         cell.p999_us,
         cell.ratio_to_ceiling,
         cell.p50_ratio_to_ceiling,
-        cell.batch_entries
+        cell.batch_entries,
+        if cell.sealog_over_peer > 0.0 {
+            format!("{:.2}", cell.sealog_over_peer)
+        } else {
+            "-".to_string()
+        }
     )
+}
+
+/// One of the targets, checked against this run's cells.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// What is measured.
+    pub name: &'static str,
+    /// The figure this run reached (None when the run did not include the cell).
+    pub value: Option<f64>,
+    /// The goal, in the same unit.
+    pub goal: f64,
+    /// Whether a higher value is better.
+    pub higher_is_better: bool,
+}
+
+impl Target {
+    /// Whether the run met the goal (None when not measured).
+    pub fn held(&self) -> Option<bool> {
+        self.value.map(|value| {
+            if self.higher_is_better {
+                value >= self.goal
+            } else {
+                value <= self.goal
+            }
+        })
+    }
+
+    /// The target as a JSON object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "value": self.value,
+            "goal": self.goal,
+            "higher_is_better": self.higher_is_better,
+            "held": self.held(),
+        })
+    }
+}
+
+/// The targets from the cells of one run and its recovery ratio.
+pub fn targets(cells: &[Cell], recovery_ratio: f64) -> Vec<Target> {
+    let sealog = |payload: u64, writers: u64, in_flight: u64| {
+        cells.iter().find(|cell| {
+            cell.engine == "sealog"
+                && (cell.payload_bytes, cell.writers, cell.in_flight)
+                    == (payload, writers, in_flight)
+        })
+    };
+    let deep = |payload: u64| {
+        cells
+            .iter()
+            .filter(|cell| {
+                cell.engine == "sealog"
+                    && cell.payload_bytes == payload
+                    && cell.writers * cell.in_flight >= 256
+            })
+            .max_by(|a, b| a.appends_per_sec.total_cmp(&b.appends_per_sec))
+    };
+    let single = sealog(4096, 1, 1);
+    let many = sealog(4096, 32, 1);
+    let peer_ratio = |name: &str| {
+        cells
+            .iter()
+            .find(|cell| {
+                cell.engine == name
+                    && (cell.payload_bytes, cell.writers, cell.in_flight) == (4096, 32, 1)
+            })
+            .map(|cell| cell.sealog_over_peer)
+            .filter(|ratio| *ratio > 0.0)
+    };
+    vec![
+        Target {
+            name: "4 KiB, >= 256 in flight: MB/s over the 1 MiB write+datasync ceiling",
+            value: deep(4096).map(|cell| cell.ratio_to_ceiling),
+            goal: 0.9,
+            higher_is_better: true,
+        },
+        Target {
+            name: "1 writer x 4 KiB: p50 over the 4 KiB write+datasync p50",
+            value: single.map(|cell| cell.p50_ratio_to_ceiling),
+            goal: 1.1,
+            higher_is_better: false,
+        },
+        Target {
+            name: "1 writer x 4 KiB: p99 over the 4 KiB write+datasync p99",
+            value: single.map(|cell| cell.p99_ratio_to_ceiling),
+            goal: 1.3,
+            higher_is_better: false,
+        },
+        Target {
+            name: "32 writers x 4 KiB: p50 over the single writer's p50",
+            value: single
+                .zip(many)
+                .filter(|(single, _)| single.p50_us > 0.0)
+                .map(|(single, many)| many.p50_us / single.p50_us),
+            goal: 1.5,
+            higher_is_better: false,
+        },
+        Target {
+            name: "128 B, >= 256 in flight: durable appends/s",
+            value: deep(128).map(|cell| cell.appends_per_sec),
+            goal: 1_000_000.0,
+            higher_is_better: true,
+        },
+        Target {
+            name: "32 writers x 4 KiB: sealog appends/s over raft-engine's",
+            value: peer_ratio("raft-engine"),
+            goal: 3.0,
+            higher_is_better: true,
+        },
+        Target {
+            name: "32 writers x 4 KiB: sealog appends/s over okaywal's",
+            value: peer_ratio("okaywal"),
+            goal: 3.0,
+            higher_is_better: true,
+        },
+        Target {
+            name: "recovery of a full ring over the sequential O_DIRECT read ceiling",
+            value: (recovery_ratio > 0.0).then_some(recovery_ratio),
+            goal: 0.8,
+            higher_is_better: true,
+        },
+    ]
+}
+
+/// One line per target.
+pub fn target_line(target: &Target) -> String {
+    let verdict = match target.held() {
+        Some(true) => "held",
+        Some(false) => "MISSED",
+        None => "not measured",
+    };
+    let value = target
+        .value
+        .map_or_else(|| "-".to_string(), |value| format!("{value:.3}"));
+    let relation = if target.higher_is_better { ">=" } else { "<=" };
+    format!(
+        "{verdict:>12}  {value:>10} {relation} {:<10}  {}",
+        target.goal, target.name
+    )
+}
+
+/// The group-commit table: how sealog's cells batched, per cell.
+pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{:<16} {:>8} {:>7} {:>6} {:>9} {:>10} {:>10} {:>9} {:>9}",
+        "group commit",
+        "payload",
+        "writers",
+        "flight",
+        "entries",
+        "batch p50",
+        "idle p50",
+        "syncs/s",
+        "CPU s/GB"
+    )];
+    for cell in cells.iter().filter(|cell| cell.engine == "sealog") {
+        lines.push(format!(
+            "{:<16} {:>8} {:>7} {:>6} {:>9.1} {:>10.0} {:>10.0} {:>9.0} {:>9.2}",
+            cell.engine,
+            cell.payload_bytes,
+            cell.writers,
+            cell.in_flight,
+            cell.batch_entries,
+            cell.batch_p50_us,
+            cell.idle_gap_p50_us,
+            cell.syncs_per_sec,
+            cell.cpu_seconds_per_gb
+        ));
+    }
+    lines
 }

@@ -1,6 +1,7 @@
 //! The README's main job runs: a very short quick benchmark, and the JSON fields scripts rely
 //! on are there for every cell (engine, payload_bytes, writers, in_flight, appends_per_sec,
-//! mb_per_sec, p50_us, p99_us, p999_us, ratio_to_ceiling), with a 4 KiB pipelined cell.
+//! mb_per_sec, p50_us, p99_us, p999_us, ratio_to_ceiling), with a 4 KiB pipelined cell; the
+//! machine description and the targets are in the JSON; the plot is an SVG.
 
 use std::process::Command;
 
@@ -8,11 +9,14 @@ use std::process::Command;
 fn the_quick_benchmark_writes_the_json_contract() {
     let directory = tempfile::tempdir_in(".").expect("tempdir");
     let json_path = directory.path().join("bench.json");
+    let plot_path = directory.path().join("bench.svg");
     let output = Command::new(env!("CARGO_BIN_EXE_sealog-bench"))
         .args(["--quick", "--seconds", "0.3", "--dir"])
         .arg(directory.path())
         .arg("--json")
         .arg(&json_path)
+        .arg("--plot")
+        .arg(&plot_path)
         .output()
         .expect("runs");
     assert!(
@@ -55,4 +59,27 @@ fn the_quick_benchmark_writes_the_json_contract() {
     assert!(cells
         .iter()
         .all(|cell| cell["appends_per_sec"].as_f64() > Some(0.0)));
+    // At least 256 appends in flight in the deep cells, as the targets are stated.
+    let deep = cells.iter().any(|cell| {
+        cell["engine"] == "sealog"
+            && cell["writers"].as_u64().unwrap_or(0) * cell["in_flight"].as_u64().unwrap_or(0)
+                >= 256
+    });
+    assert!(deep, "a sealog cell with at least 256 appends in flight");
+
+    let storage = &json["machine"]["storage"];
+    for field in ["file_system", "write_cache", "fua", "physical_block_bytes"] {
+        assert!(
+            storage.get(field).is_some(),
+            "machine.storage.{field} in {storage}"
+        );
+    }
+    assert!(json["machine"]["kernel"].as_str().is_some());
+    assert!(json["ring_block_bytes"].as_u64() >= Some(512));
+    let targets = json["targets"].as_array().expect("a targets array");
+    assert!(targets.len() >= 7, "{targets:?}");
+    assert!(json["recovery"]["ratio_to_ceiling"].as_f64() > Some(0.0));
+
+    let svg = std::fs::read_to_string(&plot_path).expect("plot written");
+    assert!(svg.starts_with("<svg"), "an SVG plot");
 }

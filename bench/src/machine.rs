@@ -1,0 +1,126 @@
+//! What the benchmark ran on, for the JSON: kernel, CPUs, memory, and the storage under the
+//! measured directory (file system, block device, its write cache and FUA, its logical and
+//! physical block sizes, the I/O scheduler), read from /proc and sysfs. A figure is only
+//! comparable with another measured on the same kind of storage, so the report carries it.
+//! Anything that cannot be read is reported as null, never guessed.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| text.trim().to_string())
+}
+
+/// The `model name` of the first CPU in /proc/cpuinfo.
+fn cpu_model() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines()
+        .find(|line| line.starts_with("model name"))
+        .and_then(|line| line.split_once(':'))
+        .map(|(_, model)| model.trim().to_string())
+}
+
+/// Total memory in bytes, from /proc/meminfo.
+fn memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The file system type and source holding device `major:minor`, from /proc/self/mountinfo.
+fn mount_of(device: &str) -> Option<(String, String)> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        if fields.get(2) != Some(&device) {
+            return None;
+        }
+        let separator = fields.iter().position(|field| *field == "-")?;
+        let fs_type = fields.get(separator + 1)?.to_string();
+        let source = fields.get(separator + 2)?.to_string();
+        Some((fs_type, source))
+    })
+}
+
+/// The sysfs directory of the whole disk behind `major:minor` (the parent of a partition).
+fn disk_dir(device: &str) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(format!("/sys/dev/block/{device}")).ok()?;
+    if dir.join("queue").exists() {
+        return Some(dir);
+    }
+    let parent = dir.parent()?.to_path_buf();
+    parent.join("queue").exists().then_some(parent)
+}
+
+/// The storage under `dir`: file system, device, cache, FUA, block sizes, scheduler.
+pub fn storage_of(dir: &Path) -> Value {
+    let Ok(metadata) = std::fs::metadata(dir) else {
+        return json!({ "path": dir.display().to_string() });
+    };
+    let dev = metadata.dev();
+    let device = format!(
+        "{}:{}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev)
+    );
+    let (fs_type, source) = mount_of(&device).unzip();
+    let disk = disk_dir(&device);
+    let queue = |name: &str| {
+        disk.as_ref()
+            .and_then(|disk| read_trimmed(&disk.join("queue").join(name)))
+    };
+    let number = |name: &str| queue(name).and_then(|text| text.parse::<u64>().ok());
+    let name = disk
+        .as_ref()
+        .and_then(|disk| disk.file_name())
+        .map(|name| name.to_string_lossy().into_owned());
+    let model = disk
+        .as_ref()
+        .and_then(|disk| read_trimmed(&disk.join("device").join("model")));
+    json!({
+        "path": dir.display().to_string(),
+        "file_system": fs_type,
+        "mount_source": source,
+        "device": name,
+        "device_model": model,
+        "write_cache": queue("write_cache"),
+        "fua": queue("fua").map(|text| text == "1"),
+        "logical_block_bytes": number("logical_block_size"),
+        "physical_block_bytes": number("physical_block_size"),
+        "rotational": queue("rotational").map(|text| text == "1"),
+        "scheduler": queue("scheduler"),
+    })
+}
+
+/// The machine: kernel, CPUs, memory, and the storage under `dir`.
+pub fn describe(dir: &Path) -> Value {
+    json!({
+        "kernel": read_trimmed(Path::new("/proc/sys/kernel/osrelease")),
+        "cpus": std::thread::available_parallelism().map_or(0, |count| count.get()),
+        "cpu_model": cpu_model(),
+        "memory_bytes": memory_bytes(),
+        "storage": storage_of(dir),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_temporary_directory_is_described() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let machine = describe(dir.path());
+        assert!(machine["kernel"]
+            .as_str()
+            .is_some_and(|kernel| !kernel.is_empty()));
+        assert!(machine["cpus"].as_u64().is_some_and(|cpus| cpus > 0));
+        let storage = &machine["storage"];
+        assert!(storage["file_system"].as_str().is_some(), "{storage}");
+    }
+}
