@@ -210,6 +210,17 @@ fn run(args: &Args) -> Result<(), String> {
         };
         cells.push(sealog_cell(&ring, shape, workload, options)?);
     }
+    progress("recovery: filling a ring and reopening it");
+    let (recovery_bytes_per_sec, recovered_entries) = recovery_cell(
+        &ring,
+        RingShape {
+            size_bytes: recovery_ring_bytes,
+            ..shape
+        },
+    )?;
+    let _ = std::fs::remove_dir_all(&ring);
+    // sealog's own peak RSS, before the peers (in this process) add theirs.
+    let sealog_peak_rss_bytes = cells::peak_rss_bytes();
     #[cfg(feature = "peers")]
     {
         // The peers' APIs block, so their fair cells are the one-in-flight ones (the quick run
@@ -233,15 +244,6 @@ fn run(args: &Args) -> Result<(), String> {
             }
         }
     }
-    progress("recovery: filling a ring and reopening it");
-    let (recovery_bytes_per_sec, recovered_entries) = recovery_cell(
-        &ring,
-        RingShape {
-            size_bytes: recovery_ring_bytes,
-            ..shape
-        },
-    )?;
-    let _ = std::fs::remove_dir_all(&ring);
     progress("");
     eprintln!();
 
@@ -280,7 +282,17 @@ fn run(args: &Args) -> Result<(), String> {
         recovery_bytes_per_sec / 1e6,
         read_ceiling / 1e6
     );
-    println!("peak RSS: {} MiB", cells::peak_rss_bytes() >> 20);
+    // The default ring's pool: a buffer per batch in the window plus two, each a batch and a
+    // block (see `sealog::drive::buffer_count`).
+    let pool_bytes = (u64::from(sealog::storage::WINDOW_BATCHES_DEFAULT) + 2)
+        * (u64::from(sealog::storage::BATCH_SIZE_DEFAULT_MAX_BYTES) + 4096);
+    println!(
+        "peak RSS of sealog's cells and recovery: {} MiB (largest ring {} MiB; one drive's \
+         buffer pool {} MiB)",
+        sealog_peak_rss_bytes >> 20,
+        recovery_ring_bytes >> 20,
+        pool_bytes >> 20
+    );
     let targets = report::targets(&all, recovery_ratio);
     println!("targets (this run's ratios):");
     for target in &targets {
@@ -325,7 +337,8 @@ fn run(args: &Args) -> Result<(), String> {
                 "read_depth_4_bytes_per_sec": read_ceiling_depth_4,
                 "ratio_to_ceiling": recovery_ratio,
             },
-            "peak_rss_bytes": cells::peak_rss_bytes(),
+            "peak_rss_bytes": sealog_peak_rss_bytes,
+            "peak_rss_bytes_with_peers": cells::peak_rss_bytes(),
             "targets": targets.iter().map(report::Target::to_json).collect::<Vec<_>>(),
         });
         let text = serde_json::to_string_pretty(&document).map_err(|error| error.to_string())?;

@@ -611,38 +611,49 @@ pub struct DriveCore<B: IoBackend> {
     closing: bool,
 }
 
-/// Reads the ring for replay through the backend (O_DIRECT on real devices), with one read
-/// ahead: while replay checks a chunk, the next one is already on its way into pool buffer
-/// [`READ_AHEAD_BUFFER`] (buffer 0 serves the synchronous reads). Replay's scan is sequential,
-/// so a full ring is read at about the device's sequential bandwidth rather than at
-/// bandwidth x (read time / (read time + check time)).
+/// Reads the ring for replay through the backend (O_DIRECT on real devices), with reads ahead:
+/// while replay checks a chunk, the next ones (as replay hints them) are already on their way
+/// into pool buffers 1..=[`READ_AHEAD_DEPTH`] (buffer 0 serves the synchronous reads). Replay's
+/// scan is sequential, so a full ring is read at about the device's sequential bandwidth with a
+/// few reads in flight, rather than at bandwidth x (read time / (read time + check time)).
 struct BackendSource<'a, B: IoBackend> {
     backend: &'a mut B,
     size: u64,
-    ahead: Option<ReadAhead>,
+    /// Reads ahead, in the order they were hinted (and will be asked for).
+    ahead: VecDeque<ReadAhead>,
     completions: Vec<Completion>,
 }
 
-/// A read ahead: where it reads, how much, and its outcome once its completion was seen.
+/// A read ahead: where it reads, how much, into which buffer, and its outcome once seen.
 struct ReadAhead {
     ring_offset: u64,
     len: usize,
+    buffer: usize,
     outcome: Option<Result<u32, i32>>,
 }
 
-/// The pool buffer recovery's read-ahead reads into.
-const READ_AHEAD_BUFFER: usize = 1;
+/// Reads recovery keeps ahead of replay at most (each in a pool buffer of its own).
+const READ_AHEAD_DEPTH: usize = 3;
+
+/// The tag of a read ahead into `buffer`.
+fn read_ahead_tag(buffer: usize) -> Tag {
+    (buffer as u64) << 3 | TAG_READ_AHEAD
+}
 
 impl<B: IoBackend> BackendSource<'_, B> {
-    /// Reaps completions (waiting for at least `min_complete`), noting the read-ahead's outcome;
-    /// returns the outcome of `tag` if it was among them.
+    /// Reaps completions (waiting for at least `min_complete`), noting the reads ahead's
+    /// outcomes; returns the outcome of `tag` if it was among them.
     fn reap(&mut self, min_complete: usize, tag: Tag) -> io::Result<Option<Result<u32, i32>>> {
         self.completions.clear();
         self.backend.wait(min_complete, &mut self.completions)?;
         let mut found = None;
         for completion in &self.completions {
-            if completion.tag == TAG_READ_AHEAD {
-                if let Some(ahead) = self.ahead.as_mut() {
+            if completion.tag & 7 == TAG_READ_AHEAD && completion.tag != tag {
+                let ahead = self
+                    .ahead
+                    .iter_mut()
+                    .find(|ahead| read_ahead_tag(ahead.buffer) == completion.tag);
+                if let Some(ahead) = ahead {
                     ahead.outcome = Some(completion.result);
                 }
             } else if completion.tag == tag {
@@ -652,23 +663,30 @@ impl<B: IoBackend> BackendSource<'_, B> {
         Ok(found)
     }
 
-    /// Waits until the read-ahead (if any) has completed, and takes it.
-    fn settle_ahead(&mut self) -> io::Result<Option<ReadAhead>> {
-        while self
-            .ahead
-            .as_ref()
-            .is_some_and(|ahead| ahead.outcome.is_none())
-        {
-            self.reap(1, TAG_READ_AHEAD)?;
+    /// Waits until the oldest read ahead has completed, and takes it.
+    fn settle_front(&mut self) -> io::Result<Option<ReadAhead>> {
+        let Some(front) = self.ahead.front() else {
+            return Ok(None);
+        };
+        if front.outcome.is_none() {
+            let tag = read_ahead_tag(front.buffer);
+            let outcome = loop {
+                if let Some(outcome) = self.reap(1, tag)? {
+                    break outcome;
+                }
+            };
+            if let Some(front) = self.ahead.front_mut() {
+                front.outcome = Some(outcome);
+            }
         }
-        Ok(self.ahead.take())
+        Ok(self.ahead.pop_front())
     }
 }
 
 impl<B: IoBackend> Drop for BackendSource<'_, B> {
-    /// The read-ahead's buffer goes back to the drive only once the device is done with it.
+    /// The reads ahead's buffers go back to the drive only once the device is done with them.
     fn drop(&mut self) {
-        let _ = self.settle_ahead();
+        while let Ok(Some(_)) = self.settle_front() {}
     }
 }
 
@@ -680,13 +698,17 @@ impl<B: IoBackend> RingSource for BackendSource<'_, B> {
     fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let chunk = self.backend.pool().buffer_bytes();
         let mut done = 0usize;
-        // The front comes from the read-ahead when it began exactly here. A failed read-ahead
-        // is forgotten: the synchronous read below redoes it and reports its own error.
-        if let Some(ahead) = self.settle_ahead()? {
-            if ahead.ring_offset == ring_offset && matches!(ahead.outcome, Some(Ok(_))) {
-                done = ahead.len.min(buf.len());
-                let pool = self.backend.pool();
-                buf[..done].copy_from_slice(&pool.buffer(READ_AHEAD_BUFFER)[..done]);
+        // The front comes from the oldest read ahead when it began exactly here; reads ahead
+        // that do not match are settled and forgotten. A failed read ahead is forgotten too:
+        // the synchronous read below redoes it and reports its own error.
+        while let Some(ahead) = self.settle_front()? {
+            if ahead.ring_offset == ring_offset {
+                if matches!(ahead.outcome, Some(Ok(_))) {
+                    done = ahead.len.min(buf.len());
+                    let pool = self.backend.pool();
+                    buf[..done].copy_from_slice(&pool.buffer(ahead.buffer)[..done]);
+                }
+                break;
             }
         }
         while done < buf.len() {
@@ -707,25 +729,39 @@ impl<B: IoBackend> RingSource for BackendSource<'_, B> {
 
     fn read_ahead(&mut self, ring_offset: u64, len: usize) {
         let pool = self.backend.pool();
-        if self.ahead.is_some() || pool.count() <= READ_AHEAD_BUFFER || len == 0 {
-            return;
-        }
+        let depth = READ_AHEAD_DEPTH.min(pool.count().saturating_sub(1));
         let len = len.min(pool.buffer_bytes());
-        let submitted =
-            self.backend
-                .submit_read(TAG_READ_AHEAD, ring_offset, READ_AHEAD_BUFFER, len as u32);
-        if submitted.is_err() {
+        if len == 0
+            || self.ahead.len() >= depth
+            || self
+                .ahead
+                .iter()
+                .any(|ahead| ahead.ring_offset == ring_offset)
+        {
             return;
         }
-        self.ahead = Some(ReadAhead {
+        let Some(buffer) =
+            (1..=depth).find(|buffer| self.ahead.iter().all(|ahead| ahead.buffer != *buffer))
+        else {
+            return;
+        };
+        let tag = read_ahead_tag(buffer);
+        if self
+            .backend
+            .submit_read(tag, ring_offset, buffer, len as u32)
+            .is_err()
+        {
+            return;
+        }
+        self.ahead.push_back(ReadAhead {
             ring_offset,
             len,
+            buffer,
             outcome: None,
         });
-        // Hand it to the device now (a backend may hold submissions until it is waited on).
-        if self.reap(0, TAG_READ_AHEAD).is_err() {
-            // The ring itself failed: the next synchronous read reports it.
-        }
+        // Hand it to the device now (a backend may hold submissions until it is waited on). A
+        // failure of the ring itself is reported by the next synchronous read.
+        let _ = self.reap(0, TAG_SYNC);
     }
 }
 
@@ -762,7 +798,7 @@ impl<B: IoBackend> DriveCore<B> {
             let mut source = BackendSource {
                 backend: &mut backend,
                 size,
-                ahead: None,
+                ahead: VecDeque::new(),
                 completions: Vec::new(),
             };
             sealog_wal::replay(

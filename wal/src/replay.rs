@@ -772,9 +772,13 @@ fn check_header(
 /// inside the chunk held but runs past it (a batch straddling the chunk's end), the held tail
 /// moves to the front and only what follows it is read, so a sequential scan reads every byte
 /// once. Every source read is `chunk` bytes (less only at a limit), starting where the last one
-/// ended, and the source is told what comes next (`RingSource::read_ahead`) with exactly the
-/// offset and length of the read that will follow, so a device can fetch it while this chunk is
+/// ended, and the source is told what comes next (`RingSource::read_ahead`, the next few reads
+/// with exactly their offsets and lengths), so a device can fetch them while this chunk is
 /// checked. `buf` holds twice `chunk`: a kept tail (under one batch) plus a whole read.
+/// How many chunks past the one just read replay hints: enough reads in flight to keep a device
+/// streaming (a sequential read reaches its bandwidth at a few reads of 1 MiB in flight).
+const READ_AHEAD_CHUNKS: usize = 3;
+
 struct Reader<'s, S: RingSource + ?Sized> {
     source: &'s mut S,
     buf: Vec<u8>,
@@ -828,10 +832,18 @@ impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
                 Err(error) => return Err(error),
             };
             self.len = kept + filled;
-            let next = from + filled as u64;
-            if filled == read && next < limit {
-                let ahead = (self.chunk as u64).min(limit - next) as usize;
-                self.source.read_ahead(next, ahead);
+            if filled == read {
+                // The reads that will follow, in order, within this segment (a source that
+                // already has one of them in flight ignores the repeated hint).
+                let mut ahead_at = from + filled as u64;
+                for _ in 0..READ_AHEAD_CHUNKS {
+                    if ahead_at >= limit {
+                        break;
+                    }
+                    let ahead = (self.chunk as u64).min(limit - ahead_at) as usize;
+                    self.source.read_ahead(ahead_at, ahead);
+                    ahead_at += ahead as u64;
+                }
             }
         }
         let at = (offset - self.start) as usize;

@@ -15,10 +15,11 @@ pub trait RingSource {
     /// reported by replay as a failed check at that place, never as a panic.
     fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()>;
 
-    /// A hint that replay will next read up to `len` bytes at `ring_offset` (inside one segment,
-    /// block-aligned): a source that can read ahead starts that read now, so the device works
-    /// while replay checks what it already has. The default does nothing; a hint is never wrong
-    /// to ignore, and a source must still answer any `read_at` correctly after one.
+    /// A hint that replay will soon read `len` bytes at `ring_offset` (inside one segment,
+    /// block-aligned; hints come in the order of the reads, and a hint may repeat one given
+    /// before): a source that can read ahead starts that read now, so the device works while
+    /// replay checks what it already has. The default does nothing; a hint is never wrong to
+    /// ignore, and a source must still answer any `read_at` correctly after one.
     fn read_ahead(&mut self, ring_offset: u64, len: usize) {
         let _ = (ring_offset, len);
     }
