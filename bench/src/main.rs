@@ -1,8 +1,11 @@
-//! `sealog-bench`: sealog against what the device itself can do, in one run on one file
-//! system: the built-in io_uring write+datasync ceilings (4 KiB and 1 MiB, queue depth 1) and a
-//! sequential O_DIRECT read, fio's when it is installed, then sealog's cells (payload sizes x
-//! writers x appends in flight) and the recovery of a full ring, each with its ratio to the
-//! ceiling that bounds it. A table on the terminal, `--json PATH` for scripts.
+//! `sealog-bench`: sealog against what the device itself can do and against its peers, in one
+//! run on one file system: the built-in io_uring write+datasync ceilings (4 KiB and 1 MiB, queue
+//! depth 1) and a sequential O_DIRECT read (1 and 4 reads in flight), fio's when it is
+//! installed, sealog's cells (payload sizes x writers x appends in flight), the recovery of a
+//! full 1 GiB ring, and with `--features peers` raft-engine's and okaywal's cells; each cell
+//! with its ratio to the ceiling that bounds it (and a peer's with sealog's ratio to it), then
+//! the targets with this run's figures. A table on the terminal, `--json PATH` with the
+//! machine description, `--plot PATH` an SVG.
 //!
 //! `cargo run --release -p sealog-bench -- --quick` is the README's main job (about a minute).
 
