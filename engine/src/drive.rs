@@ -378,9 +378,12 @@ impl Drive {
     fn send(&self, request: Request) -> Result<(), DriveError> {
         self.sender.send(request).map_err(|_| DriveError::Closed)?;
         // Pairs with the drive's fence between setting `sleeping` and checking the channel:
-        // either it sees this request, or this sees it asleep and wakes it.
+        // either it sees this request, or this sees it asleep and wakes it. Only the first
+        // client to see it asleep wakes it (the swap): the drive takes every request queued by
+        // then when it wakes, and announces its next sleep anew, so many writers arriving while
+        // a flush is in flight cost one wake-up (one eventfd write), not one each.
         fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::SeqCst) {
+        if self.sleeping.load(Ordering::SeqCst) && self.sleeping.swap(false, Ordering::SeqCst) {
             (self.waker)();
         }
         Ok(())
