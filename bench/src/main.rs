@@ -154,10 +154,6 @@ fn run(args: &Args) -> Result<(), String> {
     progress("ceiling: built-in 1 MiB write+datasync");
     let mut ceiling_1m =
         ceiling::builtin_write_sync(&ceiling_ring, 1 << 20, duration, args.spin_us)?;
-    progress("ceiling: sequential O_DIRECT read");
-    let read_ceiling_depth_1 = ceiling::builtin_sequential_read(&ceiling_ring, 1)?;
-    let read_ceiling_depth_4 = ceiling::builtin_sequential_read(&ceiling_ring, 4)?;
-    let read_ceiling = read_ceiling_depth_1.max(read_ceiling_depth_4);
     let fio_seconds = seconds.ceil() as u64;
     progress("ceiling: fio");
     let fio_4k = ceiling::fio_write_sync(scratch.path(), 4096, fio_seconds);
@@ -214,7 +210,7 @@ fn run(args: &Args) -> Result<(), String> {
         cells.push(sealog_cell(&ring, shape, workload, options)?);
     }
     progress("recovery: filling a ring and reopening it");
-    let (recovery_bytes_per_sec, recovered_entries) = recovery_cell(
+    let recovery = recovery_cell(
         &ring,
         RingShape {
             size_bytes: recovery_ring_bytes,
@@ -276,14 +272,17 @@ fn run(args: &Args) -> Result<(), String> {
     for line in report::group_commit_table(&all) {
         println!("{line}");
     }
-    let recovery_ratio = recovery_bytes_per_sec / read_ceiling;
+    let read_ceiling = recovery.read_ceiling_bytes_per_sec();
+    let recovery_ratio = recovery.bytes_per_sec / read_ceiling;
     println!(
-        "recovery of a full {} MiB ring ({recovered_entries} entries): {:.0} MB/s, \
-         {recovery_ratio:.2}x the sequential O_DIRECT read ceiling (best of 1 and 4 reads of 1 MiB \
-         in flight: {:.0} MB/s)",
+        "recovery of a full {} MiB ring ({} entries): {:.0} MB/s, \
+         {recovery_ratio:.2}x the sequential O_DIRECT read ceiling (the same ring read 1 MiB at a \
+         time, the better of 1 and 4 reads in flight: {:.0} MB/s; medians of {} rounds)",
         recovery_ring_bytes >> 20,
-        recovery_bytes_per_sec / 1e6,
-        read_ceiling / 1e6
+        recovery.entries,
+        recovery.bytes_per_sec / 1e6,
+        read_ceiling / 1e6,
+        cells::RECOVERY_ROUNDS
     );
     // The default ring's pool: a buffer per batch in the window plus two, each a batch and a
     // block (see `sealog::drive::buffer_count`).
@@ -334,10 +333,12 @@ fn run(args: &Args) -> Result<(), String> {
             "cells": all.iter().map(Cell::to_json).collect::<Vec<_>>(),
             "recovery": {
                 "ring_bytes": recovery_ring_bytes,
-                "bytes_per_sec": recovery_bytes_per_sec,
+                "bytes_per_sec": recovery.bytes_per_sec,
                 "read_ceiling_bytes_per_sec": read_ceiling,
-                "read_depth_1_bytes_per_sec": read_ceiling_depth_1,
-                "read_depth_4_bytes_per_sec": read_ceiling_depth_4,
+                "read_depth_1_bytes_per_sec": recovery.read_depth_1_bytes_per_sec,
+                "read_depth_4_bytes_per_sec": recovery.read_depth_4_bytes_per_sec,
+                "entries": recovery.entries,
+                "rounds": cells::RECOVERY_ROUNDS,
                 "ratio_to_ceiling": recovery_ratio,
             },
             "peak_rss_bytes": sealog_peak_rss_bytes,
