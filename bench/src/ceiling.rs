@@ -141,10 +141,20 @@ pub fn builtin_sequential_read(ring: &Path, depth: usize) -> Result<f64, String>
     Ok(read as f64 / started.elapsed().as_secs_f64())
 }
 
+/// Where fio writes: a file it creates in a directory (removed afterwards), or a block device
+/// (its first 256 MiB are overwritten).
+#[derive(Clone, Copy, Debug)]
+pub enum FioTarget<'a> {
+    /// A scratch file in this directory.
+    Directory(&'a Path),
+    /// This block device.
+    Device(&'a Path),
+}
+
 /// fio's write+fdatasync cell with the same parameters (io_uring, O_DIRECT, fdatasync after
-/// every write, queue depth 1), on a file in `directory`; `None` when fio is not installed.
+/// every write, queue depth 1), on `target`; `None` when fio is not installed.
 pub fn fio_write_sync(
-    directory: &Path,
+    target: FioTarget<'_>,
     bytes: usize,
     seconds: u64,
 ) -> Option<Result<Cell, String>> {
@@ -155,7 +165,10 @@ pub fn fio_write_sync(
     if !found {
         return None;
     }
-    let file = directory.join(format!("fio-{bytes}"));
+    let (file, scratch) = match target {
+        FioTarget::Directory(directory) => (directory.join(format!("fio-{bytes}")), true),
+        FioTarget::Device(device) => (device.to_path_buf(), false),
+    };
     let output = Command::new("fio")
         .args([
             "--name=sealog-ceiling",
@@ -174,7 +187,10 @@ pub fn fio_write_sync(
         .arg(format!("--runtime={seconds}"))
         .arg(format!("--filename={}", file.display()))
         .output();
-    let _ = std::fs::remove_file(&file);
+    // Only the scratch file is removed, never a device.
+    if scratch {
+        let _ = std::fs::remove_file(&file);
+    }
     Some(parse_fio(output, bytes))
 }
 

@@ -43,7 +43,10 @@ pub struct RingShape {
 
 /// Formats a fresh directory ring of `shape` at `path`; returns its block size.
 pub fn fresh_ring(path: &Path, shape: RingShape) -> Result<u32, String> {
-    let _ = std::fs::remove_dir_all(path);
+    // A directory ring is made anew; a block device is formatted over (force).
+    if path.is_dir() {
+        std::fs::remove_dir_all(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    }
     let options = FormatOptions {
         size_bytes: shape.size_bytes,
         segment_size_bytes: Some(64 << 20),

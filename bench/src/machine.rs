@@ -57,18 +57,47 @@ fn disk_dir(device: &str) -> Option<PathBuf> {
     parent.join("queue").exists().then_some(parent)
 }
 
-/// The storage under `dir`: file system, device, cache, FUA, block sizes, scheduler.
-pub fn storage_of(dir: &Path) -> Value {
+/// The size of the block device at `path`, in bytes (an error names the path when it is not
+/// a block device or cannot be opened).
+pub fn block_device_bytes(path: &Path) -> Result<u64, String> {
+    use std::io::{Seek, SeekFrom};
+    use std::os::unix::fs::FileTypeExt;
+    let metadata =
+        std::fs::metadata(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    if !metadata.file_type().is_block_device() {
+        return Err(format!("{}: not a block device", path.display()));
+    }
+    let mut device =
+        std::fs::File::open(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    device
+        .seek(SeekFrom::End(0))
+        .map_err(|error| format!("{}: size: {error}", path.display()))
+}
+
+/// The storage at `path`: for a directory, the file system holding it and its device; for a
+/// block device, the device itself. File system, device, cache, FUA, block sizes, scheduler.
+pub fn storage_of(path: &Path) -> Value {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = path;
     let Ok(metadata) = std::fs::metadata(dir) else {
         return json!({ "path": dir.display().to_string() });
     };
-    let dev = metadata.dev();
+    let is_device = metadata.file_type().is_block_device();
+    let dev = if is_device {
+        metadata.rdev()
+    } else {
+        metadata.dev()
+    };
     let device = format!(
         "{}:{}",
         nix::sys::stat::major(dev),
         nix::sys::stat::minor(dev)
     );
-    let (fs_type, source) = mount_of(&device).unzip();
+    let (fs_type, source) = if is_device {
+        (None, None)
+    } else {
+        mount_of(&device).unzip()
+    };
     let disk = disk_dir(&device);
     let queue = |name: &str| {
         disk.as_ref()
@@ -84,6 +113,7 @@ pub fn storage_of(dir: &Path) -> Value {
         .and_then(|disk| read_trimmed(&disk.join("device").join("model")));
     json!({
         "path": dir.display().to_string(),
+        "raw_block_device": is_device,
         "file_system": fs_type,
         "mount_source": source,
         "device": name,
@@ -97,7 +127,7 @@ pub fn storage_of(dir: &Path) -> Value {
     })
 }
 
-/// The machine: kernel, CPUs, memory, and the storage under `dir`.
+/// The machine: kernel, CPUs, memory, and the storage at `dir` (a directory or a device).
 pub fn describe(dir: &Path) -> Value {
     json!({
         "kernel": read_trimmed(Path::new("/proc/sys/kernel/osrelease")),

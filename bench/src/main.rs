@@ -51,6 +51,11 @@ struct Args {
     /// removed afterwards); default: the current directory.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Measure a block device instead of a file system: the ceilings (fio included), sealog's
+    /// rings and the recovery ring all go on it, sized to fit. ITS CONTENTS ARE OVERWRITTEN.
+    /// The peers, which need a file system, still run in --dir.
+    #[arg(long)]
+    device: Option<PathBuf>,
     /// Seconds measured per cell (after a warm-up of a fifth of it).
     #[arg(long)]
     seconds: Option<f64>,
@@ -132,9 +137,15 @@ fn run(args: &Args) -> Result<(), String> {
     let seconds = args.seconds.unwrap_or(if args.quick { 3.0 } else { 10.0 });
     let duration = Duration::from_secs_f64(seconds);
     let warmup = Duration::from_secs_f64(seconds / 5.0);
-    let ring_bytes: u64 = if args.quick { 512 << 20 } else { 1 << 30 };
+    // On a block device every ring is the device itself, each sized to fit it.
+    let device_bytes = match &args.device {
+        Some(device) => Some(machine::block_device_bytes(device)?),
+        None => None,
+    };
+    let fit = |bytes: u64| device_bytes.map_or(bytes, |device| bytes.min(device));
+    let ring_bytes: u64 = fit(if args.quick { 512 << 20 } else { 1 << 30 });
     // The recovery target is stated for a full 1 GiB ring: the quick run measures that too.
-    let recovery_ring_bytes: u64 = 1 << 30;
+    let recovery_ring_bytes: u64 = fit(1 << 30);
     let shape = RingShape {
         size_bytes: ring_bytes,
         batch_size_max_bytes: args.batch_max_bytes,
@@ -142,9 +153,12 @@ fn run(args: &Args) -> Result<(), String> {
     };
 
     // Ceilings first, on a scratch ring of their own (the raw writes overwrite its data).
-    let ceiling_ring = scratch.path().join("ceiling");
+    let ceiling_ring = args
+        .device
+        .clone()
+        .unwrap_or_else(|| scratch.path().join("ceiling"));
     let ceiling_shape = RingShape {
-        size_bytes: 256 << 20,
+        size_bytes: fit(256 << 20),
         batch_size_max_bytes: None,
         window_batches_max: None,
     };
@@ -156,8 +170,12 @@ fn run(args: &Args) -> Result<(), String> {
         ceiling::builtin_write_sync(&ceiling_ring, 1 << 20, duration, args.spin_us)?;
     let fio_seconds = seconds.ceil() as u64;
     progress("ceiling: fio");
-    let fio_4k = ceiling::fio_write_sync(scratch.path(), 4096, fio_seconds);
-    let fio_1m = ceiling::fio_write_sync(scratch.path(), 1 << 20, fio_seconds);
+    let fio_target = match &args.device {
+        Some(device) => ceiling::FioTarget::Device(device),
+        None => ceiling::FioTarget::Directory(scratch.path()),
+    };
+    let fio_4k = ceiling::fio_write_sync(fio_target, 4096, fio_seconds);
+    let fio_1m = ceiling::fio_write_sync(fio_target, 1 << 20, fio_seconds);
     let fio_found = fio_4k.is_some();
     let ceiling_mb = ceiling_1m.mb_per_sec;
     let (ceiling_p50, ceiling_p99) = (ceiling_4k.p50_us, ceiling_4k.p99_us);
@@ -180,7 +198,10 @@ fn run(args: &Args) -> Result<(), String> {
         all.extend([(4096, 4, 256), (128, 4, 256)]);
         all
     };
-    let ring = scratch.path().join("ring");
+    let ring = args
+        .device
+        .clone()
+        .unwrap_or_else(|| scratch.path().join("ring"));
     let workloads: Vec<Workload> = workloads
         .into_iter()
         .map(|(payload_bytes, writers, in_flight)| Workload {
@@ -217,7 +238,9 @@ fn run(args: &Args) -> Result<(), String> {
             ..shape
         },
     )?;
-    let _ = std::fs::remove_dir_all(&ring);
+    if args.device.is_none() {
+        let _ = std::fs::remove_dir_all(&ring);
+    }
     // sealog's own peak RSS, before the peers (in this process) add theirs.
     let sealog_peak_rss_bytes = cells::peak_rss_bytes();
     #[cfg(feature = "peers")]
@@ -320,7 +343,8 @@ fn run(args: &Args) -> Result<(), String> {
         .or_else(|| full_run_default("sealog-bench.json"))
     {
         let document = json!({
-            "machine": machine::describe(&base),
+            "machine": machine::describe(args.device.as_deref().unwrap_or(&base)),
+            "device": args.device.as_ref().map(|device| device.display().to_string()),
             "ring_block_bytes": ring_block_bytes,
             "durability": args.durability,
             "spin_before_block_us": args.spin_us,
