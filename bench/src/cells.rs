@@ -75,6 +75,20 @@ pub fn peak_rss_bytes() -> u64 {
     getrusage(UsageWho::RUSAGE_SELF).map_or(0, |usage| usage.max_rss().max(0) as u64 * 1024)
 }
 
+/// Starts a cell's own peak RSS: Linux resets the process's high-water mark (VmHWM) to its
+/// current RSS when "5" is written to /proc/self/clear_refs. Returns whether it could.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The process's high-water mark of resident memory (VmHWM) since the last reset, in bytes.
+pub fn peak_rss_since_reset_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// Runs one sealog cell on a fresh ring at `ring`.
 pub fn sealog_cell(
     ring: &Path,
@@ -83,6 +97,7 @@ pub fn sealog_cell(
     options: DriveOptions,
 ) -> Result<Cell, String> {
     fresh_ring(ring, shape)?;
+    let rss_reset = reset_peak_rss();
     let drive = Arc::new(
         Drive::open(
             ring,
@@ -134,6 +149,9 @@ pub fn sealog_cell(
         seconds,
         &latency,
     );
+    if rss_reset {
+        cell.peak_rss_bytes = peak_rss_since_reset_bytes().unwrap_or(0);
+    }
     let batches = after.batches.saturating_sub(before.batches);
     let appends = after.appends.saturating_sub(before.appends);
     cell.batch_entries = appends as f64 / batches.max(1) as f64;
@@ -168,6 +186,10 @@ fn writer(
 ) -> WriterResult {
     let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
     let payload = vec![0x5a; workload.payload_bytes];
+    let record_bytes = (workload.payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
+    let ring_bytes = drive.geometry().ring_size_bytes().unwrap_or(0);
+    let keep = (ring_bytes / 4 / record_bytes).max(64);
+    let trim_every = (keep / 4).max(1);
     let mut pending = VecDeque::with_capacity(workload.in_flight);
     let mut count = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -185,11 +207,12 @@ fn writer(
                 .ok();
             count += 1;
         }
-        // Keep the ring from filling: every 2048 LSNs some writer releases all but the last
-        // 8192 entries (a trim below the current point is a no-op).
-        if lsn % 2048 == 0 {
+        // Keep the ring from filling: every quarter of `keep` LSNs some writer releases all
+        // but the last `keep` entries, a quarter of the ring (a trim below the current point
+        // is a no-op).
+        if lsn % trim_every == 0 {
             drive
-                .trim(lsn.saturating_sub(8192))
+                .trim(lsn.saturating_sub(keep))
                 .map_err(|error| error.to_string())?;
         }
     }

@@ -241,6 +241,7 @@ pub fn peer_cell(peer: Peer, dir: &Path, workload: Workload) -> Result<Cell, Str
         .prefix(&format!("{name}-"))
         .tempdir_in(dir)
         .map_err(|error| format!("{name}: temporary directory in {}: {error}", dir.display()))?;
+    let rss_reset = crate::cells::reset_peak_rss();
     let store = Arc::new(Store::open(peer, scratch.path())?);
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
@@ -314,6 +315,9 @@ pub fn peer_cell(peer: Peer, dir: &Path, workload: Workload) -> Result<Cell, Str
         seconds,
         &latency,
     );
+    if rss_reset {
+        cell.peak_rss_bytes = crate::cells::peak_rss_since_reset_bytes().unwrap_or(0);
+    }
     let gigabytes = operations as f64 * workload.payload_bytes as f64 / 1e9;
     cell.cpu_seconds_per_gb = if gigabytes > 0.0 {
         cpu / gigabytes

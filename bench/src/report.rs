@@ -35,6 +35,9 @@ pub struct Cell {
     pub batch_p50_us: f64,
     /// sealog: p50 of the device's idle gap between the last batch in flight and the next.
     pub idle_gap_p50_us: f64,
+    /// Peak resident memory of the process during this cell (its own high-water mark), bytes;
+    /// 0 when the kernel could not reset the mark.
+    pub peak_rss_bytes: u64,
     /// Flushes per second (sealog: batches per second).
     pub syncs_per_sec: f64,
     /// CPU seconds (user + system) per GB of payload.
@@ -148,6 +151,7 @@ impl Cell {
             "idle_gap_p50_us": self.idle_gap_p50_us,
             "syncs_per_sec": self.syncs_per_sec,
             "cpu_seconds_per_gb": self.cpu_seconds_per_gb,
+            "peak_rss_bytes": self.peak_rss_bytes,
             "ratio_to_ceiling": self.ratio_to_ceiling,
             "p50_ratio_to_ceiling": self.p50_ratio_to_ceiling,
             "p99_ratio_to_ceiling": self.p99_ratio_to_ceiling,
@@ -347,7 +351,7 @@ pub fn target_line(target: &Target) -> String {
 /// The group-commit table: how sealog's cells batched, per cell.
 pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
     let mut lines = vec![format!(
-        "{:<16} {:>8} {:>7} {:>6} {:>9} {:>10} {:>10} {:>9} {:>9}",
+        "{:<16} {:>8} {:>7} {:>6} {:>9} {:>10} {:>10} {:>9} {:>9} {:>8}",
         "group commit",
         "payload",
         "writers",
@@ -356,11 +360,12 @@ pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
         "batch p50",
         "idle p50",
         "syncs/s",
-        "CPU s/GB"
+        "CPU s/GB",
+        "RSS MiB"
     )];
     for cell in cells.iter().filter(|cell| cell.engine == "sealog") {
         lines.push(format!(
-            "{:<16} {:>8} {:>7} {:>6} {:>9.1} {:>10.0} {:>10.0} {:>9.0} {:>9.2}",
+            "{:<16} {:>8} {:>7} {:>6} {:>9.1} {:>10.0} {:>10.0} {:>9.0} {:>9.2} {:>8}",
             cell.engine,
             cell.payload_bytes,
             cell.writers,
@@ -369,7 +374,8 @@ pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
             cell.batch_p50_us,
             cell.idle_gap_p50_us,
             cell.syncs_per_sec,
-            cell.cpu_seconds_per_gb
+            cell.cpu_seconds_per_gb,
+            cell.peak_rss_bytes >> 20
         ));
     }
     lines
