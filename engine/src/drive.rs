@@ -644,43 +644,35 @@ fn read_ahead_tag(buffer: usize) -> Tag {
 }
 
 impl<B: IoBackend> BackendSource<'_, B> {
-    /// Reaps completions (waiting for at least `min_complete`), noting the reads ahead's
-    /// outcomes; returns the outcome of `tag` if it was among them.
-    fn reap(&mut self, min_complete: usize, tag: Tag) -> io::Result<Option<Result<u32, i32>>> {
+    /// Reaps completions (waiting for at least `min_complete`): each read ahead's outcome is
+    /// noted in its entry; the synchronous read's outcome, if among them, is returned.
+    fn reap(&mut self, min_complete: usize) -> io::Result<Option<Result<u32, i32>>> {
         self.completions.clear();
         self.backend.wait(min_complete, &mut self.completions)?;
-        let mut found = None;
+        let mut sync_outcome = None;
         for completion in &self.completions {
-            if completion.tag & 7 == TAG_READ_AHEAD && completion.tag != tag {
-                let ahead = self
-                    .ahead
-                    .iter_mut()
-                    .find(|ahead| read_ahead_tag(ahead.buffer) == completion.tag);
-                if let Some(ahead) = ahead {
-                    ahead.outcome = Some(completion.result);
-                }
-            } else if completion.tag == tag {
-                found = Some(completion.result);
+            if completion.tag == TAG_SYNC {
+                sync_outcome = Some(completion.result);
+            } else if let Some(ahead) = self
+                .ahead
+                .iter_mut()
+                .find(|ahead| read_ahead_tag(ahead.buffer) == completion.tag)
+            {
+                ahead.outcome = Some(completion.result);
             }
         }
-        Ok(found)
+        Ok(sync_outcome)
     }
 
-    /// Waits until the oldest read ahead has completed, and takes it.
+    /// Waits until the oldest read ahead has completed, and takes it. (No synchronous read is
+    /// in flight meanwhile: `read_at` settles reads ahead before it submits one.)
     fn settle_front(&mut self) -> io::Result<Option<ReadAhead>> {
-        let Some(front) = self.ahead.front() else {
-            return Ok(None);
-        };
-        if front.outcome.is_none() {
-            let tag = read_ahead_tag(front.buffer);
-            let outcome = loop {
-                if let Some(outcome) = self.reap(1, tag)? {
-                    break outcome;
-                }
-            };
-            if let Some(front) = self.ahead.front_mut() {
-                front.outcome = Some(outcome);
-            }
+        while self
+            .ahead
+            .front()
+            .is_some_and(|ahead| ahead.outcome.is_none())
+        {
+            self.reap(1)?;
         }
         Ok(self.ahead.pop_front())
     }
@@ -719,7 +711,7 @@ impl<B: IoBackend> RingSource for BackendSource<'_, B> {
             self.backend
                 .submit_read(TAG_SYNC, ring_offset + done as u64, 0, len as u32)?;
             let outcome = loop {
-                if let Some(outcome) = self.reap(1, TAG_SYNC)? {
+                if let Some(outcome) = self.reap(1)? {
                     break outcome;
                 }
             };
@@ -764,7 +756,7 @@ impl<B: IoBackend> RingSource for BackendSource<'_, B> {
         });
         // Hand it to the device now (a backend may hold submissions until it is waited on). A
         // failure of the ring itself is reported by the next synchronous read.
-        let _ = self.reap(0, TAG_SYNC);
+        let _ = self.reap(0);
     }
 }
 
@@ -1387,11 +1379,12 @@ impl<B: IoBackend> DriveCore<B> {
             self.backend.pool().release(batch.buffer);
         }
         if acknowledged > 0 && self.inflight.is_empty() {
-            self.idle_since = Some(Instant::now());
-        }
-        if acknowledged > 0 && self.inflight.is_empty() && self.group_gather_us > 0 {
-            self.expected_group = self.queue.len() as u64 + acknowledged;
-            self.gather_until = Some(Instant::now() + Duration::from_micros(self.group_gather_us));
+            let now = Instant::now();
+            self.idle_since = Some(now);
+            if self.group_gather_us > 0 {
+                self.expected_group = self.queue.len() as u64 + acknowledged;
+                self.gather_until = Some(now + Duration::from_micros(self.group_gather_us));
+            }
         }
     }
 
