@@ -246,7 +246,7 @@ pub fn recovery_cell(ring: &Path, shape: RingShape) -> Result<Recovery, String> 
         let ticket: sealog::Ticket = pending.pop_front().expect("pending");
         match ticket.wait() {
             Ok(_) => appended += 1,
-            Err(sealog::DriveError::RingFull { .. }) => full = true,
+            Err(sealog::AppendError::RingFull { .. }) => full = true,
             Err(error) => return Err(error.to_string()),
         }
     }

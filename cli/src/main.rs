@@ -12,7 +12,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use sealog::reader::RingReader;
-use sealog::{Drive, DriveError, DriveOptions, Durability, FormatError, FormatOptions, OpenError};
+use sealog::{
+    AppendError, Drive, DriveOptions, Durability, FormatError, FormatOptions, OpenError, TrimError,
+};
 use sealog_wal::{Outcome, RecoveryReport, ReplayError, ReplayOptions};
 
 /// Exit status for usage errors, unusable rings and I/O errors.
@@ -228,7 +230,7 @@ fn append(
                 }
                 let ticket = drive
                     .append(payload)
-                    .map_err(|error| drive_failure(path, error))?;
+                    .map_err(|error| append_failure(path, error))?;
                 sender
                     .send(ticket)
                     .map_err(|_| fail(EXIT_OTHER, "the printer stopped"))
@@ -256,7 +258,7 @@ fn append(
                         printed = Err(fail(EXIT_OTHER, "cannot write to stdout"));
                     }
                 }
-                Err(error) => printed = Err(drive_failure(path, error)),
+                Err(error) => printed = Err(append_failure(path, error)),
             }
         }
         let submitted = submitter
@@ -268,9 +270,19 @@ fn append(
     outcome
 }
 
-fn drive_failure(path: &Path, error: DriveError) -> Failure {
+/// An append's failure: an I/O error that stopped the drive is exit 2, anything else 1.
+fn append_failure(path: &Path, error: AppendError) -> Failure {
     let status = match error {
-        DriveError::Failed { .. } => EXIT_UNUSABLE,
+        AppendError::Failed(_) => EXIT_UNUSABLE,
+        _ => EXIT_OTHER,
+    };
+    fail(status, format!("{}: {error}", path.display()))
+}
+
+/// A trim's failure: an I/O error that stopped the drive is exit 2, anything else 1.
+fn trim_failure(path: &Path, error: TrimError) -> Failure {
+    let status = match error {
+        TrimError::Failed(_) => EXIT_UNUSABLE,
         _ => EXIT_OTHER,
     };
     fail(status, format!("{}: {error}", path.display()))
@@ -454,7 +466,7 @@ fn verify(path: &Path, json: bool) -> Result<(), Failure> {
 
 fn trim(path: &Path, upto: u64) -> Result<(), Failure> {
     let drive = Drive::open(path, DriveOptions::default()).map_err(open_failure)?;
-    let result = drive.trim(upto).map_err(|error| drive_failure(path, error));
+    let result = drive.trim(upto).map_err(|error| trim_failure(path, error));
     drive.close();
     result?;
     println!("trimmed {} up to LSN {upto}", path.display());

@@ -1,11 +1,12 @@
 //! The engine's typed errors, one enum per operation: formatting, opening (with recovery),
 //! appending, reading, trimming. Each names the path and, where it applies, the segment,
-//! offset and LSN; the drive's fail-stop state is an error of its own kind that every later
-//! call gets until the ring is reopened.
+//! offset and LSN; the drive's fail-stop cause ([`DriveFailure`]) is an error of its own that
+//! every later request gets until the ring is reopened, and [`DriveClosed`] says a request
+//! was not carried out because the drive was closed or its thread is gone.
 
 use std::path::PathBuf;
 
-use sealog_wal::{GeometryError, ReplayError};
+use sealog_wal::{Check, GeometryError, Kind, Position, ReplayError};
 
 /// Why `format` failed.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +87,15 @@ pub enum OpenError {
         #[source]
         source: ReplayError,
     },
+    /// The control block's sequence number cannot grow (a damaged or crafted control block):
+    /// no writer can record its incarnation.
+    #[error("{path}: the control block's sequence number {sequence} cannot grow")]
+    ControlSequenceExhausted {
+        /// The path.
+        path: PathBuf,
+        /// The current control block's sequence number.
+        sequence: u64,
+    },
     /// The storage's block size grew past the ring's.
     #[error(
         "{path}: the ring was formatted with {ring_block_bytes}-byte blocks but the storage \
@@ -130,9 +140,96 @@ pub enum OpenError {
     },
 }
 
-/// Why an append, read, trim or other drive request failed.
+/// Which device operation a fail-stop came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOperation {
+    /// A batch, marker or control block write.
+    Write,
+    /// A flush (or the datasync linked behind a write).
+    Flush,
+    /// Handing operations to the device or reaping their completions.
+    Wait,
+}
+
+impl IoOperation {
+    /// Lower-case name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoOperation::Write => "write",
+            IoOperation::Flush => "flush",
+            IoOperation::Wait => "wait for completions",
+        }
+    }
+}
+
+impl std::fmt::Display for IoOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a drive stopped for good (fail-stop): every request after it gets this, and only a
+/// reopen, which replays the device, continues.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DriveError {
+pub enum DriveFailure {
+    /// A write or flush failed: nothing is acknowledged after it (a flush is never retried).
+    #[error(
+        "the drive stopped after a {operation} failed at ring offset {ring_offset}: errno \
+         {errno} ({message})"
+    )]
+    Io {
+        /// What failed.
+        operation: IoOperation,
+        /// Where, as a ring offset (0 for a failed wait).
+        ring_offset: u64,
+        /// The errno.
+        errno: i32,
+        /// The errno's text.
+        message: String,
+    },
+    /// The drive thread panicked: a bug. Everything queued or in flight was failed with this.
+    #[error("the drive thread stopped unexpectedly: {message}")]
+    ThreadPanicked {
+        /// The panic's message.
+        message: String,
+    },
+    /// The backend completed an operation the drive never submitted: a broken device seam.
+    #[error("the I/O backend completed an operation never submitted (tag {tag:#x})")]
+    UnknownCompletion {
+        /// The tag it carried.
+        tag: u64,
+    },
+}
+
+impl DriveFailure {
+    /// An I/O failure with the errno's text.
+    pub fn io(operation: IoOperation, ring_offset: u64, errno: i32) -> DriveFailure {
+        DriveFailure::Io {
+            operation,
+            ring_offset,
+            errno,
+            message: errno_text(errno),
+        }
+    }
+}
+
+/// The text of an errno, without the "(os error N)" that `io::Error` appends.
+pub fn errno_text(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    match text.rfind(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}
+
+/// The drive is closed, or its thread is gone: the request was not carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the drive is closed")]
+pub struct DriveClosed;
+
+/// Why an append failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AppendError {
     /// The payload is over the ring's limit; nothing of it was written.
     #[error("payload of {payload_len} bytes is over the ring's limit of {payload_size_max_bytes}")]
     PayloadTooLarge {
@@ -141,56 +238,99 @@ pub enum DriveError {
         /// The limit.
         payload_size_max_bytes: u32,
     },
-    /// The ring is full: trim to make room (the caller chose to be told rather than wait).
+    /// The kind is the format's own (padding fills batches; the engine writes it itself).
+    #[error("a {} record is written by the engine itself, not appended", kind.name())]
+    ReservedKind {
+        /// The kind asked for.
+        kind: Kind,
+    },
+    /// The ring is full: trim to make room (the caller chose to be told rather than wait, or
+    /// the wait ran out).
     #[error("the ring is full: trim to make room for LSN {next_lsn}")]
     RingFull {
         /// The LSN the append would have taken.
         next_lsn: u64,
     },
-    /// The LSN is not a live entry.
-    #[error("LSN {lsn} is not live (live entries are {first_lsn}..{next_lsn})")]
-    LsnOutOfRange {
+    /// The drive failed stop before this append was acknowledged.
+    #[error(transparent)]
+    Failed(#[from] DriveFailure),
+    /// The drive was closed before this append was acknowledged.
+    #[error(transparent)]
+    Closed(#[from] DriveClosed),
+}
+
+/// Why a read found no payload.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The entry was released by a trim (or never existed below the first live LSN).
+    #[error("LSN {lsn} is trimmed: the log starts at LSN {first_lsn}")]
+    Trimmed {
         /// The LSN asked for.
         lsn: u64,
         /// The first live LSN.
         first_lsn: u64,
-        /// The next LSN to be written.
-        next_lsn: u64,
     },
-    /// Trim asked for LSNs not yet acknowledged.
-    #[error("cannot trim to LSN {lsn}: only up to {durable_lsn} is acknowledged")]
-    TrimBeyondDurable {
+    /// The entry is not acknowledged yet (or was never appended): nothing unacknowledged is
+    /// ever served.
+    #[error("LSN {lsn} is not durable yet: the durable tail is LSN {durable_lsn}")]
+    NotYetDurable {
         /// The LSN asked for.
         lsn: u64,
         /// The highest acknowledged LSN.
         durable_lsn: u64,
     },
-    /// A read found a record that does not check out.
-    #[error("reading LSN {lsn} at {position}: the {check} check failed")]
-    ReadCorrupt {
-        /// The LSN read.
+    /// The record read from the device fails one of replay's checks.
+    #[error("LSN {lsn} at {position} is damaged: the {check} check failed")]
+    Damaged {
+        /// The LSN asked for (or the record in its batch that failed).
         lsn: u64,
-        /// Where.
-        position: sealog_wal::Position,
+        /// Where the failing check is.
+        position: Position,
         /// The check that failed.
-        check: &'static str,
+        check: Check,
     },
-    /// The drive failed stop after an I/O error; nothing more is acknowledged until reopen.
-    #[error(
-        "the drive stopped after {operation} failed at ring offset {ring_offset}: errno {errno} \
-         ({message})"
-    )]
-    Failed {
-        /// write, flush or read.
-        operation: &'static str,
-        /// Where.
+    /// The device failed the read: this read's outcome only; the drive runs on.
+    #[error("reading LSN {lsn} at ring offset {ring_offset} failed: errno {errno} ({message})")]
+    Io {
+        /// The LSN asked for.
+        lsn: u64,
+        /// Where the read was.
         ring_offset: u64,
         /// The errno.
         errno: i32,
         /// The errno's text.
         message: String,
     },
+    /// The drive failed stop.
+    #[error(transparent)]
+    Failed(#[from] DriveFailure),
     /// The drive was closed.
-    #[error("the drive is closed")]
-    Closed,
+    #[error(transparent)]
+    Closed(#[from] DriveClosed),
+}
+
+/// Why a trim failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrimError {
+    /// Trim asked for LSNs not yet acknowledged.
+    #[error("cannot trim to LSN {lsn}: only up to {durable_lsn} is acknowledged")]
+    BeyondDurable {
+        /// The LSN asked for.
+        lsn: u64,
+        /// The highest acknowledged LSN.
+        durable_lsn: u64,
+    },
+    /// The control block's sequence number cannot grow (only a damaged or crafted control
+    /// block gets here): no trim can be made durable on this ring.
+    #[error("the control block's sequence number {sequence} cannot grow: no trim can be written")]
+    ControlSequenceExhausted {
+        /// The current control block's sequence number.
+        sequence: u64,
+    },
+    /// The drive failed stop (the trim may or may not be durable; a reopen tells).
+    #[error(transparent)]
+    Failed(#[from] DriveFailure),
+    /// The drive was closed.
+    #[error(transparent)]
+    Closed(#[from] DriveClosed),
 }

@@ -4,7 +4,8 @@
 //! on open with the `sealog-wal` scanner, reads, durable trim, ring-full backpressure, and
 //! fail-stop on any I/O error.
 //!
-//! - [`drive`]: one drive and its thread (the group-commit state machine);
+//! - [`drive`]: one drive, its thread and its state machine (group commit, reads, trims,
+//!   tail markers, recovery);
 //! - [`engine`]: several drives opened together;
 //! - [`storage`]: formatting and opening rings, locks, the block size rule;
 //! - [`io`]: the completion-based I/O seam; [`uring`] its io_uring backend (the only module
@@ -29,10 +30,13 @@ pub mod ticket;
 pub mod uring;
 
 pub use drive::{
-    Drive, DriveCore, DriveOptions, DriveState, Durability, EntryIter, Request, Stats, Wait,
-    WhenFull,
+    Drive, DriveCore, DriveOptions, DriveState, Durability, EntryIter, ReadEntries, Request, Stats,
+    Wait, WhenFull,
 };
 pub use engine::Engine;
-pub use error::{DriveError, FormatError, OpenError};
+pub use error::{
+    AppendError, DriveClosed, DriveFailure, FormatError, IoOperation, OpenError, ReadError,
+    TrimError,
+};
 pub use storage::{format, FormatOptions};
-pub use ticket::Ticket;
+pub use ticket::{AppendOutcome, Ticket};

@@ -1,7 +1,7 @@
 //! The fixed pool of O_DIRECT buffers a drive owns: one page-aligned anonymous mapping
 //! (memmap2), cut into equal buffers, allocated once at open and registered with io_uring where
-//! the memlock limit allows. Nothing on the hot path allocates; a buffer is lent to the device
-//! for the life of one operation and handed back on its completion.
+//! the memlock limit allows. Nothing on the hot path allocates. Which buffer serves what, and
+//! when it is free, is the drive's business (its lanes); the pool only owns the memory.
 
 use std::io;
 
@@ -12,7 +12,6 @@ pub struct BufferPool {
     map: MmapMut,
     buffer_bytes: usize,
     count: usize,
-    free: Vec<usize>,
 }
 
 /// Alignment of every buffer: the page size, which covers any block size up to it.
@@ -29,7 +28,6 @@ impl BufferPool {
             map,
             buffer_bytes,
             count,
-            free: (0..count).rev().collect(),
         })
     }
 
@@ -41,23 +39,6 @@ impl BufferPool {
     /// Number of buffers.
     pub fn count(&self) -> usize {
         self.count
-    }
-
-    /// Takes a free buffer, if any.
-    pub fn acquire(&mut self) -> Option<usize> {
-        self.free.pop()
-    }
-
-    /// Returns a buffer taken with [`BufferPool::acquire`].
-    pub fn release(&mut self, index: usize) {
-        debug_assert!(index < self.count);
-        debug_assert!(!self.free.contains(&index), "buffer {index} released twice");
-        self.free.push(index);
-    }
-
-    /// Number of free buffers.
-    pub fn free_count(&self) -> usize {
-        self.free.len()
     }
 
     /// The bytes of buffer `index`.

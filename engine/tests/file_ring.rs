@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use sealog::{format, Drive, DriveError, DriveOptions, Durability, FormatOptions, OpenError};
+use sealog::{format, AppendError, Drive, DriveOptions, Durability, FormatOptions, OpenError};
 
 fn options(size: u64, segment: u64) -> FormatOptions {
     FormatOptions {
@@ -184,7 +184,7 @@ fn a_file_ring_wraps_with_trims_and_reports_full() {
         }
     }
     assert!(
-        matches!(full, Some(DriveError::RingFull { .. })),
+        matches!(full, Some(AppendError::RingFull { .. })),
         "{full:?}"
     );
     drive.close();

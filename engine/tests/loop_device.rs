@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use sealog::{format, Drive, DriveError, DriveOptions, FormatOptions, OpenError};
+use sealog::{format, AppendError, Drive, DriveOptions, FormatOptions, OpenError};
 use sealog_tests::loop_device_or_skip;
 
 fn payload(seed: u64, len: usize) -> Vec<u8> {
@@ -103,7 +103,7 @@ fn exercise(sector_size_bytes: u32) {
         }
     }
     assert!(
-        matches!(full, Some(DriveError::RingFull { .. })),
+        matches!(full, Some(AppendError::RingFull { .. })),
         "{full:?}"
     );
     drive.close();

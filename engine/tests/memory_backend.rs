@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use sealog::drive::{buffer_bytes, buffer_count};
 use sealog::memory::{MemoryBackend, MemoryFaults, MemoryImage};
-use sealog::{Drive, DriveError, DriveOptions, WhenFull};
+use sealog::{AppendError, Drive, DriveOptions, ReadError, TrimError, WhenFull};
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, RingId};
 
@@ -122,7 +122,7 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so() {
     assert_eq!(drive.read(last).expect("live").len(), 3000);
     assert!(matches!(
         drive.read(last - 20),
-        Err(DriveError::LsnOutOfRange { .. })
+        Err(ReadError::Trimmed { first_lsn, .. }) if first_lsn > last - 20
     ));
     // Without trims the ring fills: appends fail with RingFull rather than overwrite.
     let mut full = None;
@@ -136,7 +136,7 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so() {
         }
     }
     assert!(
-        matches!(full, Some(DriveError::RingFull { .. })),
+        matches!(full, Some(AppendError::RingFull { .. })),
         "{full:?}"
     );
     drive.close();
@@ -190,7 +190,7 @@ fn fail_stop(faults: MemoryFaults) {
                     );
                     acked.push(lsn);
                 }
-                Err(DriveError::Failed { .. }) => {
+                Err(AppendError::Failed(_)) => {
                     failed_at.get_or_insert(round);
                 }
                 Err(other) => panic!("unexpected {other}"),
@@ -200,7 +200,7 @@ fn fail_stop(faults: MemoryFaults) {
     assert!(failed_at.is_some(), "the fault fired");
     assert!(matches!(
         drive.append(vec![1]).expect("queued").wait(),
-        Err(DriveError::Failed { .. })
+        Err(AppendError::Failed(_))
     ));
     drive.close();
     drop(drive);
@@ -240,15 +240,22 @@ fn bad_input_is_typed() {
     let limit = geometry().payload_size_max_bytes() as usize;
     assert!(matches!(
         drive.append(vec![0; limit + 1]),
-        Err(DriveError::PayloadTooLarge { .. })
+        Err(AppendError::PayloadTooLarge { .. })
     ));
     assert!(matches!(
-        drive.read(1),
-        Err(DriveError::LsnOutOfRange { .. })
+        drive.append_kind(sealog_wal::Kind::Padding, vec![1]),
+        Err(AppendError::ReservedKind { .. })
     ));
+    assert_eq!(
+        drive.read(1),
+        Err(ReadError::NotYetDurable {
+            lsn: 1,
+            durable_lsn: 0
+        })
+    );
     assert!(matches!(
         drive.trim(5),
-        Err(DriveError::TrimBeyondDurable { .. })
+        Err(TrimError::BeyondDurable { .. })
     ));
     let lsn = drive
         .append(vec![0; limit])

@@ -13,7 +13,7 @@ use std::path::Path;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::drive::{buffer_bytes, buffer_count};
-use sealog::{DriveCore, DriveError, DriveOptions, Request, Wait};
+use sealog::{AppendError, DriveCore, DriveOptions, Request, Wait};
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, Kind, ReplayOptions, RingId};
 
@@ -276,7 +276,7 @@ impl Enumerator {
         for ticket in &tickets {
             match ticket.try_outcome() {
                 Some(Ok(lsn)) => acknowledged = acknowledged.max(lsn),
-                Some(Err(DriveError::RingFull { .. })) | None => break,
+                Some(Err(AppendError::RingFull { .. })) | None => break,
                 Some(Err(error)) => return Err(self.fail(format!("append failed: {error}"))),
             }
         }
@@ -371,7 +371,7 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
             match outcome {
                 Ok(lsn) => acknowledged = lsn,
                 // A full ring ends the workload: LSNs after it no longer match submissions.
-                Err(DriveError::RingFull { .. }) => return Ok(enumerator.summary),
+                Err(AppendError::RingFull { .. }) => return Ok(enumerator.summary),
                 Err(error) => return Err(format!("workload seed {seed}: append failed: {error}")),
             }
         }

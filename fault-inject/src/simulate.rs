@@ -12,7 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::drive::{buffer_bytes, buffer_count};
 use sealog::{
-    DriveCore, DriveError, DriveOptions, DriveState, Durability, OpenError, Request, Wait,
+    AppendError, DriveCore, DriveOptions, DriveState, Durability, OpenError, ReadError, Request,
+    Wait,
 };
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, Kind, RingId};
@@ -231,13 +232,13 @@ fn check_recovered(
             }
         };
         match entries {
-            Ok(entries) if !entries.is_empty() => {
+            Ok(entries) => {
+                let entries = entries.into_vec();
                 lsn = entries.last().map_or(lsn, |entry| entry.0 + 1);
                 recovered.extend(entries);
             }
-            Ok(_) => return Err(format!("read of live LSN {lsn} returned nothing")),
             // A read fault (latent sector error, misdirected read) is reported, never served.
-            Err(DriveError::Failed { .. } | DriveError::ReadCorrupt { .. })
+            Err(ReadError::Io { .. } | ReadError::Damaged { .. })
                 if data_damaged || core.backend_mut().counts().data_faults > 0 =>
             {
                 return Ok(recovered.len() as u64);
@@ -332,8 +333,8 @@ fn workload(
                     model.acknowledged = lsn;
                     acknowledged += 1;
                 }
-                Some(Err(DriveError::RingFull { .. })) => {}
-                Some(Err(DriveError::Failed { .. })) => {
+                Some(Err(AppendError::RingFull { .. })) => {}
+                Some(Err(AppendError::Failed { .. })) => {
                     failed_at_durable.get_or_insert(core.lsn_durable());
                     maybe_written.push(bytes.clone());
                 }
@@ -356,7 +357,7 @@ fn workload(
     // acknowledged ones).
     for (bytes, ticket) in tickets {
         match ticket.try_outcome() {
-            Some(Err(DriveError::RingFull { .. })) => {}
+            Some(Err(AppendError::RingFull { .. })) => {}
             _ => maybe_written.push(bytes),
         }
     }

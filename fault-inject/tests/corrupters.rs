@@ -48,6 +48,26 @@ fn ring(directory: &Path, before_second: impl FnOnce(&Path)) -> std::path::PathB
     path
 }
 
+/// Where the record with `lsn` lies: its segment and its offset in the segment.
+fn position_of(path: &Path, lsn: u64) -> (u32, u32) {
+    let mut reader = RingReader::open(path).expect("opens read-only");
+    let mut found = None;
+    sealog_wal::replay(&mut reader, &ReplayOptions::default(), &mut |entry| {
+        if entry.lsn == lsn {
+            found = Some((entry.position.segment, entry.position.offset));
+        }
+    })
+    .expect("replays");
+    found.expect("the LSN is live")
+}
+
+/// Where the next batch will go.
+fn next_position(path: &Path) -> (u32, u32) {
+    let mut reader = RingReader::open(path).expect("opens read-only");
+    let report = sealog_wal::scan(&mut reader, &ReplayOptions::default()).expect("replays");
+    (report.next_position.segment, report.next_position.offset)
+}
+
 fn corruption_of(path: &Path) -> (u64, Check) {
     let mut reader = RingReader::open(path).expect("opens read-only");
     match sealog_wal::scan(&mut reader, &ReplayOptions::default()) {
@@ -99,19 +119,21 @@ fn a_zeroed_or_torn_block_is_reported() {
 fn a_misdirected_write_is_reported() {
     let directory = tempfile::tempdir().expect("tempdir");
     let path = ring(directory.path(), |_| {});
+    // LSN 3's block copied over LSN 1's.
+    let (to_segment, to_offset) = position_of(&path, 1);
+    let (from_segment, from_offset) = position_of(&path, 3);
     let path = path.to_str().expect("utf-8");
-    // LSN 3's block (segment 0, offset 12288) copied over LSN 1's (offset 4096).
     sealog_fault(&[
         "copy",
         path,
         "--segment",
-        "0",
+        &to_segment.to_string(),
         "--offset",
-        "4096",
+        &to_offset.to_string(),
         "--from-segment",
-        "0",
+        &from_segment.to_string(),
         "--from-offset",
-        "12288",
+        &from_offset.to_string(),
     ]);
     assert_eq!(corruption_of(Path::new(path)), (1, Check::Position));
 }
@@ -121,28 +143,31 @@ fn a_lost_write_is_reported() {
     let directory = tempfile::tempdir().expect("tempdir");
     let saved = directory.path().join("old-block");
     let saved_arg = saved.to_str().expect("utf-8").to_string();
+    let mut block = (0, 0);
     let path = ring(directory.path(), |path| {
         // The block LSN 2 will be written to, before it is written.
+        block = next_position(path);
         let path = path.to_str().expect("utf-8");
         sealog_fault(&[
             "save",
             path,
             "--segment",
-            "0",
+            &block.0.to_string(),
             "--offset",
-            "8192",
+            &block.1.to_string(),
             "--out",
             &saved_arg,
         ]);
     });
+    assert_eq!(position_of(&path, 2), block);
     let path = path.to_str().expect("utf-8");
     sealog_fault(&[
         "restore",
         path,
         "--segment",
-        "0",
+        &block.0.to_string(),
         "--offset",
-        "8192",
+        &block.1.to_string(),
         "--from",
         &saved_arg,
     ]);

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use sealog::{format, Drive, DriveError, DriveOptions, FormatOptions};
+use sealog::{format, AppendError, Drive, DriveOptions, FormatOptions};
 use sealog_fault::fuse::{DiskEvent, FuseDisk};
 use sealog_tests::{must_run_privileged_tests, LoopDevice};
 
@@ -72,7 +72,7 @@ fn fault_case(test: &str, inject: impl Fn(&FuseDisk)) {
     for index in 0..10u8 {
         match drive.append(vec![100 + index; 500]).expect("queued").wait() {
             Ok(lsn) => panic!("{test}: LSN {lsn} acknowledged after the injected error"),
-            Err(DriveError::Failed { .. }) => failures += 1,
+            Err(AppendError::Failed(_)) => failures += 1,
             Err(other) => panic!("{test}: unexpected {other}"),
         }
     }

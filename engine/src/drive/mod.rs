@@ -1,0 +1,631 @@
+//! One drive: the handle clients use ([`Drive`]) and the thread that owns a ring's backend (its
+//! io_uring, registered files and buffers), recovers the ring on open, and runs the drive's
+//! state machine ([`DriveCore`]). Clients on any thread hand it requests through a bounded
+//! channel; appends come back as tickets, reads and trims as replies.
+//!
+//! Whatever happens to the drive thread (a clean close, fail-stop, a panic), every request
+//! gets an outcome: the thread fails what it holds when it unwinds, requests still in the
+//! channel when it stops are dropped (which completes their tickets with
+//! [`DriveClosed`]), and a client that sends after the thread stopped drains the channel
+//! itself. No call ever waits on a drive that is gone.
+//!
+//! - [`core`]: the state machine (group commit, acknowledgements, fail-stop, tail markers);
+//! - [`recover`]: recovery on open through the backend;
+//! - [`reads`] and [`trim`]: the read and trim paths of the state machine;
+//! - [`op`]: the typed operations and their tags; [`buffers`]: the pool's lanes.
+
+mod buffers;
+mod core;
+mod op;
+mod reads;
+mod recover;
+mod trim;
+
+use std::collections::VecDeque;
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender};
+use hdrhistogram::Histogram;
+use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport};
+
+pub use self::buffers::{buffer_bytes, buffer_count, READ_BUFFERS};
+pub use self::core::DriveCore;
+use crate::error::{AppendError, DriveClosed, DriveFailure, OpenError, ReadError, TrimError};
+use crate::io::{IoBackend, Waker};
+use crate::ticket::{Ticket, TicketCompleter};
+
+/// Whether [`DriveCore::step`] may block waiting for the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Block until at least one operation completes (or the backend's waker is called).
+    ForCompletion,
+    /// Only reap what has already completed.
+    No,
+}
+
+/// How appends are made durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// A write, then IORING_OP_FSYNC with IORING_FSYNC_DATASYNC linked behind it. The default.
+    #[default]
+    Fdatasync,
+    /// Every write with RWF_DSYNC (FUA on drives that have it).
+    Dsync,
+    /// No flush at all: acknowledged entries can be lost by a power cut. For benchmarks only.
+    NoSyncBenchmarkOnly,
+}
+
+/// What an append does when the ring is full (the embedder has not trimmed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhenFull {
+    /// Fail the append with [`AppendError::RingFull`].
+    Fail,
+    /// Wait up to this long for a trim, then fail.
+    Wait(Duration),
+}
+
+/// How a drive is opened.
+#[derive(Clone, Debug)]
+pub struct DriveOptions {
+    /// How appends are made durable.
+    pub durability: Durability,
+    /// Ring-full backpressure.
+    pub when_full: WhenFull,
+    /// Strict (default) or truncating recovery.
+    pub recovery: RecoveryMode,
+    /// Pin the drive thread to this CPU.
+    pub cpu: Option<usize>,
+    /// Capacity of the client channel (requests queued before `append` blocks).
+    pub channel_capacity: usize,
+    /// How long the drive thread spins on the completion queue before it blocks in the kernel
+    /// (microseconds; 0 blocks at once).
+    pub spin_before_block_us: u64,
+    /// Let a kernel thread poll the ring's submission queue (IORING_SETUP_SQPOLL), asleep after
+    /// this many idle milliseconds; `None` (the default) submits with io_uring_enter. Measured
+    /// with `sealog-bench --sqpoll-idle-ms`: on a machine with few CPUs the polling thread
+    /// competes with the writers (see the benchmark's closing figures).
+    pub sqpoll_idle_ms: Option<u32>,
+    /// Group commit's gathering window, microseconds: when the last batch in flight completes,
+    /// the next one waits up to this long for the writers just acknowledged to come back (as
+    /// many appends as were queued plus just acknowledged), so that a closed loop of writers
+    /// stays one group instead of splitting into groups that each wait for the other's flush.
+    /// A lone writer never waits (its one append is the whole group); 0 disables. Applies to
+    /// the drive thread; a [`DriveCore`] stepped by hand never waits on the clock.
+    pub group_gather_us: u64,
+    /// How long the log stays idle (no batch in flight, none starting) with acknowledged
+    /// entries that no durable watermark covers yet before the drive writes a tail marker: a
+    /// one-block batch carrying the current watermark, so that damage to any acknowledged
+    /// entry is reported as corruption rather than cut as a torn tail (DESIGN "Recovery",
+    /// RELIABILITY I-16). One marker per idle period, none while appends keep coming, and
+    /// one on clean close when needed. Microseconds; 0 writes it as soon as the log is idle.
+    /// The drive thread keeps this timer; a [`DriveCore`] stepped by hand gets the event from
+    /// its caller ([`DriveCore::on_idle_timer`]).
+    pub tail_marker_idle_us: u64,
+}
+
+impl Default for DriveOptions {
+    fn default() -> DriveOptions {
+        DriveOptions {
+            durability: Durability::Fdatasync,
+            when_full: WhenFull::Fail,
+            recovery: RecoveryMode::Strict,
+            cpu: None,
+            channel_capacity: 65536,
+            spin_before_block_us: SPIN_BEFORE_BLOCK_US_DEFAULT,
+            sqpoll_idle_ms: None,
+            group_gather_us: GROUP_GATHER_US_DEFAULT,
+            tail_marker_idle_us: TAIL_MARKER_IDLE_US_DEFAULT,
+        }
+    }
+}
+
+/// Default spin before blocking, in microseconds: about the flush latency of this machine's
+/// disk, so the drive thread usually sees a flush complete while still on its CPU. Measured with
+/// `sealog-bench --quick --cell 4096x1x1 --cell 4096x32x1 --cell 4096x4x256` and `--spin-us 0`,
+/// `250`, `1000` or `--sqpoll-idle-ms 1000`, two interleaved rounds (p50 us, MB/s):
+/// blocking at once: 1x1 p50 195 and 140, 32x1 p50 401 and 369, 4x256 1665 and 2692 MB/s;
+/// spinning 250 us: 128 and 135, 322 and 424, 2923 and 3001 MB/s; spinning 1000 us: 142 and
+/// 136, 410 and 344, 3015 and 3085 MB/s; SQPOLL: p50 109 and 86 but p99 613 and 658 (against
+/// 220-262 spinning), 4x256 1114 and 2201 MB/s (its polling thread takes one of two CPUs).
+pub const SPIN_BEFORE_BLOCK_US_DEFAULT: u64 = 250;
+
+/// Default gathering window of group commit, in microseconds (see
+/// [`DriveOptions::group_gather_us`] and the benchmark's figures in its doc).
+pub const GROUP_GATHER_US_DEFAULT: u64 = 100;
+
+/// Default idle time before a tail marker, in microseconds: half of the 100 ms DESIGN allows,
+/// and two orders of magnitude above a busy writer's gap between batches, so a busy log never
+/// writes one.
+pub const TAIL_MARKER_IDLE_US_DEFAULT: u64 = 50_000;
+
+/// The drive's state, as `stats()` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DriveState {
+    /// Accepting appends.
+    Running,
+    /// Stopped after an I/O error; reopen to continue.
+    Failed(DriveFailure),
+}
+
+/// Counters and histograms of a drive.
+#[derive(Clone, Debug)]
+pub struct Stats {
+    /// Entries acknowledged.
+    pub appends: u64,
+    /// Payload bytes acknowledged.
+    pub payload_bytes: u64,
+    /// Batches acknowledged (tail markers not included).
+    pub batches: u64,
+    /// Tail markers written and flushed (on idle, on close, and by the open's recovery).
+    pub tail_markers: u64,
+    /// Entries per batch.
+    pub batch_entries: Histogram<u64>,
+    /// Microseconds from a batch's submission to its acknowledgement (write plus sync).
+    pub sync_latency_us: Histogram<u64>,
+    /// Microseconds the device sat without a batch between the acknowledgement of the last one
+    /// in flight and the start of the next: the clients' turnaround plus group commit's
+    /// gathering (with one writer, the time it takes to send its next append).
+    pub idle_gap_us: Histogram<u64>,
+    /// Reads served (with a payload or a typed error).
+    pub reads: u64,
+    /// The highest acknowledged LSN.
+    pub lsn_durable: u64,
+    /// The highest LSN a durable watermark on the device covers: damage at or below it is
+    /// reported as corruption by the next open, never cut as a torn tail.
+    pub lsn_covered: u64,
+    /// Running or failed.
+    pub state: DriveState,
+}
+
+/// The answer to a read: the entry asked for, then the rest of its batch (an iterator keeps
+/// them; a point read drops them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadEntries {
+    /// The LSN asked for.
+    pub lsn: u64,
+    /// Its payload, checked.
+    pub payload: Vec<u8>,
+    /// The live entries after it in its batch, checked.
+    pub following: Vec<(u64, Vec<u8>)>,
+}
+
+impl ReadEntries {
+    /// Every entry, in LSN order.
+    pub fn into_vec(self) -> Vec<(u64, Vec<u8>)> {
+        let mut entries = Vec::with_capacity(1 + self.following.len());
+        entries.push((self.lsn, self.payload));
+        entries.extend(self.following);
+        entries
+    }
+}
+
+/// Where a read's entries go.
+type ReadSender = mpsc::Sender<Result<ReadEntries, ReadError>>;
+/// Where a trim's outcome goes.
+type TrimSender = mpsc::Sender<Result<(), TrimError>>;
+
+/// A request to a drive: what clients send its thread, and what a simulation hands its
+/// [`DriveCore`] directly. Built with [`Request::append`], [`Request::read`] and
+/// [`Request::trim`], which return the handle the outcome arrives on.
+pub struct Request(RequestKind);
+
+enum RequestKind {
+    Append {
+        kind: Kind,
+        payload: Vec<u8>,
+        completer: TicketCompleter,
+    },
+    ReadBatch {
+        lsn: u64,
+        reply: ReadSender,
+    },
+    Trim {
+        lsn: u64,
+        reply: TrimSender,
+    },
+    Stats {
+        reply: mpsc::Sender<Stats>,
+    },
+    Close,
+}
+
+/// The outcome of a trim request.
+pub type TrimReply = mpsc::Receiver<Result<(), TrimError>>;
+/// The outcome of a read request: the entry and the rest of its batch.
+pub type ReadReply = mpsc::Receiver<Result<ReadEntries, ReadError>>;
+
+impl Request {
+    /// An append of a record of `kind`; the ticket yields its LSN once durable.
+    pub fn append(kind: Kind, payload: Vec<u8>) -> (Request, Ticket) {
+        let (ticket, completer) = Ticket::new();
+        let request = RequestKind::Append {
+            kind,
+            payload,
+            completer,
+        };
+        (Request(request), ticket)
+    }
+
+    /// A read of the batch holding `lsn`.
+    pub fn read(lsn: u64) -> (Request, ReadReply) {
+        let (reply, answer) = mpsc::channel();
+        (Request(RequestKind::ReadBatch { lsn, reply }), answer)
+    }
+
+    /// A durable trim up to `lsn`, inclusive.
+    pub fn trim(lsn: u64) -> (Request, TrimReply) {
+        let (reply, answer) = mpsc::channel();
+        (Request(RequestKind::Trim { lsn, reply }), answer)
+    }
+}
+
+/// A handle to one drive and its thread. Cloneable handles are not needed: share it by
+/// reference or `Arc`; every method takes `&self`.
+pub struct Drive {
+    path: PathBuf,
+    sender: Sender<Request>,
+    /// A receiving end of the drive's own channel, used only once the drive thread has
+    /// stopped: a client whose request landed after the thread's last look drains it, so the
+    /// request is dropped and its ticket completed rather than left waiting.
+    leftovers: Receiver<Request>,
+    waker: Waker,
+    sleeping: Arc<AtomicBool>,
+    stopped: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    report: RecoveryReport,
+    geometry: Geometry,
+    cache: Option<crate::io::CacheInfo>,
+}
+
+/// What recovery hands back to `open`.
+struct Opened {
+    report: RecoveryReport,
+    waker: Waker,
+    cache: Option<crate::io::CacheInfo>,
+}
+
+impl Drive {
+    /// Opens the ring at `path` for writing, on its own thread with the io_uring backend.
+    pub fn open(path: &Path, options: DriveOptions) -> Result<Drive, OpenError> {
+        let files = crate::storage::open(path, crate::storage::Access::ReadWrite)?;
+        if let Ok(unwritten) = crate::storage::unwritten_bytes(&files) {
+            if unwritten > 0 {
+                tracing::warn!(
+                    path = %path.display(),
+                    unwritten_bytes = unwritten,
+                    "segment files are in unwritten extents: the first write into them makes \
+                     fdatasync commit metadata (format zero-fills segments to avoid this)"
+                );
+            }
+        }
+        let geometry = files.geometry;
+        let buffer_bytes = buffer_bytes(&geometry);
+        let buffers = buffer_count(&geometry);
+        let spin_us = options.spin_before_block_us;
+        let sqpoll_idle_ms = options.sqpoll_idle_ms;
+        let thread_path = path.to_path_buf();
+        Drive::open_with(path, geometry, options, move || {
+            let (mut backend, note) = crate::uring::UringBackend::with_sqpoll(
+                files,
+                buffers,
+                buffer_bytes,
+                sqpoll_idle_ms,
+            )?;
+            backend.set_spin_us(spin_us);
+            if let Some(note) = note {
+                tracing::info!(path = %thread_path.display(), "{note}");
+            }
+            Ok(backend)
+        })
+    }
+
+    /// Opens a drive on a backend built by `make_backend` on the drive thread (the io_uring
+    /// backend must be built by the thread that submits to it; tests pass a simulated one).
+    pub fn open_with<B, F>(
+        path: &Path,
+        geometry: Geometry,
+        options: DriveOptions,
+        make_backend: F,
+    ) -> Result<Drive, OpenError>
+    where
+        B: IoBackend + 'static,
+        F: FnOnce() -> io::Result<B> + Send + 'static,
+    {
+        let (sender, receiver) = crossbeam_channel::bounded(options.channel_capacity);
+        let leftovers = receiver.clone();
+        let (opened_sender, opened_receiver) = mpsc::channel();
+        let sleeping = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::new(AtomicBool::new(false));
+        let thread_sleeping = Arc::clone(&sleeping);
+        let thread_stopped = Arc::clone(&stopped);
+        let thread_path = path.to_path_buf();
+        let thread = std::thread::Builder::new()
+            .name(format!("sealog-drive {}", path.display()))
+            .spawn(move || {
+                drive_thread(
+                    &thread_path,
+                    &options,
+                    make_backend,
+                    opened_sender,
+                    &receiver,
+                    &thread_sleeping,
+                    &thread_stopped,
+                )
+            })
+            .map_err(|source| OpenError::Io {
+                path: path.to_path_buf(),
+                action: "start the drive thread",
+                source,
+            })?;
+        let opened = match opened_receiver.recv() {
+            Ok(Ok(opened)) => opened,
+            Ok(Err(error)) => {
+                let _ = thread.join();
+                return Err(error);
+            }
+            Err(_) => {
+                let _ = thread.join();
+                return Err(OpenError::Io {
+                    path: path.to_path_buf(),
+                    action: "recover (the drive thread stopped)",
+                    source: io::Error::other("drive thread exited"),
+                });
+            }
+        };
+        Ok(Drive {
+            path: path.to_path_buf(),
+            sender,
+            leftovers,
+            waker: opened.waker,
+            sleeping,
+            stopped,
+            thread: Mutex::new(Some(thread)),
+            report: opened.report,
+            geometry,
+            cache: opened.cache,
+        })
+    }
+
+    /// What recovery found when the drive was opened.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    /// The ring's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The path the drive was opened at.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The device's write cache and FUA settings, where known.
+    pub fn cache_info(&self) -> Option<&crate::io::CacheInfo> {
+        self.cache.as_ref()
+    }
+
+    /// Hands a request to the drive thread. Once the thread has stopped, the request is
+    /// dropped instead (completing its ticket or reply with [`DriveClosed`]).
+    fn send(&self, request: Request) -> Result<(), DriveClosed> {
+        if self.stopped.load(Ordering::SeqCst) {
+            return Err(DriveClosed);
+        }
+        self.sender.send(request).map_err(|_| DriveClosed)?;
+        // Pairs with the drive's fence between setting `sleeping` and checking the channel:
+        // either it sees this request, or this sees it asleep and wakes it. Only the first
+        // client to see it asleep wakes it (the swap): the drive takes every request queued by
+        // then when it wakes, and announces its next sleep anew, so many writers arriving while
+        // a flush is in flight cost one wake-up (one eventfd write), not one each.
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) && self.sleeping.swap(false, Ordering::SeqCst) {
+            (self.waker)();
+        }
+        // Pairs with the thread's store of `stopped` before its last drain: either that drain
+        // took this request, or this sees the thread gone and drops what is left itself.
+        if self.stopped.load(Ordering::SeqCst) {
+            while self.leftovers.try_recv().is_ok() {}
+        }
+        Ok(())
+    }
+
+    /// Appends a data record; the ticket yields its LSN once it is durable.
+    pub fn append(&self, payload: Vec<u8>) -> Result<Ticket, AppendError> {
+        self.append_kind(Kind::Data, payload)
+    }
+
+    /// Appends a record of `kind` (data, or the trim/seal/fence records of the layers above).
+    /// Padding is the format's own and refused.
+    pub fn append_kind(&self, kind: Kind, payload: Vec<u8>) -> Result<Ticket, AppendError> {
+        if !kind.consumes_lsn() {
+            return Err(AppendError::ReservedKind { kind });
+        }
+        let limit = self.geometry.payload_size_max_bytes();
+        if payload.len() as u64 > u64::from(limit) {
+            return Err(AppendError::PayloadTooLarge {
+                payload_len: payload.len() as u64,
+                payload_size_max_bytes: limit,
+            });
+        }
+        let (request, ticket) = Request::append(kind, payload);
+        self.send(request)?;
+        Ok(ticket)
+    }
+
+    /// Reads a live (acknowledged, untrimmed) entry, checking it with replay's own checks.
+    pub fn read(&self, lsn: u64) -> Result<Vec<u8>, ReadError> {
+        Ok(self.read_batch(lsn)?.payload)
+    }
+
+    /// The entry at `lsn` and the rest of its batch.
+    fn read_batch(&self, lsn: u64) -> Result<ReadEntries, ReadError> {
+        let (request, answer) = Request::read(lsn);
+        self.send(request)?;
+        answer.recv().map_err(|_| DriveClosed)?
+    }
+
+    /// Iterates over live entries from `lsn` on, a batch at a time, up to the durable tail as
+    /// it was when the iterator got there. Starting below the first live LSN yields
+    /// [`ReadError::Trimmed`] naming where the log starts; past the durable tail,
+    /// [`ReadError::NotYetDurable`].
+    pub fn iter_from(&self, lsn: u64) -> EntryIter<'_> {
+        EntryIter {
+            drive: self,
+            next_lsn: lsn,
+            batch: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// Releases every entry with LSN at or below `lsn` (inclusive), durably: once this returns,
+    /// the segments before the new head may be reused, and the entries are gone from reads.
+    pub fn trim(&self, lsn: u64) -> Result<(), TrimError> {
+        let (request, answer) = Request::trim(lsn);
+        self.send(request)?;
+        answer.recv().map_err(|_| DriveClosed)?
+    }
+
+    /// Counters, histograms and state.
+    pub fn stats(&self) -> Result<Stats, DriveClosed> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Request(RequestKind::Stats { reply }))?;
+        answer.recv().map_err(|_| DriveClosed)
+    }
+
+    /// Stops the drive thread after it has finished what is queued and in flight, with a
+    /// tail marker when acknowledged entries are not yet covered by a durable watermark.
+    pub fn close(&self) {
+        let _ = self.send(Request(RequestKind::Close));
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Drive {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The drive thread: build the backend, recover, report the open, run the state machine, and
+/// whatever way it ends, leave no request without an outcome.
+fn drive_thread<B, F>(
+    path: &Path,
+    options: &DriveOptions,
+    make_backend: F,
+    opened_sender: mpsc::Sender<Result<Opened, OpenError>>,
+    receiver: &Receiver<Request>,
+    sleeping: &AtomicBool,
+    stopped: &AtomicBool,
+) where
+    B: IoBackend,
+    F: FnOnce() -> io::Result<B>,
+{
+    if let Some(cpu) = options.cpu {
+        let mut set = nix::sched::CpuSet::new();
+        if set.set(cpu).is_ok() {
+            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+        }
+    }
+    let backend = match make_backend() {
+        Ok(backend) => backend,
+        Err(source) => {
+            let _ = opened_sender.send(Err(OpenError::Io {
+                path: path.to_path_buf(),
+                action: "set up the I/O backend",
+                source,
+            }));
+            return;
+        }
+    };
+    let mut drive = match DriveCore::recover(backend, path, options) {
+        Ok(drive) => drive,
+        Err(error) => {
+            let _ = opened_sender.send(Err(error));
+            return;
+        }
+    };
+    let opened = Opened {
+        report: drive.recovery_report().clone(),
+        waker: drive.backend_mut().waker(),
+        cache: drive.backend_mut().cache_info(),
+    };
+    if opened_sender.send(Ok(opened)).is_err() {
+        return;
+    }
+    drive.set_thread_timers(options);
+    let outcome = catch_unwind(AssertUnwindSafe(|| drive.run(receiver, sleeping)));
+    // From here on no request is taken: clients see `stopped` and stop sending, and a
+    // request that lands after the drain below is dropped by its sender (see `Drive::send`).
+    stopped.store(true, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    if let Err(panic) = outcome {
+        let message = panic_message(panic.as_ref());
+        tracing::error!(path = %path.display(), "the drive thread panicked: {message}");
+        drive.fail_all(DriveFailure::ThreadPanicked { message });
+    }
+    while receiver.try_recv().is_ok() {}
+    // Dropping the core drops whatever it still holds; each completer completes its ticket.
+    drop(drive);
+}
+
+/// The text of a panic's payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// Live entries from an LSN on: `(lsn, payload)`.
+pub struct EntryIter<'a> {
+    drive: &'a Drive,
+    next_lsn: u64,
+    batch: VecDeque<(u64, Vec<u8>)>,
+    done: bool,
+}
+
+impl Iterator for EntryIter<'_> {
+    type Item = Result<(u64, Vec<u8>), ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(entry) = self.batch.pop_front() {
+            self.next_lsn = entry.0 + 1;
+            return Some(Ok(entry));
+        }
+        if self.done {
+            return None;
+        }
+        match self.drive.read_batch(self.next_lsn) {
+            Ok(entries) => {
+                self.batch = entries.into_vec().into();
+                self.next()
+            }
+            // The durable tail: the iteration is complete.
+            Err(ReadError::NotYetDurable { lsn, durable_lsn }) if lsn == durable_lsn + 1 => {
+                self.done = true;
+                None
+            }
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! The read path of the drive's state machine: point reads of acknowledged, untrimmed entries.
+//! A read fetches only the blocks of the batch that holds its entry (the read index records
+//! each batch's place and length) into a buffer of the read lane, and checks it with replay's
+//! own record checks. Reads wait in arrival order for a read buffer (never spinning, never
+//! taking a batch buffer), run in parallel with appends, never wait for a flush, and never
+//! serve anything unacknowledged. A failed or damaged read is that read's outcome only; it
+//! never stops the drive.
+
+use std::sync::mpsc;
+
+use sealog_wal::format::{EntryHeader, ENTRY_HEADER_SIZE};
+use sealog_wal::{Check, Position};
+
+use super::buffers::Lane;
+use super::core::{DriveCore, IndexedBatch};
+use super::op::Op;
+use super::ReadEntries;
+use crate::error::{errno_text, ReadError};
+use crate::io::{Completion, IoBackend};
+
+type ReadSender = mpsc::Sender<Result<ReadEntries, ReadError>>;
+
+/// A read waiting for a buffer.
+pub(super) struct ReadRequest {
+    pub(super) lsn: u64,
+    pub(super) reply: ReadSender,
+}
+
+/// A read on the device.
+pub(super) struct PendingRead {
+    sequence: u64,
+    buffer: usize,
+    batch: IndexedBatch,
+    lsn: u64,
+    /// Taken when the reply is sent early (the drive failed while the read was on the device).
+    pub(super) reply: Option<ReadSender>,
+}
+
+impl<B: IoBackend> DriveCore<B> {
+    /// Starts waiting reads, oldest first, while the read lane has buffers.
+    pub(super) fn start_reads(&mut self) {
+        while self.lanes.has_free(Lane::Read) {
+            let Some(request) = self.reads_waiting.pop_front() else {
+                break;
+            };
+            self.start_read(request);
+        }
+    }
+
+    /// Answers a read at once when its LSN is not live, or submits the read of its batch.
+    fn start_read(&mut self, request: ReadRequest) {
+        let ReadRequest { lsn, reply } = request;
+        let first_live = self.control.trim_lsn + 1;
+        if lsn < first_live {
+            self.reads_served += 1;
+            let _ = reply.send(Err(ReadError::Trimmed {
+                lsn,
+                first_lsn: first_live,
+            }));
+            return;
+        }
+        let found = self.index.partition_point(|batch| batch.next_lsn <= lsn);
+        let batch = match self.index.get(found).copied() {
+            Some(batch) if lsn <= self.lsn_durable && batch.first_lsn <= lsn => batch,
+            _ => {
+                // Every acknowledged live LSN is in the index; anything else is not durable.
+                debug_assert!(
+                    lsn > self.lsn_durable,
+                    "live LSN {lsn} missing from the index"
+                );
+                self.reads_served += 1;
+                let _ = reply.send(Err(ReadError::NotYetDurable {
+                    lsn,
+                    durable_lsn: self.lsn_durable,
+                }));
+                return;
+            }
+        };
+        let buffer = self
+            .lanes
+            .acquire(Lane::Read)
+            .expect("reads start only while the read lane has a buffer");
+        let sequence = self.next_sequence();
+        let ring_offset = self.geometry.ring_offset(batch.position);
+        if let Err(error) = self.backend.submit_read(
+            Op::Read { sequence }.tag(),
+            ring_offset,
+            buffer,
+            batch.bytes,
+        ) {
+            // The device refused the read: this read's outcome, not the drive's.
+            self.lanes.release(Lane::Read, buffer);
+            self.reads_served += 1;
+            let errno = error.raw_os_error().unwrap_or(libc::EIO);
+            let _ = reply.send(Err(ReadError::Io {
+                lsn,
+                ring_offset,
+                errno,
+                message: errno_text(errno),
+            }));
+            return;
+        }
+        self.reads.push(PendingRead {
+            sequence,
+            buffer,
+            batch,
+            lsn,
+            reply: Some(reply),
+        });
+    }
+
+    /// A read finished: check what it read and answer it.
+    pub(super) fn on_read_completion(&mut self, sequence: u64, completion: Completion) {
+        let Some(position) = self.reads.iter().position(|read| read.sequence == sequence) else {
+            // Only reads abandoned after a failed wait complete unknown (see `fail`).
+            debug_assert!(self.failed.is_some(), "a completion for no read in flight");
+            return;
+        };
+        let read = self.reads.swap_remove(position);
+        let outcome = match completion.result {
+            // Trimmed while on the device: trimmed entries are hidden from reads at once.
+            _ if read.lsn <= self.control.trim_lsn => Err(ReadError::Trimmed {
+                lsn: read.lsn,
+                first_lsn: self.control.trim_lsn + 1,
+            }),
+            Err(errno) => Err(ReadError::Io {
+                lsn: read.lsn,
+                ring_offset: self.geometry.ring_offset(read.batch.position),
+                errno,
+                message: errno_text(errno),
+            }),
+            Ok(_) => self.parse_batch(read.buffer, read.batch, read.lsn),
+        };
+        self.lanes.release(Lane::Read, read.buffer);
+        self.reads_served += 1;
+        if let Some(reply) = read.reply {
+            let _ = reply.send(outcome);
+        }
+    }
+
+    /// The records of a batch read into `buffer`, from `lsn` on, each checked: header CRC,
+    /// recorded position, LSN and payload CRC.
+    fn parse_batch(
+        &mut self,
+        buffer: usize,
+        batch: IndexedBatch,
+        lsn: u64,
+    ) -> Result<ReadEntries, ReadError> {
+        let ring_id = self.control.ring_id;
+        let bytes = &self.backend.pool().buffer(buffer)[..batch.bytes as usize];
+        let mut entries = Vec::with_capacity((batch.next_lsn - lsn) as usize);
+        let mut offset = 0usize;
+        for expected in batch.first_lsn..batch.next_lsn {
+            let at = Position {
+                offset: batch.position.offset + offset as u32,
+                ..batch.position
+            };
+            let damaged = |check| ReadError::Damaged {
+                lsn: expected,
+                position: at,
+                check,
+            };
+            if offset + ENTRY_HEADER_SIZE > bytes.len() {
+                return Err(damaged(Check::PayloadLength));
+            }
+            let header = EntryHeader::decode(ring_id, &bytes[offset..])
+                .map_err(|_| damaged(Check::HeaderCrc))?;
+            if header.position != at {
+                return Err(damaged(Check::Position));
+            }
+            if header.lsn != expected {
+                return Err(damaged(Check::LsnGap));
+            }
+            let end = offset + header.record_bytes() as usize;
+            if end > bytes.len() {
+                return Err(damaged(Check::PayloadLength));
+            }
+            let payload = &bytes[offset + ENTRY_HEADER_SIZE..end];
+            if crc32c::crc32c(payload) != header.payload_crc {
+                return Err(damaged(Check::PayloadCrc));
+            }
+            if expected >= lsn {
+                entries.push((expected, payload.to_vec()));
+            }
+            offset = end;
+        }
+        let mut entries = entries.into_iter();
+        let (first_lsn, payload) = entries.next().ok_or(ReadError::NotYetDurable {
+            lsn,
+            durable_lsn: self.lsn_durable,
+        })?;
+        debug_assert_eq!(first_lsn, lsn);
+        Ok(ReadEntries {
+            lsn,
+            payload,
+            following: entries.collect(),
+        })
+    }
+}

@@ -1,0 +1,192 @@
+//! The trim path of the drive's state machine: a trim writes a control block with the new
+//! trim point and head to the copy that is not current, flushes it, and only then releases
+//! the old head (segments before the new head may be reused) and hides the trimmed entries.
+//! Trims never need log space, so a full ring can always be trimmed. One trim is on the device
+//! at a time, with the control lane's buffer it owns; the others wait in arrival order.
+
+use std::sync::mpsc;
+
+use sealog_wal::format::ControlBlock;
+
+use super::buffers::Lane;
+use super::core::DriveCore;
+use super::op::Op;
+use crate::error::{DriveFailure, IoOperation, TrimError};
+use crate::io::{Completion, FlushOrder, IoBackend, WriteSync};
+
+type TrimSender = mpsc::Sender<Result<(), TrimError>>;
+
+/// A trim waiting for the one before it.
+pub(super) struct TrimRequest {
+    pub(super) lsn: u64,
+    pub(super) reply: TrimSender,
+}
+
+/// A trim on the device: its control block, the buffer it was encoded in, and what of its
+/// write and flush has completed.
+pub(super) struct PendingTrim {
+    sequence: u64,
+    buffer: usize,
+    control: ControlBlock,
+    lsn: u64,
+    /// Taken when the reply is sent early (the drive failed while the trim was on the device).
+    pub(super) reply: Option<TrimSender>,
+    write_completed: bool,
+    flush_pending: bool,
+}
+
+impl<B: IoBackend> DriveCore<B> {
+    /// Starts the next trim, if none is on the device.
+    pub(super) fn start_trim(&mut self) {
+        if self.trim_in_flight.is_some() {
+            return;
+        }
+        let Some(TrimRequest { lsn, reply }) = self.trims.pop_front() else {
+            return;
+        };
+        if lsn > self.lsn_durable {
+            let _ = reply.send(Err(TrimError::BeyondDurable {
+                lsn,
+                durable_lsn: self.lsn_durable,
+            }));
+            return;
+        }
+        if lsn <= self.control.trim_lsn {
+            let _ = reply.send(Ok(()));
+            return;
+        }
+        let Some(sequence_next) = self.control.sequence.checked_add(1) else {
+            let _ = reply.send(Err(TrimError::ControlSequenceExhausted {
+                sequence: self.control.sequence,
+            }));
+            return;
+        };
+        let keep = self.index.iter().find(|batch| batch.next_lsn > lsn + 1);
+        let (head, head_lsn, head_incarnation) = match keep {
+            Some(batch) => (batch.position, batch.first_lsn, batch.incarnation),
+            None => match self.inflight_front() {
+                Some(front) => front,
+                None => (
+                    self.cursor_position(),
+                    self.lsn_durable + 1,
+                    self.incarnation(),
+                ),
+            },
+        };
+        let control = ControlBlock {
+            sequence: sequence_next,
+            trim_lsn: lsn,
+            head,
+            head_lsn,
+            head_incarnation,
+            ..self.control
+        };
+        let buffer = self
+            .lanes
+            .acquire(Lane::Control)
+            .expect("the control buffer is free while no trim is on the device");
+        let block = self.geometry.block_size_bytes as usize;
+        control.encode(&mut self.backend.pool().buffer_mut(buffer)[..block]);
+        let offset = self.geometry.control_offset(control.copy());
+        let sequence = self.next_sequence();
+        let written = self.backend.submit_write(
+            Op::ControlWrite { sequence }.tag(),
+            offset,
+            buffer,
+            0,
+            block as u32,
+            WriteSync::None,
+        );
+        let flushed = written.as_ref().ok().map(|()| {
+            self.backend.submit_flush(
+                Op::ControlFlush { sequence }.tag(),
+                offset,
+                FlushOrder::AfterPreviousWrite,
+            )
+        });
+        self.trim_in_flight = Some(PendingTrim {
+            sequence,
+            buffer,
+            control,
+            lsn,
+            reply: Some(reply),
+            write_completed: written.is_err(),
+            flush_pending: matches!(flushed, Some(Ok(()))),
+        });
+        let refused = match (written, flushed) {
+            (Err(error), _) => Some((IoOperation::Write, error)),
+            (Ok(()), Some(Err(error))) => Some((IoOperation::Flush, error)),
+            _ => None,
+        };
+        if let Some((operation, error)) = refused {
+            let errno = error.raw_os_error().unwrap_or(libc::EIO);
+            self.fail(DriveFailure::io(operation, offset, errno));
+            self.finish_failed_trim();
+        }
+    }
+
+    /// The control block write or flush of the trim on the device completed.
+    pub(super) fn on_trim_completion(
+        &mut self,
+        sequence: u64,
+        is_flush: bool,
+        completion: Completion,
+    ) {
+        let Some(trim) = self
+            .trim_in_flight
+            .as_mut()
+            .filter(|trim| trim.sequence == sequence)
+        else {
+            // Only a trim abandoned after a failed wait completes unknown (see `fail`).
+            debug_assert!(self.failed.is_some(), "a completion for no trim in flight");
+            return;
+        };
+        if is_flush {
+            trim.flush_pending = false;
+        } else {
+            trim.write_completed = true;
+        }
+        let offset = self.geometry.control_offset(trim.control.copy());
+        if let Err(errno) = completion.result {
+            let operation = if is_flush {
+                IoOperation::Flush
+            } else {
+                IoOperation::Write
+            };
+            self.fail(DriveFailure::io(operation, offset, errno));
+        }
+        if self.failed.is_some() {
+            self.finish_failed_trim();
+            return;
+        }
+        if !is_flush {
+            return;
+        }
+        let trim = self.trim_in_flight.take().expect("matched above");
+        self.lanes.release(Lane::Control, trim.buffer);
+        self.control = trim.control;
+        while self
+            .index
+            .front()
+            .is_some_and(|batch| batch.next_lsn <= trim.lsn + 1)
+        {
+            self.index.pop_front();
+        }
+        self.on_head_moved();
+        if let Some(reply) = trim.reply {
+            let _ = reply.send(Ok(()));
+        }
+    }
+
+    /// After a failure: the trim's buffer goes back once the device is done with it.
+    fn finish_failed_trim(&mut self) {
+        if self
+            .trim_in_flight
+            .as_ref()
+            .is_some_and(|trim| trim.write_completed && !trim.flush_pending)
+        {
+            let trim = self.trim_in_flight.take().expect("checked");
+            self.lanes.release(Lane::Control, trim.buffer);
+        }
+    }
+}
