@@ -1,8 +1,8 @@
 //! The drive loop's I/O seam: a small completion-based trait (submit a write, a flush or a read
 //! with a tag; reap completions), with the buffer pool the I/O reads from and writes into. The
-//! io_uring backend ([`crate::uring`]) is the real one; [`crate::memory`] is an in-memory one
-//! for unit tests, and the fault-injection crate adds a simulated, faulty drive. The drive loop
-//! never sees a file descriptor, an SQE or an errno outside this module's types.
+//! io_uring backend ([`crate::uring`]) is the real one; the fault-injection crate's simulated
+//! drive is the other (correct or faulty, seeded), and every engine scenario runs on both. The
+//! drive loop never sees a file descriptor, an SQE or an errno outside this module's types.
 
 use std::io;
 use std::sync::Arc;

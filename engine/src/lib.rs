@@ -9,7 +9,8 @@
 //! - [`engine`]: several drives opened together;
 //! - [`storage`]: formatting and opening rings, locks, the block size rule;
 //! - [`io`]: the completion-based I/O seam; [`uring`] its io_uring backend (the only module
-//!   with `unsafe`), [`memory`] an in-memory one for tests;
+//!   with `unsafe`); the simulated device that tests run the engine on is the
+//!   fault-injection crate's (`sealog-fault`);
 //! - [`ticket`]: append outcomes, waitable and awaitable;
 //! - [`pool`]: the aligned buffer pool;
 //! - [`reader`]: read-only access for verify, dump and inspect.
@@ -20,7 +21,6 @@ pub mod drive;
 pub mod engine;
 pub mod error;
 pub mod io;
-pub mod memory;
 pub mod pool;
 pub mod reader;
 pub mod storage;

@@ -41,6 +41,11 @@ pub struct FaultConfig {
     pub short_writes: f64,
     /// Up to this many waits before an operation completes (reorders completions).
     pub latency_waits_max: u32,
+    /// Fail exactly this write (1-based, counting every write the device completes) with
+    /// EIO, storing nothing of it: a scripted fault for fail-stop scenarios.
+    pub fail_write_number: Option<u64>,
+    /// Fail exactly this flush (1-based) with EIO.
+    pub fail_flush_number: Option<u64>,
 }
 
 impl FaultConfig {
@@ -57,6 +62,8 @@ impl FaultConfig {
             flush_eio: 0.0,
             short_writes: 0.0,
             latency_waits_max: 3,
+            fail_write_number: None,
+            fail_flush_number: None,
         }
     }
 
@@ -74,6 +81,8 @@ impl FaultConfig {
             flush_eio: rate(0.01),
             short_writes: rate(0.01),
             latency_waits_max: 4,
+            fail_write_number: None,
+            fail_flush_number: None,
         }
     }
 
@@ -151,6 +160,12 @@ pub struct SimDevice {
     counts: Arc<Mutex<FaultCounts>>,
     /// Writes still stored before a simulated power cut, if one is set.
     power_left: Option<u64>,
+    /// Writes and flushes completed, for the scripted faults.
+    writes_completed: u64,
+    flushes_completed: u64,
+    /// Where the device leaves the image a power cut would leave when it is dropped (a drive
+    /// thread owns the device; a test reopens the ring from this image afterwards).
+    image_on_drop: Option<Arc<Mutex<Option<Vec<u8>>>>>,
 }
 
 impl SimDevice {
@@ -178,7 +193,16 @@ impl SimDevice {
             block_bytes,
             counts: Arc::default(),
             power_left: None,
+            writes_completed: 0,
+            flushes_completed: 0,
+            image_on_drop: None,
         })
+    }
+
+    /// When the device is dropped (with the drive that owns it), it puts the image a power cut
+    /// at that moment leaves into `sink`: how a test gets the ring back from a drive thread.
+    pub fn leave_image_on_drop(&mut self, sink: Arc<Mutex<Option<Vec<u8>>>>) {
+        self.image_on_drop = Some(sink);
     }
 
     /// Faults injected so far.
@@ -299,6 +323,15 @@ impl SimDevice {
         sync: WriteSync,
     ) -> Completion {
         let len = data.len();
+        self.writes_completed += 1;
+        if self.config.fail_write_number == Some(self.writes_completed) {
+            self.count(|counts| counts.io_errors += 1);
+            self.failed_writes.insert(tag);
+            return Completion {
+                tag,
+                result: Err(libc::EIO),
+            };
+        }
         match &mut self.power_left {
             Some(0) => {
                 return Completion {
@@ -365,6 +398,14 @@ impl SimDevice {
     }
 
     fn complete_flush(&mut self, tag: Tag, covers_up_to: u64) -> Completion {
+        self.flushes_completed += 1;
+        if self.config.fail_flush_number == Some(self.flushes_completed) {
+            self.count(|counts| counts.io_errors += 1);
+            return Completion {
+                tag,
+                result: Err(libc::EIO),
+            };
+        }
         if self.power_left == Some(0) {
             return Completion { tag, result: Ok(0) };
         }
@@ -480,6 +521,15 @@ impl SimDevice {
                 ..
             } => *started && op.ready_at <= self.clock,
             _ => op.ready_at <= self.clock,
+        }
+    }
+}
+
+impl Drop for SimDevice {
+    fn drop(&mut self) {
+        if let Some(sink) = self.image_on_drop.take() {
+            let image = self.crash();
+            *sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(image);
         }
     }
 }

@@ -1,0 +1,688 @@
+//! The engine's scenarios, each written once and run on the simulated device and on io_uring
+//! over a real file ring (see `common`): group commit from many threads, laps with trims, a
+//! full ring (refused, or waited out until a trim), bad input as typed errors, awaitable
+//! tickets, reads by more clients than the read lane has buffers (alone and beside writers),
+//! iteration from a trimmed LSN, and tail markers (after an idle period, on close, never while
+//! busy, never twice for the same entries) that make damage to the newest acknowledged entry
+//! corruption rather than a torn tail. Scenarios that need a scripted device fault (fail-stop
+//! on the N-th write or flush, a panicking drive thread) run on the simulated device only.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{payload, within, Backend, Shape, TestRing};
+use sealog::{AppendError, DriveClosed, DriveFailure, DriveOptions, ReadError, TrimError};
+use sealog::{DriveState, WhenFull};
+use sealog_fault::FaultConfig;
+use sealog_wal::{Kind, ReplayError};
+
+/// Options for scenarios that count tail markers themselves: a timer long enough never to
+/// fire while the scenario runs.
+fn without_idle_markers() -> DriveOptions {
+    DriveOptions {
+        tail_marker_idle_us: 3_600_000_000,
+        ..DriveOptions::default()
+    }
+}
+
+fn appends_from_many_threads_are_acknowledged_in_order_and_replay(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let drive = Arc::new(ring.open_default());
+    let handles: Vec<_> = (0..8u64)
+        .map(|thread| {
+            let drive = Arc::clone(&drive);
+            std::thread::spawn(move || {
+                (0..50u64)
+                    .map(|round| {
+                        let bytes =
+                            payload(thread * 1000 + round, 100 + (round as usize % 7) * 300);
+                        let ticket = drive.append(bytes.clone()).expect("queued");
+                        (ticket.wait().expect("durable"), bytes)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut acked: Vec<(u64, Vec<u8>)> = handles
+        .into_iter()
+        .flat_map(|handle| handle.join().expect("thread"))
+        .collect();
+    acked.sort();
+    assert_eq!(acked.len(), 400);
+    for (index, (lsn, _)) in acked.iter().enumerate() {
+        assert_eq!(*lsn, index as u64 + 1, "LSNs are contiguous from 1");
+    }
+    for (lsn, bytes) in acked.iter().step_by(37) {
+        assert_eq!(&drive.read(*lsn).expect("live"), bytes);
+    }
+    let iterated: Vec<(u64, Vec<u8>)> = drive
+        .iter_from(1)
+        .collect::<Result<_, _>>()
+        .expect("iterates");
+    assert_eq!(iterated, acked);
+    let stats = drive.stats().expect("stats");
+    assert_eq!(stats.appends, 400);
+    assert!(
+        stats.batches < 400,
+        "group commit shares flushes: {} batches",
+        stats.batches
+    );
+    drive.close();
+    drop(drive);
+    let reopened = ring.open_default();
+    let replayed: Vec<(u64, Vec<u8>)> = reopened
+        .iter_from(1)
+        .collect::<Result<_, _>>()
+        .expect("iterates");
+    assert_eq!(replayed, acked);
+}
+scenario!(appends_from_many_threads_are_acknowledged_in_order_and_replay);
+
+fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let drive = ring.open_default();
+    let mut last = 0;
+    for round in 0..400u64 {
+        let tickets: Vec<_> = (0..4)
+            .map(|i| drive.append(payload(round * 4 + i, 3000)).expect("queued"))
+            .collect();
+        for ticket in tickets {
+            last = ticket.wait().expect("durable");
+        }
+        drive.trim(last.saturating_sub(8)).expect("trim");
+    }
+    assert_eq!(drive.recovery_report().next_position.lap, 1);
+    assert_eq!(drive.read(last).expect("live").len(), 3000);
+    assert_eq!(
+        drive.read(last - 20),
+        Err(ReadError::Trimmed {
+            lsn: last - 20,
+            first_lsn: last - 7
+        })
+    );
+    // Without trims the ring fills: appends fail with RingFull rather than overwrite.
+    let mut full = None;
+    for round in 0..200u64 {
+        if let Err(error) = drive.append(payload(round, 30_000)).expect("queued").wait() {
+            full = Some(error);
+            break;
+        }
+    }
+    assert!(
+        matches!(full, Some(AppendError::RingFull { .. })),
+        "{full:?}"
+    );
+    drive.close();
+    drop(drive);
+    let reopened = ring.open_default();
+    let report = reopened.recovery_report();
+    assert!(
+        report.next_position.lap >= 3,
+        "wrapped several laps: {report:?}"
+    );
+}
+scenario!(trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so);
+
+fn a_full_ring_waits_for_a_trim_when_asked_to(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let options = DriveOptions {
+        when_full: WhenFull::Wait(Duration::from_secs(5)),
+        ..DriveOptions::default()
+    };
+    let drive = Arc::new(ring.open(options).expect("opens"));
+    let mut lsns = Vec::new();
+    loop {
+        let ticket = drive.append(payload(1, 30_000)).expect("queued");
+        match ticket.wait_timeout(Duration::from_millis(300)) {
+            Some(outcome) => lsns.push(outcome.expect("room")),
+            None => {
+                // Full: a trim from another thread lets it through.
+                drive.trim(*lsns.last().expect("some fit")).expect("trim");
+                assert!(ticket.wait().is_ok());
+                break;
+            }
+        }
+    }
+}
+scenario!(a_full_ring_waits_for_a_trim_when_asked_to);
+
+fn bad_input_is_typed(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let drive = ring.open_default();
+    let limit = ring.geometry.payload_size_max_bytes() as usize;
+    assert!(matches!(
+        drive.append(vec![0; limit + 1]),
+        Err(AppendError::PayloadTooLarge { .. })
+    ));
+    assert!(matches!(
+        drive.append_kind(Kind::Padding, vec![1]),
+        Err(AppendError::ReservedKind {
+            kind: Kind::Padding
+        })
+    ));
+    assert_eq!(
+        drive.read(1),
+        Err(ReadError::NotYetDurable {
+            lsn: 1,
+            durable_lsn: 0
+        })
+    );
+    assert_eq!(
+        drive.trim(5),
+        Err(TrimError::BeyondDurable {
+            lsn: 5,
+            durable_lsn: 0
+        })
+    );
+    let lsn = drive
+        .append(vec![0; limit])
+        .expect("queued")
+        .wait()
+        .expect("fits exactly");
+    assert_eq!(drive.read(lsn).expect("live").len(), limit);
+    assert_eq!(
+        drive.read(lsn + 1),
+        Err(ReadError::NotYetDurable {
+            lsn: lsn + 1,
+            durable_lsn: lsn
+        })
+    );
+    assert_eq!(
+        drive.read(0),
+        Err(ReadError::Trimmed {
+            lsn: 0,
+            first_lsn: 1
+        })
+    );
+}
+scenario!(bad_input_is_typed);
+
+fn iterating_from_a_trimmed_lsn_says_where_the_log_starts(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let drive = ring.open_default();
+    let tickets: Vec<_> = (0..20)
+        .map(|i| drive.append(payload(i, 100)).expect("queued"))
+        .collect();
+    for ticket in tickets {
+        ticket.wait().expect("durable");
+    }
+    drive.trim(10).expect("trims");
+    let mut from_trimmed = drive.iter_from(4);
+    assert_eq!(
+        from_trimmed.next(),
+        Some(Err(ReadError::Trimmed {
+            lsn: 4,
+            first_lsn: 11
+        }))
+    );
+    assert_eq!(from_trimmed.next(), None);
+    let live: Vec<u64> = drive
+        .iter_from(11)
+        .map(|entry| entry.expect("live").0)
+        .collect();
+    assert_eq!(live, (11..=20).collect::<Vec<_>>());
+    assert_eq!(drive.iter_from(21).next(), None, "the durable tail ends it");
+    assert_eq!(
+        drive.iter_from(25).next(),
+        Some(Err(ReadError::NotYetDurable {
+            lsn: 25,
+            durable_lsn: 20
+        }))
+    );
+}
+scenario!(iterating_from_a_trimmed_lsn_says_where_the_log_starts);
+
+/// A minimal executor: polls a future, parking the thread until its waker runs.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(output) => return output,
+            std::task::Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+fn a_ticket_can_be_awaited(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let drive = ring.open_default();
+    let tickets: Vec<_> = (0..10)
+        .map(|i| drive.append(vec![i; 10]).expect("queued"))
+        .collect();
+    let lsns: Vec<u64> = tickets
+        .into_iter()
+        .map(|ticket| block_on(ticket).expect("durable"))
+        .collect();
+    assert_eq!(lsns, (1..=10).collect::<Vec<_>>());
+}
+scenario!(a_ticket_can_be_awaited);
+
+/// Defect 1 of issue 9: with more reads queued than free buffers and no batch in flight, the
+/// drive thread popped a read, found no buffer, pushed it back and popped it again, forever:
+/// eight threads reading at once from an idle drive with the default geometry never returned.
+fn more_readers_than_read_buffers_all_complete(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::default_geometry());
+    let drive = Arc::new(ring.open_default());
+    let tickets: Vec<_> = (0..64u64)
+        .map(|i| drive.append(payload(i, 5000)).expect("queued"))
+        .collect();
+    for ticket in tickets {
+        ticket.wait().expect("durable");
+    }
+    let readers = 4 * sealog::drive::READ_BUFFERS as u64;
+    let reads = within(
+        "concurrent reads on an idle drive",
+        Duration::from_secs(60),
+        {
+            let drive = Arc::clone(&drive);
+            move || {
+                let barrier = Arc::new(std::sync::Barrier::new(readers as usize));
+                let handles: Vec<_> = (0..readers)
+                    .map(|reader| {
+                        let drive = Arc::clone(&drive);
+                        let barrier = Arc::clone(&barrier);
+                        std::thread::spawn(move || {
+                            barrier.wait();
+                            for round in 0..50u64 {
+                                let lsn = 1 + (reader * 7 + round * 13) % 64;
+                                let read = drive.read(lsn).expect("live");
+                                assert_eq!(read, payload(lsn - 1, 5000));
+                            }
+                            50u64
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|handle| handle.join().expect("reader"))
+                    .sum::<u64>()
+            }
+        },
+    );
+    assert_eq!(reads, readers * 50);
+    assert!(drive.stats().expect("stats").reads >= reads);
+}
+scenario!(more_readers_than_read_buffers_all_complete);
+
+/// Readers never starve writers nor the other way round: pipelined writers, blocking writers
+/// and readers of old and new LSNs at once, each finishing in bounded time.
+fn readers_and_writers_share_the_drive(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::default_geometry());
+    let drive = Arc::new(ring.open_default());
+    let first = drive.append(payload(0, 100)).expect("queued");
+    first.wait().expect("durable");
+    let done = within("readers beside writers", Duration::from_secs(120), {
+        let drive = Arc::clone(&drive);
+        move || {
+            let mut handles = Vec::new();
+            for writer in 0..4u64 {
+                let drive = Arc::clone(&drive);
+                handles.push(std::thread::spawn(move || {
+                    for round in 0..40u64 {
+                        let tickets: Vec<_> = (0..8)
+                            .map(|i| {
+                                let seed = writer * 100_000 + round * 8 + i;
+                                drive.append(payload(seed, 300)).expect("queued")
+                            })
+                            .collect();
+                        for ticket in tickets {
+                            ticket.wait().expect("durable");
+                        }
+                    }
+                }));
+            }
+            for reader in 0..(2 * sealog::drive::READ_BUFFERS as u64) {
+                let drive = Arc::clone(&drive);
+                handles.push(std::thread::spawn(move || {
+                    for round in 0..100u64 {
+                        let durable = drive.stats().expect("stats").lsn_durable;
+                        let lsn = if round % 2 == 0 {
+                            1
+                        } else {
+                            1 + (reader + round) % durable
+                        };
+                        drive.read(lsn).expect("acknowledged and live");
+                    }
+                }));
+            }
+            for handle in handles {
+                handle.join().expect("client");
+            }
+            drive.stats().expect("stats").lsn_durable
+        }
+    });
+    assert_eq!(done, 1 + 4 * 40 * 8);
+}
+scenario!(readers_and_writers_share_the_drive);
+
+/// Issue 9 defect 3: once the log has been idle for the marker's idle time, one tail marker
+/// covers every acknowledged entry; a second idle period with nothing new writes none.
+fn an_idle_log_gets_one_tail_marker(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let options = DriveOptions {
+        tail_marker_idle_us: 20_000,
+        ..DriveOptions::default()
+    };
+    let drive = ring.open(options).expect("opens");
+    let tickets: Vec<_> = (0..5)
+        .map(|i| drive.append(payload(i, 200)).expect("queued"))
+        .collect();
+    for ticket in tickets {
+        ticket.wait().expect("durable");
+    }
+    let stats = wait_for_stats(&drive, |stats| stats.tail_markers == 1);
+    assert_eq!(stats.lsn_covered, stats.lsn_durable);
+    std::thread::sleep(Duration::from_millis(100));
+    let stats = drive.stats().expect("stats");
+    assert_eq!(stats.tail_markers, 1, "one marker per idle period");
+    // New entries, a new idle period: one more marker.
+    drive
+        .append(payload(9, 10))
+        .expect("queued")
+        .wait()
+        .expect("durable");
+    let stats = wait_for_stats(&drive, |stats| stats.tail_markers == 2);
+    assert_eq!(stats.lsn_covered, 6);
+    drive.close();
+    assert_eq!(ring.replay().expect("replays").last_lsn, Some(6));
+}
+scenario!(an_idle_log_gets_one_tail_marker);
+
+fn wait_for_stats(drive: &sealog::Drive, done: impl Fn(&sealog::Stats) -> bool) -> sealog::Stats {
+    for _ in 0..500 {
+        let stats = drive.stats().expect("stats");
+        if done(&stats) {
+            return stats;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("stats never got there: {:?}", drive.stats());
+}
+
+/// A log kept busy writes no tail marker: markers cost nothing while appends keep coming.
+fn a_busy_log_writes_no_tail_marker(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let options = DriveOptions {
+        tail_marker_idle_us: 200_000,
+        ..DriveOptions::default()
+    };
+    let drive = ring.open(options).expect("opens");
+    let started = std::time::Instant::now();
+    let mut round = 0u64;
+    while started.elapsed() < Duration::from_millis(500) {
+        let lsn = drive
+            .append(payload(round, 64))
+            .expect("queued")
+            .wait()
+            .expect("durable");
+        if round % 64 == 63 {
+            drive.trim(lsn - 10).expect("trims");
+        }
+        round += 1;
+    }
+    assert_eq!(drive.stats().expect("stats").tail_markers, 0);
+}
+scenario!(a_busy_log_writes_no_tail_marker);
+
+/// After a clean close, damage to the newest acknowledged entry is corruption naming its LSN,
+/// never a torn tail: the close wrote a tail marker whose watermark covers it.
+fn damage_to_the_newest_entry_after_a_clean_close_is_corruption(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let drive = ring.open(without_idle_markers()).expect("opens");
+    let tickets: Vec<_> = (0..3)
+        .map(|i| drive.append(payload(i, 500)).expect("queued"))
+        .collect();
+    let last = tickets
+        .into_iter()
+        .map(|ticket| ticket.wait().expect("durable"))
+        .max()
+        .expect("three");
+    drive.close();
+    drop(drive);
+    let report = ring.replay().expect("a clean ring");
+    assert_eq!(
+        report.watermark_max, last,
+        "the close's marker covers LSN {last}"
+    );
+    // Flip a byte of the newest entry's payload.
+    ring.damage(ring.record_offset(last) + 64 + 10, |bytes| bytes[0] ^= 0x40);
+    match ring.replay() {
+        Err(ReplayError::Corruption(corruption)) => assert_eq!(corruption.lsn, last),
+        other => panic!("damage to acknowledged LSN {last} must be corruption: {other:?}"),
+    }
+    assert!(matches!(
+        ring.open(DriveOptions::default()),
+        Err(sealog::OpenError::Corrupt { .. })
+    ));
+}
+scenario!(damage_to_the_newest_entry_after_a_clean_close_is_corruption);
+
+/// A close after the idle marker already covered every acknowledged entry writes no second
+/// marker: the ring holds the entry's batch and one marker.
+fn a_close_with_everything_covered_writes_no_marker(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let options = DriveOptions {
+        tail_marker_idle_us: 10_000,
+        ..DriveOptions::default()
+    };
+    let drive = ring.open(options).expect("opens");
+    drive
+        .append(payload(1, 10))
+        .expect("queued")
+        .wait()
+        .expect("durable");
+    wait_for_stats(&drive, |stats| stats.tail_markers == 1);
+    drive.close();
+    drop(drive);
+    let reopened = ring.open(without_idle_markers()).expect("reopens");
+    let report = reopened.recovery_report();
+    assert_eq!(report.last_lsn, Some(1));
+    assert_eq!(
+        report.batches, 2,
+        "the entry's batch and one marker: {report:?}"
+    );
+}
+scenario!(a_close_with_everything_covered_writes_no_marker);
+
+fn fail_stop(faults: FaultConfig) {
+    let mut ring = TestRing::new(Backend::Simulated, &Shape::small());
+    ring.set_faults(faults);
+    let drive = Arc::new(ring.open_default());
+    let mut acked = Vec::new();
+    let mut failed_at = None;
+    for round in 0..200u64 {
+        let tickets: Vec<_> = (0..3)
+            .map(|i| drive.append(payload(round * 3 + i, 500)).expect("queued"))
+            .collect();
+        for ticket in tickets {
+            match ticket.wait() {
+                Ok(lsn) => {
+                    assert!(
+                        failed_at.is_none(),
+                        "LSN {lsn} acknowledged after the failure"
+                    );
+                    acked.push(lsn);
+                }
+                Err(AppendError::Failed(DriveFailure::Io { .. })) => {
+                    failed_at.get_or_insert(round);
+                }
+                Err(other) => panic!("unexpected {other}"),
+            }
+        }
+    }
+    assert!(failed_at.is_some(), "the fault fired");
+    assert!(matches!(
+        drive.append(vec![1]).expect("queued").wait(),
+        Err(AppendError::Failed(_))
+    ));
+    assert!(matches!(
+        drive.stats().expect("stats").state,
+        DriveState::Failed(DriveFailure::Io { .. })
+    ));
+    drive.close();
+    drop(drive);
+    ring.set_faults(FaultConfig::none());
+    let reopened = ring.open_default();
+    let replayed: Vec<u64> = reopened
+        .iter_from(1)
+        .map(|entry| entry.expect("reads").0)
+        .collect();
+    assert!(
+        replayed.len() >= acked.len(),
+        "every acknowledged entry survives"
+    );
+    assert_eq!(&replayed[..acked.len()], &acked[..]);
+}
+
+#[test]
+fn a_failed_write_stops_the_drive() {
+    fail_stop(FaultConfig {
+        fail_write_number: Some(9),
+        ..FaultConfig::none()
+    });
+}
+
+#[test]
+fn a_failed_flush_stops_the_drive() {
+    fail_stop(FaultConfig {
+        fail_flush_number: Some(40),
+        ..FaultConfig::none()
+    });
+}
+
+/// Issue 9 defect 5: a dead drive thread left tickets waiting forever. A backend that panics
+/// inside the drive thread: every queued and in-flight ticket completes with an error, later
+/// calls fail at once, and nothing waits on the drive that is gone.
+#[test]
+fn a_panicking_drive_thread_strands_no_caller() {
+    use sealog::io::{Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
+    use sealog_fault::SimDevice;
+
+    /// The simulated device, panicking on its `panic_at`-th write.
+    struct PanicsOnWrite {
+        device: SimDevice,
+        writes: u64,
+        panic_at: u64,
+    }
+
+    impl IoBackend for PanicsOnWrite {
+        fn pool(&mut self) -> &mut sealog::pool::BufferPool {
+            self.device.pool()
+        }
+        fn size_bytes(&self) -> u64 {
+            self.device.size_bytes()
+        }
+        fn submit_write(
+            &mut self,
+            tag: Tag,
+            ring_offset: u64,
+            buffer: usize,
+            buffer_offset: usize,
+            len: u32,
+            sync: WriteSync,
+        ) -> std::io::Result<()> {
+            self.writes += 1;
+            assert!(
+                self.writes != self.panic_at,
+                "injected panic in the backend"
+            );
+            self.device
+                .submit_write(tag, ring_offset, buffer, buffer_offset, len, sync)
+        }
+        fn submit_flush(
+            &mut self,
+            tag: Tag,
+            offset: u64,
+            order: FlushOrder,
+        ) -> std::io::Result<()> {
+            self.device.submit_flush(tag, offset, order)
+        }
+        fn submit_read(
+            &mut self,
+            tag: Tag,
+            offset: u64,
+            buffer: usize,
+            len: u32,
+        ) -> std::io::Result<()> {
+            self.device.submit_read(tag, offset, buffer, len)
+        }
+        fn wait(&mut self, min_complete: usize, out: &mut Vec<Completion>) -> std::io::Result<()> {
+            self.device.wait(min_complete, out)
+        }
+        fn waker(&self) -> Waker {
+            self.device.waker()
+        }
+    }
+
+    let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
+    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([3; 16]));
+    let drive = sealog::Drive::open_with(
+        std::path::Path::new("panics"),
+        geometry,
+        DriveOptions::default(),
+        move || {
+            let device = SimDevice::new(
+                image,
+                FaultConfig::none(),
+                7,
+                sealog::drive::buffer_count(&geometry),
+                sealog::drive::buffer_bytes(&geometry),
+                4096,
+            )?;
+            Ok(PanicsOnWrite {
+                device,
+                writes: 0,
+                panic_at: 5,
+            })
+        },
+    )
+    .expect("opens");
+    let drive = Arc::new(drive);
+    let outcomes = within("tickets of a panicked drive", Duration::from_secs(30), {
+        let drive = Arc::clone(&drive);
+        move || {
+            let tickets: Vec<_> = (0..200u64)
+                .filter_map(|i| drive.append(payload(i, 3000)).ok())
+                .collect();
+            tickets
+                .into_iter()
+                .map(|ticket| ticket.wait())
+                .collect::<Vec<_>>()
+        }
+    });
+    let failed = outcomes.iter().filter(|outcome| outcome.is_err()).count();
+    assert!(failed > 0, "the panic failed the appends after it");
+    for outcome in &outcomes {
+        match outcome {
+            Ok(_)
+            | Err(AppendError::Failed(DriveFailure::ThreadPanicked { .. }))
+            | Err(AppendError::Closed(DriveClosed)) => {}
+            Err(other) => panic!("unexpected outcome {other}"),
+        }
+    }
+    let later = within("calls after the panic", Duration::from_secs(10), {
+        let drive = Arc::clone(&drive);
+        move || {
+            (
+                drive.append(vec![1]).map(|ticket| ticket.wait()),
+                drive.read(1),
+                drive.trim(1),
+                drive.stats().map(|_| ()),
+            )
+        }
+    });
+    assert!(matches!(later.0, Err(AppendError::Closed(_)) | Ok(Err(_))));
+    assert!(later.1.is_err());
+    assert!(later.2.is_err());
+    assert_eq!(later.3, Err(DriveClosed));
+}
