@@ -169,6 +169,7 @@ fn format_ring(
         window_batches_max: None,
     };
     let control = sealog::format(path, &options).map_err(|error| match error {
+        FormatError::InUse { .. } => fail(EXIT_OTHER, error),
         FormatError::Io { .. }
         | FormatError::NotEmpty { .. }
         | FormatError::TooSmall { .. }
