@@ -3,6 +3,12 @@
 //! rely on: 0 success; 2 usage error, a path that is not a usable ring, or an I/O error; 3
 //! corruption of acknowledged data or an ambiguous state; 1 any other failure. Errors are one
 //! sentence on stderr naming the path; never a panic or a backtrace.
+//!
+//! A ring in use (`docs/cli.md`): every subcommand takes the ring's lock before it looks at the
+//! ring (format, append and trim the exclusive one, dump, verify and inspect the shared one) and
+//! waits up to 5 seconds for another holder to let go; if another process still holds the ring
+//! then, it exits 1 with one sentence on stderr that names the ring's path and says the ring is
+//! in use, and nothing of the ring has been changed (format alike, with or without `--force`).
 
 #![forbid(unsafe_code)]
 
@@ -19,7 +25,7 @@ use sealog_wal::{Outcome, RecoveryReport, ReplayError, ReplayOptions};
 const EXIT_UNUSABLE: u8 = 2;
 /// Exit status for corruption of acknowledged data.
 const EXIT_CORRUPT: u8 = 3;
-/// Exit status for any other failure.
+/// Exit status for any other failure, a ring in use among them.
 const EXIT_OTHER: u8 = 1;
 
 #[derive(Parser)]
@@ -122,6 +128,7 @@ fn fail(status: u8, message: impl std::fmt::Display) -> Failure {
 fn open_failure(error: OpenError) -> Failure {
     match &error {
         OpenError::Corrupt { .. } => fail(EXIT_CORRUPT, error),
+        OpenError::Locked { .. } => fail(EXIT_OTHER, error),
         _ => fail(EXIT_UNUSABLE, error),
     }
 }
