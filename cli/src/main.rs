@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use sealog::reader::RingReader;
 use sealog::{Drive, DriveError, DriveOptions, Durability, FormatError, FormatOptions, OpenError};
+use sealog_wal::format::SegmentDefect;
 use sealog_wal::{Outcome, RecoveryReport, ReplayError, ReplayOptions};
 
 /// Exit status for usage errors, unusable rings and I/O errors.
@@ -522,7 +523,7 @@ fn inspect(path: &Path) -> Result<(), Failure> {
                 "segment {segment}: lap {}, first LSN {}, incarnation {}",
                 header.lap, header.first_lsn, header.incarnation
             ),
-            Err(defect) => println!("segment {segment}: not started ({defect:?})"),
+            Err(defect) => println!("segment {segment}: {}", segment_defect(*defect)),
         }
     }
     let mut source = reader;
@@ -538,6 +539,22 @@ fn inspect(path: &Path) -> Result<(), Failure> {
             println!("next batch: unknown ({error})");
             Ok(())
         }
+    }
+}
+
+/// What `inspect` says of a segment header that does not decode: only an all-zero header is a
+/// segment never started; the others are damage.
+fn segment_defect(defect: SegmentDefect) -> String {
+    match defect {
+        SegmentDefect::Zeroed => "not started".to_string(),
+        SegmentDefect::Crc => {
+            "header damaged (CRC mismatch: torn, overwritten, or another ring's)".to_string()
+        }
+        SegmentDefect::Version => format!(
+            "header of another format version (this sealog reads version {})",
+            sealog_wal::format::FORMAT_VERSION
+        ),
+        SegmentDefect::Magic => "no segment header (not zeros, and no segment magic)".to_string(),
     }
 }
 
