@@ -3,6 +3,12 @@
 //! rely on: 0 success; 2 usage error, a path that is not a usable ring, or an I/O error; 3
 //! corruption of acknowledged data or an ambiguous state; 1 any other failure. Errors are one
 //! sentence on stderr naming the path; never a panic or a backtrace.
+//!
+//! A ring in use (`docs/cli.md`): every subcommand takes the ring's lock before it looks at the
+//! ring (format, append and trim the exclusive one, dump, verify and inspect the shared one) and
+//! waits up to 5 seconds for another holder to let go; if another process still holds the ring
+//! then, it exits 1 with one sentence on stderr that names the ring's path and says the ring is
+//! in use, and nothing of the ring has been changed (format alike, with or without `--force`).
 
 #![forbid(unsafe_code)]
 
@@ -15,13 +21,14 @@ use sealog::reader::RingReader;
 use sealog::{
     AppendError, Drive, DriveOptions, Durability, FormatError, FormatOptions, OpenError, TrimError,
 };
+use sealog_wal::format::SegmentDefect;
 use sealog_wal::{Outcome, RecoveryReport, ReplayError, ReplayOptions};
 
 /// Exit status for usage errors, unusable rings and I/O errors.
 const EXIT_UNUSABLE: u8 = 2;
 /// Exit status for corruption of acknowledged data.
 const EXIT_CORRUPT: u8 = 3;
-/// Exit status for any other failure.
+/// Exit status for any other failure, a ring in use among them.
 const EXIT_OTHER: u8 = 1;
 
 #[derive(Parser)]
@@ -124,6 +131,7 @@ fn fail(status: u8, message: impl std::fmt::Display) -> Failure {
 fn open_failure(error: OpenError) -> Failure {
     match &error {
         OpenError::Corrupt { .. } => fail(EXIT_CORRUPT, error),
+        OpenError::Locked { .. } => fail(EXIT_OTHER, error),
         _ => fail(EXIT_UNUSABLE, error),
     }
 }
@@ -171,6 +179,7 @@ fn format_ring(
         window_batches_max: None,
     };
     let control = sealog::format(path, &options).map_err(|error| match error {
+        FormatError::InUse { .. } => fail(EXIT_OTHER, error),
         FormatError::Io { .. }
         | FormatError::NotEmpty { .. }
         | FormatError::TooSmall { .. }
@@ -526,7 +535,7 @@ fn inspect(path: &Path) -> Result<(), Failure> {
                 "segment {segment}: lap {}, first LSN {}, incarnation {}",
                 header.lap, header.first_lsn, header.incarnation
             ),
-            Err(defect) => println!("segment {segment}: not started ({defect:?})"),
+            Err(defect) => println!("segment {segment}: {}", segment_defect(*defect)),
         }
     }
     let mut source = reader;
@@ -542,6 +551,22 @@ fn inspect(path: &Path) -> Result<(), Failure> {
             println!("next batch: unknown ({error})");
             Ok(())
         }
+    }
+}
+
+/// What `inspect` says of a segment header that does not decode: only an all-zero header is a
+/// segment never started; the others are damage.
+fn segment_defect(defect: SegmentDefect) -> String {
+    match defect {
+        SegmentDefect::Zeroed => "not started".to_string(),
+        SegmentDefect::Crc => {
+            "header damaged (CRC mismatch: torn, overwritten, or another ring's)".to_string()
+        }
+        SegmentDefect::Version => format!(
+            "header of another format version (this sealog reads version {})",
+            sealog_wal::format::FORMAT_VERSION
+        ),
+        SegmentDefect::Magic => "no segment header (not zeros, and no segment magic)".to_string(),
     }
 }
 

@@ -44,6 +44,18 @@ pub enum FormatError {
         #[source]
         source: GeometryError,
     },
+    /// Another process holds the ring (a writer, recovery, a reader or another format) past the
+    /// bounded wait; nothing of the ring was looked at or changed.
+    #[error(
+        "{path}: the ring is in use (could not take the {lock} lock within 5 s); format changed \
+         nothing"
+    )]
+    InUse {
+        /// The ring's path.
+        path: PathBuf,
+        /// Which lock was wanted: `exclusive` (the flock) or `O_EXCL` (a device).
+        lock: &'static str,
+    },
     /// A system call failed.
     #[error("{path}: cannot {action}: {source}")]
     Io {

@@ -4,6 +4,13 @@
 //! created under a temporary name, allocated, zero-filled by real writes, synced, renamed, the
 //! directory synced), opening with the right flags and lock, the block size rule, and the map
 //! from ring offsets to (file, offset). It does no I/O on the log itself.
+//!
+//! Locks (RELIABILITY I-17): a directory ring is locked on the directory itself, which format
+//! never replaces (it replaces `control` and the segment files); a device ring on the device.
+//! Writers, recovery and format take the exclusive `flock`, readers the shared one; on a device,
+//! writers and format also open with O_EXCL. Format takes the lock before it looks at the ring
+//! (the emptiness check, any removal) and holds it until the ring is complete. A lock held
+//! elsewhere (by a process just killed, say) is waited for up to [`LOCK_WAIT`], then refused.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -55,6 +62,9 @@ pub struct RingFiles {
     pub storage_block_bytes: u32,
     /// The device's write-cache mode and FUA support, from sysfs, where known.
     pub cache: Option<crate::io::CacheInfo>,
+    /// For a directory: the directory, open only to hold the ring's lock for as long as these
+    /// files live (a device's lock is on the device itself). Last, so it is released last.
+    _lock: Option<File>,
 }
 
 impl RingFiles {
@@ -256,12 +266,29 @@ fn format_device(
     options: &FormatOptions,
     ring_id: RingId,
 ) -> Result<ControlBlock, FormatError> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_EXCL)
-        .open(path)
-        .map_err(io_error(path, "open the device exclusively"))?;
+    // O_EXCL keeps out every other exclusive opener (a writer, a mount); the flock, the one
+    // writers and readers take on the device, keeps out readers too. Both before anything is
+    // read or written.
+    let deadline = Instant::now() + LOCK_WAIT;
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_EXCL)
+            .open(path)
+    };
+    let mut file = retry_busy(open, deadline).map_err(|error| match error {
+        DeviceOpen::Busy => FormatError::InUse {
+            path: path.to_path_buf(),
+            lock: "O_EXCL",
+        },
+        DeviceOpen::Io(source) => FormatError::Io {
+            path: path.to_path_buf(),
+            action: "open the device exclusively",
+            source,
+        },
+    })?;
+    lock_for_format(&file, path, deadline)?;
     let (block, device_size) = device_block(&file).map_err(io_error(path, "read block sizes"))?;
     if options.size_bytes > device_size {
         return Err(FormatError::DeviceTooSmall {
@@ -312,17 +339,17 @@ fn format_directory(
     options: &FormatOptions,
     ring_id: RingId,
 ) -> Result<ControlBlock, FormatError> {
-    if path.exists() {
-        let mut entries = fs::read_dir(path).map_err(io_error(path, "list the directory"))?;
-        if entries.next().is_some() && !options.force {
-            return Err(FormatError::NotEmpty {
-                path: path.to_path_buf(),
-            });
-        }
-    } else {
-        fs::create_dir_all(path).map_err(io_error(path, "create the directory"))?;
+    // Nothing of what is there is looked at before the lock: a ring that a writer or a reader
+    // holds is refused whole, `force` or not.
+    fs::create_dir_all(path).map_err(io_error(path, "create the directory"))?;
+    let directory = open_directory(path).map_err(io_error(path, "open the directory"))?;
+    lock_for_format(&directory, path, Instant::now() + LOCK_WAIT)?;
+    let mut entries = fs::read_dir(path).map_err(io_error(path, "list the directory"))?;
+    if entries.next().is_some() && !options.force {
+        return Err(FormatError::NotEmpty {
+            path: path.to_path_buf(),
+        });
     }
-    let directory = File::open(path).map_err(io_error(path, "open the directory"))?;
     let block = directory_block(&directory).map_err(io_error(path, "read the DIO alignment"))?;
     let geometry = plan_geometry(options, block, path)?;
     // Segments first, each complete before it gets its final name; the control file last, so
@@ -342,10 +369,36 @@ fn format_directory(
         .map_err(io_error(path, "create the control file"))?;
     let control = write_control_copies(&mut control_file, path, ring_id, geometry)?;
     fs::rename(&temporary, path.join(CONTROL_FILE)).map_err(io_error(path, "rename"))?;
+    // The directory's descriptor holds the lock: it is released only after this sync.
     directory
         .sync_all()
         .map_err(io_error(path, "sync the directory"))?;
     Ok(control)
+}
+
+/// Opens a directory (only a directory) to hold its lock and sync it.
+fn open_directory(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(path)
+}
+
+/// Format's exclusive lock on `file` (the directory, or the device), waited for until
+/// `deadline`: a ring another process holds is [`FormatError::InUse`].
+fn lock_for_format(file: &File, path: &Path, deadline: Instant) -> Result<(), FormatError> {
+    match flock_until(file, sys::LockKind::Exclusive, deadline) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(FormatError::InUse {
+            path: path.to_path_buf(),
+            lock: "exclusive",
+        }),
+        Err(source) => Err(FormatError::Io {
+            path: path.to_path_buf(),
+            action: "lock the ring",
+            source,
+        }),
+    }
 }
 
 /// Creates `name` in `directory` with `size` bytes: temporary name, fallocate, zeros written
@@ -383,32 +436,37 @@ fn create_zeroed(directory: &Path, name: &str, size: u64) -> Result<(), FormatEr
     Ok(())
 }
 
-fn lock(file: &File, path: &Path, access: Access) -> Result<(), OpenError> {
+/// Takes a `flock` of `kind` on `file`, retrying until `deadline`: `Ok(false)` when another
+/// open description still holds a conflicting one then.
+fn flock_until(file: &File, kind: sys::LockKind, deadline: Instant) -> io::Result<bool> {
+    loop {
+        if sys::try_flock(file, kind)? {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The lock an open of `access` needs (shared or exclusive), waited for until `deadline`.
+fn lock(file: &File, path: &Path, access: Access, deadline: Instant) -> Result<(), OpenError> {
     let (kind, name) = match access {
         Access::ReadOnly => (sys::LockKind::Shared, "shared"),
         Access::ReadWrite => (sys::LockKind::Exclusive, "exclusive"),
     };
-    let deadline = Instant::now() + LOCK_WAIT;
-    loop {
-        match sys::try_flock(file, kind) {
-            Ok(true) => return Ok(()),
-            Ok(false) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Ok(false) => {
-                return Err(OpenError::Locked {
-                    path: path.to_path_buf(),
-                    lock: name,
-                })
-            }
-            Err(source) => {
-                return Err(OpenError::Io {
-                    path: path.to_path_buf(),
-                    action: "lock the ring",
-                    source,
-                })
-            }
-        }
+    match flock_until(file, kind, deadline) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(OpenError::Locked {
+            path: path.to_path_buf(),
+            lock: name,
+        }),
+        Err(source) => Err(OpenError::Io {
+            path: path.to_path_buf(),
+            action: "lock the ring",
+            source,
+        }),
     }
 }
 
@@ -418,11 +476,18 @@ enum DeviceOpen {
 }
 
 /// Opens a block device, with O_EXCL for a writer. EBUSY (another holder, or the references of
-/// a just-closed io_uring that the kernel releases asynchronously) is retried for a bounded time.
-fn open_device_waiting(path: &Path, access: Access) -> Result<File, DeviceOpen> {
-    let deadline = Instant::now() + LOCK_WAIT;
+/// a just-closed io_uring that the kernel releases asynchronously) is retried until `deadline`.
+fn open_device_waiting(path: &Path, access: Access, deadline: Instant) -> Result<File, DeviceOpen> {
+    retry_busy(
+        || open_direct(path, access, access == Access::ReadWrite),
+        deadline,
+    )
+}
+
+/// Calls `open` until it succeeds, fails with anything but EBUSY, or `deadline` passes.
+fn retry_busy(open: impl Fn() -> io::Result<File>, deadline: Instant) -> Result<File, DeviceOpen> {
     loop {
-        match open_direct(path, access, access == Access::ReadWrite) {
+        match open() {
             Ok(file) => return Ok(file),
             Err(error) if error.raw_os_error() == Some(libc::EBUSY) => {
                 if Instant::now() >= deadline {
@@ -524,8 +589,10 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
         }
     };
     let metadata = fs::metadata(path).map_err(io("stat"))?;
+    // One bounded wait for everything that another holder can make this open wait for.
+    let deadline = Instant::now() + LOCK_WAIT;
     if metadata.file_type().is_block_device() {
-        let file = open_device_waiting(path, access).map_err(|error| match error {
+        let file = open_device_waiting(path, access, deadline).map_err(|error| match error {
             DeviceOpen::Busy => OpenError::Locked {
                 path: path.to_path_buf(),
                 lock: "O_EXCL",
@@ -536,7 +603,7 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
                 source,
             },
         })?;
-        lock(&file, path, access)?;
+        lock(&file, path, access, deadline)?;
         let (block, device_size) = device_block(&file).map_err(io("read block sizes"))?;
         let mut source_size = DeviceSized {
             file: &file,
@@ -552,6 +619,7 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
             geometry,
             storage_block_bytes: block,
             cache,
+            _lock: None,
         });
     }
     if !metadata.is_dir() {
@@ -560,6 +628,10 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
             why: "neither a directory nor a block device",
         });
     }
+    // The lock first: a ring being formatted has no control file until format is done, and
+    // format holds the directory's lock until then.
+    let directory = open_directory(path).map_err(io("open the directory"))?;
+    lock(&directory, path, access, deadline)?;
     let control_path = path.join(CONTROL_FILE);
     if !control_path.exists() {
         return Err(OpenError::NotARing {
@@ -568,7 +640,6 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
         });
     }
     let control = open_direct(&control_path, access, false).map_err(io("open the control file"))?;
-    lock(&control, path, access)?;
     let geometry = read_geometry(&control, path)?;
     let block = directory_block(&control).map_err(io("read the DIO alignment"))?;
     check_block(path, geometry, block)?;
@@ -594,6 +665,7 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
         geometry,
         storage_block_bytes: block,
         cache,
+        _lock: Some(directory),
     })
 }
 

@@ -1,6 +1,6 @@
 //! Rings in a directory of segment files on the real file system, through io_uring: format,
 //! appends from many threads, reopen (every acknowledged entry back in order), laps with trims,
-//! ring full, a second opener refused by the lock, and bad paths as typed errors.
+//! ring full, a second opener and a format refused by the lock, and bad paths as typed errors.
 
 use std::sync::Arc;
 
@@ -212,6 +212,81 @@ fn a_second_writer_is_refused_by_the_lock() {
         started.elapsed() >= std::time::Duration::from_secs(4),
         "the lock is waited for"
     );
+}
+
+/// Every file of a directory ring: its name, inode and bytes.
+fn ring_files(path: &std::path::Path) -> Vec<(String, u64, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut files: Vec<_> = std::fs::read_dir(path)
+        .expect("lists the ring")
+        .map(|entry| {
+            let entry = entry.expect("an entry");
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.metadata().expect("stat").ino(),
+                std::fs::read(entry.path()).expect("reads"),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// RELIABILITY I-17: format takes the ring's exclusive lock before it looks at anything, so a
+/// ring that a writer (here `--force`) or a reader (here without it: in use, not "not empty")
+/// holds is refused with a typed error and not a byte of it changes; once both let go, format
+/// proceeds.
+#[test]
+fn format_of_a_ring_in_use_is_refused_and_changes_nothing() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    format(&path, &options(4 << 20, 1 << 20)).expect("formats");
+    let forced = FormatOptions {
+        force: true,
+        ..options(4 << 20, 1 << 20)
+    };
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    drive
+        .append(payload(1, 100))
+        .expect("queued")
+        .wait()
+        .expect("durable");
+    let before = ring_files(&path);
+    let started = std::time::Instant::now();
+    match format(&path, &forced) {
+        Err(sealog::FormatError::InUse { path: named, .. }) => assert_eq!(named, path),
+        other => panic!("format --force of a ring a writer holds: {other:?}"),
+    }
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(4),
+        "the lock is waited for"
+    );
+    assert_eq!(
+        ring_files(&path),
+        before,
+        "a ring a writer holds is unchanged"
+    );
+    assert_eq!(drive.read(1).expect("still live"), payload(1, 100));
+    drive.close();
+    drop(drive);
+    let reader = sealog::reader::RingReader::open(&path).expect("a reader opens");
+    let before = ring_files(&path);
+    assert!(
+        matches!(
+            format(&path, &options(4 << 20, 1 << 20)),
+            Err(sealog::FormatError::InUse { .. })
+        ),
+        "format of a ring a reader holds"
+    );
+    assert_eq!(
+        ring_files(&path),
+        before,
+        "a ring a reader holds is unchanged"
+    );
+    drop(reader);
+    format(&path, &forced).expect("formats once nobody holds the ring");
+    let reopened = Drive::open(&path, DriveOptions::default()).expect("opens");
+    assert_eq!(reopened.recovery_report().entries, 0, "a fresh ring");
 }
 
 #[test]
