@@ -31,7 +31,9 @@ use super::buffers::{Lane, Lanes};
 use super::op::Op;
 use super::reads::{PendingRead, ReadRequest};
 use super::trim::{PendingTrim, TrimRequest};
-use super::{DriveOptions, DriveState, Durability, Request, RequestKind, Stats, Wait, WhenFull};
+use super::{
+    DriveOptions, DriveState, Durability, QueueDepths, Request, RequestKind, Stats, Wait, WhenFull,
+};
 use crate::error::{AppendError, DriveFailure, IoOperation, ReadError, TrimError};
 use crate::io::{Completion, FlushOrder, IoBackend, WriteSync};
 use crate::ticket::TicketCompleter;
@@ -454,6 +456,13 @@ impl<B: IoBackend> DriveCore<B> {
             state: match &self.failed {
                 Some(error) => DriveState::Failed(error.clone()),
                 None => DriveState::Running,
+            },
+            queues: QueueDepths {
+                appends_queued: self.queue.len(),
+                batches_in_flight: self.inflight.len(),
+                reads_waiting: self.reads_waiting.len(),
+                reads_in_flight: self.reads.len(),
+                trims_waiting: self.trims.len(),
             },
         }
     }

@@ -36,6 +36,7 @@ use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport};
 
 pub use self::buffers::{buffer_bytes, buffer_count, READ_BUFFERS};
 pub use self::core::DriveCore;
+
 use crate::error::{AppendError, DriveClosed, DriveFailure, OpenError, ReadError, TrimError};
 use crate::io::{IoBackend, Waker};
 use crate::ticket::{Ticket, TicketCompleter};
@@ -181,6 +182,25 @@ pub struct Stats {
     pub lsn_covered: u64,
     /// Running or failed.
     pub state: DriveState,
+    /// What the drive holds now: appends queued for a batch, batches (and tail markers) on
+    /// the device, reads waiting for a buffer and on the device, trims waiting.
+    pub queues: QueueDepths,
+}
+
+/// How many requests a drive holds, by where they wait (a snapshot, for watchdogs and
+/// operators).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueDepths {
+    /// Appends waiting for a batch.
+    pub appends_queued: usize,
+    /// Batches written or being written and not yet acknowledged.
+    pub batches_in_flight: usize,
+    /// Reads waiting for a read buffer.
+    pub reads_waiting: usize,
+    /// Reads on the device.
+    pub reads_in_flight: usize,
+    /// Trims waiting (one more may be on the device).
+    pub trims_waiting: usize,
 }
 
 /// The answer to a read: the entry asked for, then the rest of its batch (an iterator keeps
