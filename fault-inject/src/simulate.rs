@@ -10,11 +10,12 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sealog::drive::{buffer_bytes, buffer_count};
+use sealog::drive::{buffer_bytes, buffer_count, ReadReply};
 use sealog::{
     AppendError, DriveCore, DriveOptions, DriveState, Durability, OpenError, ReadError, Request,
     Wait,
 };
+use sealog_wal::format::{EntryHeader, ENTRY_HEADER_SIZE, ENTRY_MAGIC};
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, Kind, RingId};
 
@@ -61,8 +62,17 @@ pub struct SimSummary {
     pub rounds: u32,
     /// Appends acknowledged.
     pub acknowledged: u64,
-    /// Entries checked after reopens.
+    /// Recoveries that opened and were checked.
+    pub recoveries: u64,
+    /// Of those, recoveries after the drive had injected data faults: the strict rule (no
+    /// acknowledged entry a surviving watermark covers is lost) is all that protects them.
+    pub strict_recoveries: u64,
+    /// Entries read back after reopens and compared with what was submitted.
     pub checked: u64,
+    /// Acknowledged entries a surviving watermark covered, checked to be in the log.
+    pub covered_checked: u64,
+    /// Live entries a read fault kept from being compared.
+    pub unreadable: u64,
     /// Opens refused with a corruption error after data faults (allowed, and counted).
     pub corruption_detected: u64,
     /// Faults the drive injected.
@@ -118,6 +128,45 @@ fn payload(seed: u64, round: u32, index: u64, len: usize) -> Vec<u8> {
     bytes
 }
 
+/// The highest watermark carried by a record that survived in `image` and that the writer of
+/// incarnation `incarnation` wrote: a header that checks out (magic, version, ring, header
+/// CRC) and records exactly the segment and offset where it lies. Every such watermark is a
+/// true statement about the current log: that writer acknowledged every LSN up to it (the
+/// entries recovered when it opened included, which its first batch's watermark covers), and
+/// acknowledged LSNs are never handed out again. Records of older incarnations are left out:
+/// after a cut they may speak of LSNs the log has since reused.
+pub fn surviving_watermark(
+    image: &[u8],
+    geometry: &Geometry,
+    ring_id: RingId,
+    incarnation: u32,
+) -> u64 {
+    let magic = ENTRY_MAGIC.to_le_bytes();
+    let finder = memchr::memmem::Finder::new(&magic);
+    let mut watermark = 0;
+    for segment in 0..geometry.segment_count {
+        let start = geometry.segment_ring_offset(segment) as usize;
+        let end = start + geometry.segment_size_bytes as usize;
+        let Some(bytes) = image.get(start..end) else {
+            continue;
+        };
+        for offset in finder.find_iter(bytes) {
+            let Some(header_bytes) = bytes.get(offset..offset + ENTRY_HEADER_SIZE) else {
+                continue;
+            };
+            let Ok(header) = EntryHeader::decode(ring_id, header_bytes) else {
+                continue;
+            };
+            let in_place = header.position.segment == segment
+                && u64::from(header.position.offset) == offset as u64;
+            if in_place && header.incarnation == incarnation {
+                watermark = watermark.max(header.watermark);
+            }
+        }
+    }
+    watermark
+}
+
 /// Runs one seed.
 pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation> {
     let violation = |what: String| Violation {
@@ -141,17 +190,20 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         durability,
         ..DriveOptions::default()
     };
-    let mut image = ModelWriter::format(
-        geometry,
-        RingId(seed.to_le_bytes().repeat(2).try_into().unwrap_or([7; 16])),
-    );
+    let ring_id = RingId(seed.to_le_bytes().repeat(2).try_into().unwrap_or([7; 16]));
+    let mut image = ModelWriter::format(geometry, ring_id);
     let mut model = Model {
         payloads: BTreeMap::new(),
         acknowledged: 0,
         trim_lsn: 0,
     };
     let mut summary = SimSummary::default();
+    // The incarnation of the last round's writer, whose surviving records say what is covered.
+    let mut last_incarnation = None;
     for round in 0..options.rounds {
+        let covered = last_incarnation.map_or(0, |incarnation| {
+            surviving_watermark(&image, &geometry, ring_id, incarnation)
+        });
         let device = SimDevice::new(
             image,
             config,
@@ -179,9 +231,15 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
             }
             Err(error) => return Err(violation(format!("round {round}: open failed: {error}"))),
         };
-        let data_damaged = summary.faults.data_faults > 0;
-        summary.checked += check_recovered(&mut core, &mut model, data_damaged)
+        let data_damaged = data_faults_so_far > 0;
+        let checked = check_recovered(&mut core, &mut model, covered, data_damaged)
             .map_err(|what| violation(format!("round {round}: {what}")))?;
+        summary.recoveries += 1;
+        summary.strict_recoveries += u64::from(data_damaged);
+        summary.checked += checked.compared;
+        summary.covered_checked += checked.covered;
+        summary.unreadable += checked.unreadable;
+        last_incarnation = Some(core.incarnation());
         let acknowledged = workload(&mut core, &mut model, &mut rng, seed, round, options);
         // Faults the drive injected in this round, recovery's reads and writes included.
         let device = core.backend_mut();
@@ -195,69 +253,130 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
     Ok(summary)
 }
 
-/// Reads back every live entry through the drive and checks it against the model; then makes
-/// the model what was recovered (entries past it are gone, their LSNs free again).
+/// What one recovery's check looked at.
+struct Checked {
+    /// Entries read back through the drive and compared with what was submitted.
+    compared: u64,
+    /// Acknowledged entries a surviving watermark covers, checked to be in the log.
+    covered: u64,
+    /// Live entries a read fault kept from being compared (only with data faults on).
+    unreadable: u64,
+}
+
+/// Checks the recovered log against the model, then makes the model what was recovered
+/// (entries past it are gone, their LSNs free again).
+///
+/// The rules, checked after every recovery whatever faults the drive injected:
+/// - an acknowledged entry that a surviving valid watermark covers (`covered`) is in the
+///   recovered log: recovery may fail the open as corrupt, never cut it silently (I-1);
+/// - with no data fault injected so far, every acknowledged entry is in the log (a crash
+///   alone never loses one);
+/// - every live entry read back is exactly what was submitted with its LSN (I-2), in a
+///   contiguous run (I-3); a read the drive fails is allowed only after data faults, and the
+///   entries around it are still compared.
 fn check_recovered(
     core: &mut DriveCore<SimDevice>,
     model: &mut Model,
+    covered: u64,
     data_damaged: bool,
-) -> Result<u64, String> {
+) -> Result<Checked, String> {
     let report = core.recovery_report().clone();
     let first = report.trim_lsn + 1;
     let next = report.next_lsn;
     let last = next - 1;
-    // I-1 and I-4: every acknowledged live entry is back (a drive that damages data may
-    // instead make the open fail, handled by the caller, or lose the last window: the residual
-    // risk). Whatever the reads below find, the log now ends at `last`: entries past it are
-    // gone and their LSNs are free again.
     let expected_last = model.acknowledged;
-    model.payloads.retain(|lsn, _| *lsn <= last);
-    model.acknowledged = last;
-    model.trim_lsn = model.trim_lsn.max(report.trim_lsn);
+    let covered_last = covered.min(expected_last);
+    if covered_last > last {
+        return Err(format!(
+            "acknowledged LSN {covered_last}, covered by a surviving watermark {covered}, was \
+             cut: recovery ended at {last} (trim {})",
+            report.trim_lsn
+        ));
+    }
     if last < expected_last && !data_damaged && core.backend_mut().counts().data_faults == 0 {
         return Err(format!(
             "acknowledged LSN {expected_last} lost: recovery ended at {last} (trim {})",
             report.trim_lsn
         ));
     }
-    let mut recovered = Vec::new();
+    let mut checked = Checked {
+        compared: 0,
+        covered: covered_last.saturating_sub(report.trim_lsn.max(model.trim_lsn)),
+        unreadable: 0,
+    };
     let mut lsn = first;
     while lsn < next {
         let (request, reply) = Request::read(lsn);
         core.submit(request);
-        let entries = loop {
+        let outcome = loop {
             core.step(Wait::ForCompletion);
             if let Ok(result) = reply.try_recv() {
                 break result;
             }
         };
-        match entries {
+        match outcome {
             Ok(entries) => {
-                let entries = entries.into_vec();
-                lsn = entries.last().map_or(lsn, |entry| entry.0 + 1);
-                recovered.extend(entries);
+                for (found, payload) in entries.into_vec() {
+                    if found != lsn {
+                        return Err(format!("read LSN {found} where {lsn} was next"));
+                    }
+                    // I-2: nothing comes back that was not submitted with this LSN.
+                    if model.payloads.get(&found) != Some(&payload) {
+                        return Err(format!(
+                            "LSN {found} came back with a payload never submitted for it"
+                        ));
+                    }
+                    checked.compared += 1;
+                    lsn += 1;
+                }
             }
             // A read fault (latent sector error, misdirected read) is reported, never served.
             Err(ReadError::Io { .. } | ReadError::Damaged { .. })
                 if data_damaged || core.backend_mut().counts().data_faults > 0 =>
             {
-                return Ok(recovered.len() as u64);
+                checked.unreadable += 1;
+                lsn += 1;
             }
             Err(error) => return Err(format!("read of live LSN {lsn} failed: {error}")),
         }
     }
-    for (index, (lsn, payload)) in recovered.iter().enumerate() {
-        if *lsn != first + index as u64 {
-            return Err(format!("recovered LSNs are not contiguous at {lsn}"));
+    // Whatever was read, the log now ends at `last`: entries past it are gone and their LSNs
+    // are free again.
+    model.payloads.retain(|lsn, _| *lsn <= last);
+    model.acknowledged = last;
+    model.trim_lsn = model.trim_lsn.max(report.trim_lsn);
+    Ok(checked)
+}
+/// Checks the reads that have an answer: an acknowledged entry reads back as exactly what was
+/// submitted with its LSN, or as trimmed (a trim passed it); a read fault only after the drive
+/// injected data faults, and the drive's failure only once it failed.
+fn check_reads(
+    reads: &mut Vec<(u64, ReadReply)>,
+    model: &Model,
+    core: &mut DriveCore<SimDevice>,
+) -> Result<(), String> {
+    let data_faults = core.backend_mut().counts().data_faults;
+    let mut failure = None;
+    reads.retain(|(lsn, reply)| {
+        let Ok(outcome) = reply.try_recv() else {
+            return true;
+        };
+        let wrong = match outcome {
+            Ok(entries) => {
+                let (found, payload) = (entries.lsn, &entries.payload);
+                (found != *lsn || model.payloads.get(lsn) != Some(payload))
+                    .then(|| format!("read of LSN {lsn} returned other bytes (LSN {found})"))
+            }
+            Err(ReadError::Trimmed { .. }) | Err(ReadError::Failed(_)) => None,
+            Err(ReadError::Io { .. } | ReadError::Damaged { .. }) if data_faults > 0 => None,
+            Err(error) => Some(format!("read of acknowledged LSN {lsn} failed: {error}")),
+        };
+        if let Some(wrong) = wrong {
+            failure.get_or_insert(wrong);
         }
-        // I-2: nothing comes back that was not submitted with this LSN.
-        if model.payloads.get(lsn) != Some(payload) {
-            return Err(format!(
-                "LSN {lsn} came back with a payload never submitted for it"
-            ));
-        }
-    }
-    Ok(recovered.len() as u64)
+        false
+    });
+    failure.map_or(Ok(()), Err)
 }
 
 /// Appends, reads and trims with many logical clients; checks fail-stop as it goes. Returns
@@ -283,6 +402,7 @@ fn workload(
     let mut acknowledged = 0u64;
     let mut failed_at_durable: Option<u64> = None;
     let mut index = 0u64;
+    let mut reads: Vec<(u64, ReadReply)> = Vec::new();
     for _ in 0..options.steps {
         match rng.gen_range(0..10) {
             0..=5 => {
@@ -303,6 +423,15 @@ fn workload(
                 let lsn = rng.gen_range(model.trim_lsn + 1..=model.acknowledged);
                 let (request, _reply) = Request::trim(lsn);
                 core.submit(request);
+            }
+            // The clock: the log has been idle for the tail marker's time (a marker is written
+            // only if nothing is in flight and some acknowledged entry is uncovered).
+            7 => core.on_idle_timer(),
+            8 if model.acknowledged > model.trim_lsn => {
+                let lsn = rng.gen_range(model.trim_lsn + 1..=model.acknowledged);
+                let (request, reply) = Request::read(lsn);
+                core.submit(request);
+                reads.push((lsn, reply));
             }
             _ => {}
         }
@@ -343,6 +472,7 @@ fn workload(
             done += 1;
         }
         tickets.drain(..done);
+        check_reads(&mut reads, model, core)?;
         if let DriveState::Failed(_) = core.stats_now().state {
             failed_at_durable.get_or_insert(core.lsn_durable());
         }
@@ -351,6 +481,10 @@ fn workload(
             let (request, _reply) = Request::trim(model.acknowledged - 4);
             core.submit(request);
         }
+    }
+    while !reads.is_empty() && core.is_busy() {
+        core.step(Wait::ForCompletion);
+        check_reads(&mut reads, model, core)?;
     }
     // Submitted but unacknowledged entries may come back after the crash: remember them
     // under the LSNs they would take (the tickets still pending are in LSN order after the

@@ -23,7 +23,11 @@ fn run(seeds: impl Iterator<Item = (u64, SimOptions)>) -> (u64, SimSummary, Vec<
             Ok(summary) => {
                 total.rounds += summary.rounds;
                 total.acknowledged += summary.acknowledged;
+                total.recoveries += summary.recoveries;
+                total.strict_recoveries += summary.strict_recoveries;
                 total.checked += summary.checked;
+                total.covered_checked += summary.covered_checked;
+                total.unreadable += summary.unreadable;
                 total.corruption_detected += summary.corruption_detected;
                 total.faults.data_faults += summary.faults.data_faults;
                 total.faults.io_errors += summary.faults.io_errors;
@@ -72,7 +76,7 @@ fn simulation_seeds_keep_every_invariant() {
     println!("simulation seeds with all faults enabled: {fresh}");
     println!("simulation seeds without faults: {}", fresh / 5);
     println!(
-        "simulation: {count} runs, {} rounds, {} appends acknowledged, {} entries checked, \
+        "simulation: {count} runs, {} rounds, {} appends acknowledged, {} entries compared, \
          {} data faults and {} I/O errors injected, {} opens refused as corrupt, {} violations",
         total.rounds,
         total.acknowledged,
@@ -81,6 +85,12 @@ fn simulation_seeds_keep_every_invariant() {
         total.faults.io_errors,
         total.corruption_detected,
         violations.len()
+    );
+    println!(
+        "simulation recoveries checked: {}, of which after data faults (strict rule only): {}; \
+         acknowledged entries covered by a surviving watermark checked: {}; entries a read \
+         fault kept from comparison: {}",
+        total.recoveries, total.strict_recoveries, total.covered_checked, total.unreadable
     );
     assert!(
         violations.is_empty(),

@@ -480,7 +480,7 @@ impl<B: IoBackend> DriveCore<B> {
     }
 
     /// The incarnation this drive writes with.
-    pub(super) fn incarnation(&self) -> u32 {
+    pub fn incarnation(&self) -> u32 {
         self.incarnation
     }
 
