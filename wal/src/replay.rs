@@ -30,7 +30,8 @@ use crate::error::ReplayError;
 use crate::format::{
     ControlBlock, ControlDefect, EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId,
     SegmentDefect, SegmentHeader, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES,
-    BLOCK_SIZE_MIN_BYTES, CONTROL_COPIES, ENTRY_HEADER_SIZE, ENTRY_MAGIC, FORMAT_VERSION,
+    BLOCK_SIZE_MIN_BYTES, CONTROL_COPIES, CONTROL_SEQUENCE_LIMIT, ENTRY_HEADER_SIZE, ENTRY_MAGIC,
+    FORMAT_VERSION,
 };
 use crate::source::RingSource;
 
@@ -517,9 +518,21 @@ fn validate_control(control: &ControlBlock, source_size_bytes: u64) -> Result<()
             source_size_bytes,
         });
     }
+    // Every writer takes its next sequence from `ControlBlock::next_sequence`, which stays at
+    // or below the limit: a copy past it was never written by a writer.
+    if control.sequence > CONTROL_SEQUENCE_LIMIT {
+        return Err(ReplayError::ControlSequence {
+            sequence: control.sequence,
+        });
+    }
     let head = control.head;
-    // A walk moves at most one lap past its head, and the probe's end is one lap on: keep both
-    // below u32::MAX.
+    // The bounds every later arithmetic on these fields relies on:
+    // - head lap <= u32::MAX - 2: a walk moves at most one lap past its head, and the probe's
+    //   end is one lap on, so `lap + 1` never overflows in replay;
+    // - trim LSN < u64::MAX / 2 and head LSN <= trim LSN + 1: `trim_lsn + 1`, the walk's LSN
+    //   (head LSN plus at most one record per 64 bytes of one lap of the ring) and the plan's
+    //   `next_lsn` all stay far below u64::MAX;
+    // - head LSN >= 1: `next_lsn - 1` (the durable LSN after recovery) never underflows.
     let head_ok = head.lap >= 1
         && head.lap <= u32::MAX - 2
         && head.segment < geometry.segment_count
@@ -643,6 +656,7 @@ impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
                             }
                         });
                     self.lineage_incarnation = good.incarnation;
+                    // Bounded as in the walk (see `validate_control`).
                     self.expected_lsn += u64::from(good.records);
                     self.cursor = self.scanner.after_batch(self.cursor, good.bytes);
                     return Ok(());
@@ -714,6 +728,30 @@ struct GoodBatch {
     records: u32,
     incarnation: u32,
     watermark: u64,
+}
+
+/// Counts the distinct batches the probe's records belong to, in O(1) time and space per
+/// record. The probe finds records in position order and a batch's records are contiguous, so
+/// a record starts a new batch exactly when its batch identity (first LSN, incarnation)
+/// differs from the last record's. (A batch identity seen again after another batch is counted
+/// again: that only happens when a write was misdirected, and counting it makes the window
+/// rule stricter, never looser.)
+#[derive(Clone, Copy, Debug, Default)]
+struct BatchCounter {
+    last: Option<(u64, u32)>,
+    batches: u64,
+}
+
+impl BatchCounter {
+    /// Notes a record of the batch `(first_lsn, incarnation)` and returns the batches so far.
+    fn note(&mut self, first_lsn: u64, incarnation: u32) -> u64 {
+        let identity = (first_lsn, incarnation);
+        if self.last != Some(identity) {
+            self.last = Some(identity);
+            self.batches = self.batches.saturating_add(1);
+        }
+        self.batches
+    }
 }
 
 /// What the probe after a break found.
@@ -942,6 +980,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     report.watermark_max = report.watermark_max.max(good.watermark);
                     report.incarnation_max = report.incarnation_max.max(good.incarnation);
                     lineage_incarnation = good.incarnation;
+                    // Starts at the head LSN (<= trim LSN + 1 < u64::MAX / 2, checked by
+                    // `validate_control`) and the walk covers at most one lap plus a segment,
+                    // at most one record per 64 bytes: far below u64::MAX.
                     expected_lsn += u64::from(good.records);
                     cursor = self.after_batch(cursor, good.bytes);
                     continue;
@@ -993,7 +1034,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     ) -> Result<RecoveryReport, ReplayError> {
         let geometry = self.geometry;
         let trim_lsn = self.control.trim_lsn;
-        // The first live LSN a cut here would drop.
+        // The first live LSN a cut here would drop (trim LSN < u64::MAX / 2: validated).
         let drop_lsn = expected_lsn.max(trim_lsn + 1);
         let probe = self.probe(cut, drop_lsn, lineage_incarnation);
         // Only acknowledged entries are ever trimmed: a cut at or below the trim point drops
@@ -1081,6 +1122,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             let dirty_end = found_end.max(probe.stale_end_max.unwrap_or(cut));
             report.invalidate = Some(self.invalidate_region(cut, dirty_end));
         }
+        // `next_lsn > trim_lsn + 1 >= 1` whenever `first_lsn` is set: no underflow.
         report.first_lsn = (report.next_lsn > report.trim_lsn + 1).then_some(report.trim_lsn + 1);
         report.last_lsn = report.first_lsn.map(|_| report.next_lsn - 1);
         Ok(report)
@@ -1113,7 +1155,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 };
                 break;
             }
-            budget = budget - room + slack_per_segment;
+            // `budget >= room` here; the window (<= the ring's data bytes) plus one slack per
+            // segment of one lap cannot pass u64::MAX, but saturate rather than trust that.
+            budget = (budget - room).saturating_add(slack_per_segment);
             end = geometry.next_segment_start(end);
         }
         let end = end.max(found_end).min(limit);
@@ -1449,7 +1493,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let magic = ENTRY_MAGIC.to_le_bytes();
         let finder = memchr::memmem::Finder::new(&magic);
         let mut probe = Probe::default();
-        let mut batches: Vec<(u64, u32)> = Vec::new();
+        let mut batches = BatchCounter::default();
         let mut found: Vec<(Position, EntryHeader)> = Vec::new();
         let mut at = cut;
         while at < end {
@@ -1534,7 +1578,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         drop_lsn: u64,
         at: Position,
         header: &EntryHeader,
-        batches: &mut Vec<(u64, u32)>,
+        batches: &mut BatchCounter,
         probe: &mut Probe,
     ) {
         let geometry = self.geometry;
@@ -1551,11 +1595,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 lsn: header.lsn,
             });
         }
-        let window_batches = geometry.window_batches_max as usize;
-        let batch = (header.batch_first_lsn(), header.incarnation);
-        if !batches.contains(&batch) && batches.len() <= window_batches {
-            batches.push(batch);
-        }
+        let window_batches = u64::from(geometry.window_batches_max);
+        let batch_count = batches.note(header.batch_first_lsn(), header.incarnation);
         let distance_bytes = geometry.distance_bytes(cut, record_end);
         let crossings = geometry.linear_segment(record_end) - geometry.linear_segment(cut);
         let slack_per_segment =
@@ -1563,13 +1604,35 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let allowance = geometry
             .window_bytes_max
             .saturating_add(crossings.saturating_mul(slack_per_segment));
-        if (distance_bytes > allowance || batches.len() > window_batches) && probe.beyond.is_none()
-        {
+        if (distance_bytes > allowance || batch_count > window_batches) && probe.beyond.is_none() {
             probe.beyond = Some(Evidence::BeyondWindow {
                 at,
                 lsn: header.lsn,
                 distance_bytes,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BatchCounter;
+
+    /// The probe's window bookkeeping is a fixed-size value: however many batches it counts, it
+    /// holds no list to search (the old `Vec::contains` made a crafted window of u32::MAX
+    /// batches cost O(records x batches)). It counts exactly the changes of batch identity.
+    #[test]
+    fn the_probe_counts_window_batches_in_constant_space() {
+        const _: () = assert!(std::mem::size_of::<BatchCounter>() <= 32);
+        let mut counter = BatchCounter::default();
+        let mut last = 0;
+        // 200,000 records in 50,000 batches of four, then one more record of the last batch.
+        for record in 0..200_000u64 {
+            last = counter.note(1 + record / 4 * 4, 7);
+        }
+        assert_eq!(last, 50_000);
+        assert_eq!(counter.note(1 + 49_999 * 4, 7), 50_000);
+        // Same first LSN, another incarnation: another batch.
+        assert_eq!(counter.note(1 + 49_999 * 4, 8), 50_001);
     }
 }
