@@ -28,12 +28,12 @@ use std::io;
 use crate::decision::{decide, Decision, Facts, ROWS};
 use crate::error::ReplayError;
 use crate::format::{
-    ControlBlock, ControlDefect, EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId,
-    SegmentDefect, SegmentHeader, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES,
-    BLOCK_SIZE_MIN_BYTES, CONTROL_COPIES, CONTROL_SEQUENCE_LIMIT, ENTRY_HEADER_SIZE, ENTRY_MAGIC,
-    FORMAT_VERSION,
+    ControlBlock, ControlDefect, EntryHeader, Geometry, Kind, Position, RingId, SegmentDefect,
+    SegmentHeader, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES, BLOCK_SIZE_MIN_BYTES,
+    CONTROL_COPIES, CONTROL_SEQUENCE_LIMIT, ENTRY_HEADER_SIZE, ENTRY_MAGIC, FORMAT_VERSION,
 };
 use crate::source::RingSource;
+use crate::validate::{self, BatchExpectation, BatchFailure, CheckedBatch, IncarnationRule};
 
 /// What replay does when it finds damaged acknowledged data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -91,6 +91,9 @@ pub enum Check {
     LsnGap,
     /// The record belongs to an older incarnation than records before it: stale.
     StaleIncarnation,
+    /// The batch was written by another incarnation than the one its reader expected (the
+    /// ring changed since the reader indexed it).
+    Incarnation,
     /// The watermark is not below the batch's first LSN.
     Watermark,
     /// The payload length runs past the batch or the ring's payload limit.
@@ -125,6 +128,7 @@ impl Check {
             Check::BatchLayout => "batch_layout",
             Check::LsnGap => "lsn_gap",
             Check::StaleIncarnation => "stale_incarnation",
+            Check::Incarnation => "incarnation",
             Check::Watermark => "watermark",
             Check::PayloadLength => "payload_length",
             Check::PayloadCrc => "payload_crc",
@@ -704,18 +708,13 @@ impl<S: RingSource + ?Sized> Iterator for RecoveredEntries<'_, S> {
     }
 }
 
-/// A check that failed at a batch boundary: where, the LSN involved, and which check.
-#[derive(Clone, Copy, Debug)]
-struct Failure {
-    position: Position,
-    lsn: u64,
-    check: Check,
-    /// The failure lies past the batch's first header, which checked out: the batch was
-    /// written (at least its start), so this is damage whatever the check.
-    inside_batch: bool,
-}
+/// A check that failed at a batch boundary: where, the LSN involved, and which check (the
+/// validator's failure, or one of replay's own: segment header, read error).
+type Failure = BatchFailure;
 
-impl Failure {
+impl BatchFailure {
+    /// Whether the failure shows that something this log wrote is here (rather than nothing
+    /// of this lap and incarnation ever was).
     fn is_damage(&self) -> bool {
         self.inside_batch || !self.check.is_never_written()
     }
@@ -724,6 +723,7 @@ impl Failure {
 /// A batch that checked out.
 #[derive(Clone, Copy, Debug)]
 struct GoodBatch {
+    first_lsn: u64,
     bytes: u32,
     records: u32,
     incarnation: u32,
@@ -768,41 +768,6 @@ struct Probe {
     /// End of the furthest stale record (older incarnation) found: invalidation covers it.
     stale_end_max: Option<Position>,
     unreadable_blocks: u64,
-}
-
-/// The check a header defect fails.
-fn header_check(defect: HeaderDefect) -> Check {
-    match defect {
-        HeaderDefect::Zeroed => Check::NotWritten,
-        HeaderDefect::Magic => Check::Magic,
-        HeaderDefect::Version => Check::Version,
-        HeaderDefect::RingId => Check::RingId,
-        HeaderDefect::HeaderCrc => Check::HeaderCrc,
-        HeaderDefect::Kind => Check::Kind,
-    }
-}
-
-/// Checks a batch's first header, found at `at` where a batch starting at `expected_lsn`
-/// should be: integrity, then place (a header of an earlier lap here is stale; one recording
-/// another place was misdirected), then LSN continuity.
-fn check_header(
-    ring_id: RingId,
-    bytes: &[u8],
-    at: Position,
-    expected_lsn: u64,
-) -> Result<EntryHeader, Check> {
-    let header = EntryHeader::decode(ring_id, bytes).map_err(header_check)?;
-    let here = header.position.segment == at.segment && header.position.offset == at.offset;
-    if here && header.position.lap < at.lap {
-        return Err(Check::StaleLap);
-    }
-    if header.position != at {
-        return Err(Check::Position);
-    }
-    if header.lsn != expected_lsn {
-        return Err(Check::LsnGap);
-    }
-    Ok(header)
 }
 
 /// Reads through a chunk buffer so that a scan makes large sequential reads. A read never
@@ -1245,6 +1210,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     }
 
     /// Checks the whole batch at `cursor`: every rule a batch must keep to be part of the log.
+    /// The segment header and the incarnation floor are replay's; everything about the batch
+    /// itself is the one validator's ([`crate::validate`]).
     fn check_batch(
         &mut self,
         cursor: Position,
@@ -1258,11 +1225,11 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             check,
             inside_batch: false,
         };
+        let header_position = Position {
+            offset: 0,
+            ..cursor
+        };
         let segment_header = if cursor.offset == geometry.segment_data_offset() {
-            let header_position = Position {
-                offset: 0,
-                ..cursor
-            };
             let header = self
                 .read_segment_header(cursor)
                 .map_err(|check| fail(header_position, expected_lsn, check))?;
@@ -1279,63 +1246,50 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         } else {
             None
         };
+        let expect = self.expectation(cursor, expected_lsn, lineage_incarnation);
         let ring_offset = geometry.ring_offset(cursor);
         let limit = self.segment_end(cursor);
         let block = geometry.block_size_bytes as usize;
         let first = match self.reader.read(ring_offset, block, limit) {
-            Ok(bytes) => check_header(self.ring_id, bytes, cursor, expected_lsn),
-            Err(_) => Err(Check::ReadError),
-        }
-        .map_err(|check| fail(cursor, expected_lsn, check))?;
-        let batch_bytes = u64::from(first.batch_bytes);
-        if first.batch_index != 0
-            || batch_bytes % block as u64 != 0
-            || batch_bytes == 0
-            || batch_bytes > u64::from(geometry.batch_size_max_bytes)
-            || u64::from(cursor.offset) + batch_bytes > geometry.segment_size_bytes
-        {
-            return Err(fail(cursor, expected_lsn, Check::BatchLayout));
-        }
-        if first.incarnation < self.incarnation_floor(cursor, lineage_incarnation) {
-            return Err(fail(cursor, expected_lsn, Check::StaleIncarnation));
-        }
+            Ok(bytes) => validate::check_batch_start(&expect, bytes)?,
+            Err(_) => return Err(fail(cursor, expected_lsn, Check::ReadError)),
+        };
         if segment_header.is_some_and(|header| header.incarnation != first.incarnation) {
-            return Err(fail(
-                Position {
-                    offset: 0,
-                    ..cursor
-                },
-                expected_lsn,
-                Check::SegmentMismatch,
-            ));
+            return Err(fail(header_position, expected_lsn, Check::SegmentMismatch));
         }
-        if first.watermark >= expected_lsn {
-            return Err(fail(cursor, expected_lsn, Check::Watermark));
-        }
-        self.check_records(cursor, first, expected_lsn)
+        self.check_records(&expect, first.batch_bytes)
     }
 
-    /// Reads the batch whose first header checked out and checks every record in it.
+    /// What the validator expects of the batch at `cursor`: replay's incarnation floor there.
+    fn expectation(
+        &self,
+        cursor: Position,
+        expected_lsn: u64,
+        lineage_incarnation: u32,
+    ) -> BatchExpectation {
+        BatchExpectation {
+            ring_id: self.ring_id,
+            geometry: self.geometry,
+            position: cursor,
+            first_lsn: expected_lsn,
+            incarnation: IncarnationRule::AtLeast(
+                self.incarnation_floor(cursor, lineage_incarnation),
+            ),
+        }
+    }
+
+    /// Reads the batch whose first header checked out (`batch_bytes` long, within the batch
+    /// limit) and checks it whole.
     fn check_records(
         &mut self,
-        cursor: Position,
-        first: EntryHeader,
-        expected_lsn: u64,
+        expect: &BatchExpectation,
+        batch_bytes: u32,
     ) -> Result<GoodBatch, Failure> {
         let geometry = self.geometry;
+        let cursor = expect.position;
         let ring_offset = geometry.ring_offset(cursor);
         let limit = self.segment_end(cursor);
-        let batch_bytes = first.batch_bytes as usize;
-        let payload_max = u64::from(geometry.payload_size_max_bytes());
-        let fail = |offset: usize, lsn, check| Failure {
-            position: Position {
-                offset: cursor.offset + offset as u32,
-                ..cursor
-            },
-            lsn,
-            check,
-            inside_batch: true,
-        };
+        let batch_bytes = batch_bytes as usize;
         if self.reader.read(ring_offset, batch_bytes, limit).is_err() {
             // Find the unreadable block so the report names it (I-13: subdivide).
             let block = geometry.block_size_bytes as usize;
@@ -1345,73 +1299,28 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     self.reader.read(offset, block, limit).is_err()
                 })
                 .unwrap_or(0);
-            return Err(fail(bad * block, expected_lsn, Check::ReadError));
+            return Err(Failure {
+                position: Position {
+                    // Inside the batch, itself inside the segment: fits u32.
+                    offset: cursor.offset + (bad * block) as u32,
+                    ..cursor
+                },
+                lsn: expect.first_lsn,
+                check: Check::ReadError,
+                inside_batch: true,
+            });
         }
         let bytes = self
             .reader
             .read(ring_offset, batch_bytes, limit)
             .expect("just read");
-        let mut offset = 0usize;
-        let mut next_lsn = expected_lsn;
-        let mut index = 0u32;
-        while offset < batch_bytes {
-            let remaining = batch_bytes - offset;
-            if remaining < ENTRY_HEADER_SIZE {
-                if bytes[offset..].iter().any(|&byte| byte != 0) {
-                    return Err(fail(offset, next_lsn, Check::Padding));
-                }
-                break;
-            }
-            let at = Position {
-                offset: cursor.offset + offset as u32,
-                ..cursor
-            };
-            let header = EntryHeader::decode(self.ring_id, &bytes[offset..])
-                .map_err(|defect| fail(offset, next_lsn, header_check(defect)))?;
-            if header.position != at {
-                let stale = header.position.lap < at.lap
-                    && (header.position.segment, header.position.offset) == (at.segment, at.offset);
-                let check = if stale {
-                    Check::StaleLap
-                } else {
-                    Check::Position
-                };
-                return Err(fail(offset, next_lsn, check));
-            }
-            if header.batch_index != index
-                || header.batch_bytes != first.batch_bytes
-                || header.incarnation != first.incarnation
-                || header.watermark != first.watermark
-            {
-                return Err(fail(offset, next_lsn, Check::BatchLayout));
-            }
-            if header.lsn != next_lsn {
-                return Err(fail(offset, next_lsn, Check::LsnGap));
-            }
-            let record_end = offset as u64 + header.record_bytes();
-            if u64::from(header.payload_len) > payload_max || record_end > batch_bytes as u64 {
-                return Err(fail(offset, next_lsn, Check::PayloadLength));
-            }
-            let payload = &bytes[offset + ENTRY_HEADER_SIZE..record_end as usize];
-            if crc32c::crc32c(payload) != header.payload_crc {
-                return Err(fail(offset, next_lsn, Check::PayloadCrc));
-            }
-            if header.kind == Kind::Padding {
-                // Padding is always the batch's last record and fills it to the end.
-                if record_end != batch_bytes as u64 || payload.iter().any(|&byte| byte != 0) {
-                    return Err(fail(offset, next_lsn, Check::Padding));
-                }
-                break;
-            }
-            next_lsn += 1;
-            index += 1;
-            offset = record_end as usize;
-        }
+        let checked = validate::check_batch(expect, bytes)?;
         Ok(GoodBatch {
-            bytes: first.batch_bytes,
-            records: index,
-            incarnation: first.incarnation,
-            watermark: first.watermark,
+            first_lsn: checked.first_lsn,
+            bytes: checked.bytes,
+            records: checked.records,
+            incarnation: checked.incarnation,
+            watermark: checked.watermark,
         })
     }
 
@@ -1433,7 +1342,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         });
     }
 
-    /// Calls `each` with every record (padding excluded) of a batch that checked out.
+    /// Calls `each` with every record (padding excluded) of a batch that checked out, through
+    /// the validator's record iterator over the bytes the reader still holds.
     fn for_each_record(
         &mut self,
         cursor: Position,
@@ -1447,22 +1357,27 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             .reader
             .read(ring_offset, good.bytes as usize, limit)
             .expect("cached");
-        let mut offset = 0usize;
-        for _ in 0..good.records {
-            let header = EntryHeader::decode(ring_id, &bytes[offset..]).expect("checked batch");
-            let payload_start = offset + ENTRY_HEADER_SIZE;
-            let payload = &bytes[payload_start..payload_start + header.payload_len as usize];
+        let first_lsn = good.first_lsn;
+        let batch = CheckedBatch::rechecked_from(
+            ring_id,
+            bytes,
+            cursor,
+            first_lsn,
+            good.records,
+            good.incarnation,
+            good.watermark,
+        );
+        for record in batch.records() {
             each(&Entry {
-                lsn: header.lsn,
-                kind: header.kind,
-                payload,
-                position: header.position,
+                lsn: record.lsn,
+                kind: record.kind,
+                payload: record.payload,
+                position: record.position,
                 batch: cursor,
-                batch_first_lsn: header.batch_first_lsn(),
-                batch_bytes: header.batch_bytes,
-                incarnation: header.incarnation,
+                batch_first_lsn: first_lsn,
+                batch_bytes: good.bytes,
+                incarnation: record.incarnation,
             });
-            offset = payload_start + payload.len();
         }
     }
 
