@@ -42,10 +42,13 @@ pub enum GeometryError {
         /// Bytes of a segment available to batches.
         segment_data_bytes: u64,
     },
-    /// The in-flight window cannot hold one batch, or is larger than the ring.
+    /// The in-flight window cannot hold one batch, is larger than the ring, or holds more
+    /// than [`WINDOW_BATCHES_LIMIT`](crate::format::WINDOW_BATCHES_LIMIT) batches.
     #[error(
         "in-flight window of {window_batches_max} batches / {window_bytes_max} bytes must hold \
-         one batch of {batch_size_max_bytes} bytes and fit in the ring"
+         one batch of {batch_size_max_bytes} bytes, fit in the ring and count at most {} \
+         batches",
+        crate::format::WINDOW_BATCHES_LIMIT
     )]
     Window {
         /// The rejected batch bound.
@@ -82,6 +85,15 @@ pub enum EncodeError {
     /// Padding is not a record an embedder appends.
     #[error("padding records are written by the encoder only")]
     PaddingKind,
+}
+
+/// A control block's sequence number cannot be bumped again without passing
+/// [`CONTROL_SEQUENCE_LIMIT`](crate::format::CONTROL_SEQUENCE_LIMIT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the control block's sequence {sequence} cannot be bumped again")]
+pub struct SequenceExhausted {
+    /// The sequence of the control block that was to be rewritten.
+    pub sequence: u64,
 }
 
 /// The writer cannot place the next batch without overwriting live (untrimmed) entries.
@@ -161,6 +173,17 @@ pub enum ReplayError {
         lsn: u64,
         /// The check that failed.
         check: crate::replay::Check,
+    },
+    /// The current control block's sequence number is past
+    /// [`CONTROL_SEQUENCE_LIMIT`](crate::format::CONTROL_SEQUENCE_LIMIT): no writer ever writes
+    /// one, so the block was crafted or damaged in a way its CRC did not catch.
+    #[error(
+        "the control block's sequence {sequence} is past the limit {}",
+        crate::format::CONTROL_SEQUENCE_LIMIT
+    )]
+    ControlSequence {
+        /// The sequence found.
+        sequence: u64,
     },
     /// The ring's incarnation counter is exhausted: no writer can open it again.
     #[error(

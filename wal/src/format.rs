@@ -114,7 +114,7 @@
 //! the batch's end are a padding record when at least [`ENTRY_HEADER_SIZE`] bytes remain (its
 //! payload is zeros), else zeros.
 
-use crate::error::GeometryError;
+use crate::error::{GeometryError, SequenceExhausted};
 
 /// The format version this crate writes and the only one it reads.
 pub const FORMAT_VERSION: u16 = 1;
@@ -134,6 +134,14 @@ pub const BLOCK_SIZE_MAX_BYTES: u32 = 65536;
 pub const BATCH_SIZE_LIMIT_BYTES: u32 = 64 << 20;
 /// Number of control block copies at the start of the ring.
 pub const CONTROL_COPIES: u64 = 2;
+/// The most batches a ring's in-flight window may hold. Recovery's probe keeps per-batch
+/// bookkeeping bounded by the window, and a torn tail reaches at most this many batches; a
+/// control block recording more is refused (a crafted `u32::MAX` made replay crawl).
+pub const WINDOW_BATCHES_LIMIT: u32 = 64;
+/// The highest sequence number a control block may carry. Every control write adds one, so a
+/// ring opened at or below this has 2^63 rewrites of headroom before any `+ 1` could overflow;
+/// a copy recording more (a crafted block with a valid CRC) is refused when the ring is read.
+pub const CONTROL_SEQUENCE_LIMIT: u64 = u64::MAX / 2;
 
 // Control block field offsets, each derived from the one before it.
 const CONTROL_MAGIC_OFFSET: usize = 0;
@@ -366,6 +374,7 @@ impl Geometry {
             .segment_data_bytes()
             .saturating_mul(u64::from(self.segment_count));
         if self.window_batches_max == 0
+            || self.window_batches_max > WINDOW_BATCHES_LIMIT
             || self.window_bytes_max < batch
             || self.window_bytes_max > data_bytes
         {
@@ -426,20 +435,28 @@ impl Geometry {
         self.batch_size_max_bytes - ENTRY_HEADER_SIZE as u32
     }
 
-    /// The first data position of the segment after `position`'s, on the lap it is on then.
-    pub fn next_segment_start(&self, position: Position) -> Position {
-        let (segment, lap) = if position.segment + 1 == self.segment_count {
-            // Replay refuses heads within two laps of u32::MAX, and a walk moves at most one
-            // lap past its head, so this never overflows.
-            (0, position.lap.checked_add(1).expect("lap below u32::MAX"))
+    /// The first data position of the segment after `position`'s, on the lap it is on then;
+    /// `None` when that would be a lap past `u32::MAX` (a writer there must stop, never wrap).
+    pub fn checked_next_segment_start(&self, position: Position) -> Option<Position> {
+        let (segment, lap) = if position.segment.checked_add(1)? >= self.segment_count {
+            (0, position.lap.checked_add(1)?)
         } else {
             (position.segment + 1, position.lap)
         };
-        Position {
+        Some(Position {
             lap,
             segment,
             offset: self.segment_data_offset(),
-        }
+        })
+    }
+
+    /// The first data position of the segment after `position`'s, on the lap it is on then.
+    pub fn next_segment_start(&self, position: Position) -> Position {
+        // Replay refuses heads within two laps of u32::MAX, and a walk moves at most one lap
+        // past its head; a writer asks `checked_next_segment_start` (through the layout's
+        // slots) before it moves on. So this never overflows.
+        self.checked_next_segment_start(position)
+            .expect("lap below u32::MAX")
     }
 
     /// A position's segment in one count over all laps: `lap * segment_count + segment`.
@@ -448,11 +465,18 @@ impl Geometry {
     }
 
     /// Bytes from `from` to `to` along the log (`to` at or after `from`), counting every byte in
-    /// between: segment headers and unused segment tails included.
+    /// between: segment headers and unused segment tails included. Saturates at `u64::MAX`
+    /// (a distance that large is beyond any window), so positions decoded from disk can never
+    /// make it overflow.
     pub fn distance_bytes(&self, from: Position, to: Position) -> u64 {
         debug_assert!(from <= to);
-        let segments = self.linear_segment(to) - self.linear_segment(from);
-        (segments * self.segment_size_bytes + u64::from(to.offset)) - u64::from(from.offset)
+        let segments = self
+            .linear_segment(to)
+            .saturating_sub(self.linear_segment(from));
+        segments
+            .saturating_mul(self.segment_size_bytes)
+            .saturating_add(u64::from(to.offset))
+            .saturating_sub(u64::from(from.offset))
     }
 }
 
@@ -548,6 +572,19 @@ impl ControlBlock {
             cut: Position::default(),
             cut_incarnation: 0,
         }
+    }
+
+    /// The sequence number the next rewrite of this control block carries, or
+    /// [`SequenceExhausted`] when it would pass [`CONTROL_SEQUENCE_LIMIT`] (a block the next
+    /// read would refuse). Every writer of a control block takes its sequence from here, so
+    /// none computes `sequence + 1` on a value read from disk.
+    pub fn next_sequence(&self) -> Result<u64, SequenceExhausted> {
+        self.sequence
+            .checked_add(1)
+            .filter(|&next| next <= CONTROL_SEQUENCE_LIMIT)
+            .ok_or(SequenceExhausted {
+                sequence: self.sequence,
+            })
     }
 
     /// Which of the two copies this block is written to.
@@ -743,7 +780,9 @@ pub enum HeaderDefect {
 }
 
 impl EntryHeader {
-    /// The LSN of the first record of this record's batch.
+    /// The LSN of the first record of this record's batch. Wrapping on purpose: both fields
+    /// come from disk, and a header whose index exceeds its LSN is garbage that replay refuses
+    /// by LSN continuity; here it only yields an identity no real batch has.
     pub fn batch_first_lsn(&self) -> u64 {
         self.lsn.wrapping_sub(u64::from(self.batch_index))
     }

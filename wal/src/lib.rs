@@ -8,6 +8,7 @@
 //! - [`layout`]: where the next batch goes, segment changes, laps, ring-full;
 //! - [`decision`]: replay's decision table;
 //! - [`replay`]: the scan, the torn-tail/corruption decision and the [`RecoveryReport`];
+//! - [`validate`]: the one record validator, which replay and the engine's reads share;
 //! - [`source`]: the read-only source replay reads through;
 //! - [`model`]: a reference writer over memory, for tests, the example and the fuzz target.
 
@@ -21,6 +22,7 @@ pub mod layout;
 pub mod model;
 pub mod replay;
 pub mod source;
+pub mod validate;
 
 pub use batch::{BatchBuilder, BatchStart, EncodedBatch};
 pub use error::{EncodeError, GeometryError, ReplayError, RingFull};
@@ -31,6 +33,10 @@ pub use replay::{
     RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport, ReplayOptions, TornTail,
 };
 pub use source::RingSource;
+pub use validate::{
+    check_batch, check_batch_start, BatchExpectation, BatchFailure, CheckedBatch, CheckedRecord,
+    IncarnationRule,
+};
 
 /// Feeds arbitrary bytes to replay as a ring, in both recovery modes; used by the `replay`
 /// fuzz target and its stable-toolchain twin in the tests. Replay must return `Ok` or a typed

@@ -216,8 +216,14 @@ impl ModelWriter {
     }
 
     fn write_control(&mut self, trim_lsn: u64, (head, head_lsn, head_incarnation): Head) {
+        // Replay refused any control block past the limit, and a model writes far fewer than
+        // the 2^63 control blocks of headroom that leaves.
+        let sequence = self
+            .control
+            .next_sequence()
+            .expect("a model writes far fewer control blocks than the sequence's headroom");
         let control = ControlBlock {
-            sequence: self.control.sequence + 1,
+            sequence,
             incarnation: self.incarnation,
             trim_lsn,
             head,

@@ -28,11 +28,12 @@ use std::io;
 use crate::decision::{decide, Decision, Facts, ROWS};
 use crate::error::ReplayError;
 use crate::format::{
-    ControlBlock, ControlDefect, EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId,
-    SegmentDefect, SegmentHeader, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES,
-    BLOCK_SIZE_MIN_BYTES, CONTROL_COPIES, ENTRY_HEADER_SIZE, ENTRY_MAGIC, FORMAT_VERSION,
+    ControlBlock, ControlDefect, EntryHeader, Geometry, Kind, Position, RingId, SegmentDefect,
+    SegmentHeader, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES, BLOCK_SIZE_MIN_BYTES,
+    CONTROL_COPIES, CONTROL_SEQUENCE_LIMIT, ENTRY_HEADER_SIZE, ENTRY_MAGIC, FORMAT_VERSION,
 };
 use crate::source::RingSource;
+use crate::validate::{self, BatchExpectation, BatchFailure, CheckedBatch, IncarnationRule};
 
 /// What replay does when it finds damaged acknowledged data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -90,6 +91,9 @@ pub enum Check {
     LsnGap,
     /// The record belongs to an older incarnation than records before it: stale.
     StaleIncarnation,
+    /// The batch was written by another incarnation than the one its reader expected (the
+    /// ring changed since the reader indexed it).
+    Incarnation,
     /// The watermark is not below the batch's first LSN.
     Watermark,
     /// The payload length runs past the batch or the ring's payload limit.
@@ -124,6 +128,7 @@ impl Check {
             Check::BatchLayout => "batch_layout",
             Check::LsnGap => "lsn_gap",
             Check::StaleIncarnation => "stale_incarnation",
+            Check::Incarnation => "incarnation",
             Check::Watermark => "watermark",
             Check::PayloadLength => "payload_length",
             Check::PayloadCrc => "payload_crc",
@@ -517,9 +522,21 @@ fn validate_control(control: &ControlBlock, source_size_bytes: u64) -> Result<()
             source_size_bytes,
         });
     }
+    // Every writer takes its next sequence from `ControlBlock::next_sequence`, which stays at
+    // or below the limit: a copy past it was never written by a writer.
+    if control.sequence > CONTROL_SEQUENCE_LIMIT {
+        return Err(ReplayError::ControlSequence {
+            sequence: control.sequence,
+        });
+    }
     let head = control.head;
-    // A walk moves at most one lap past its head, and the probe's end is one lap on: keep both
-    // below u32::MAX.
+    // The bounds every later arithmetic on these fields relies on:
+    // - head lap <= u32::MAX - 2: a walk moves at most one lap past its head, and the probe's
+    //   end is one lap on, so `lap + 1` never overflows in replay;
+    // - trim LSN < u64::MAX / 2 and head LSN <= trim LSN + 1: `trim_lsn + 1`, the walk's LSN
+    //   (head LSN plus at most one record per 64 bytes of one lap of the ring) and the plan's
+    //   `next_lsn` all stay far below u64::MAX;
+    // - head LSN >= 1: `next_lsn - 1` (the durable LSN after recovery) never underflows.
     let head_ok = head.lap >= 1
         && head.lap <= u32::MAX - 2
         && head.segment < geometry.segment_count
@@ -643,6 +660,7 @@ impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
                             }
                         });
                     self.lineage_incarnation = good.incarnation;
+                    // Bounded as in the walk (see `validate_control`).
                     self.expected_lsn += u64::from(good.records);
                     self.cursor = self.scanner.after_batch(self.cursor, good.bytes);
                     return Ok(());
@@ -690,18 +708,13 @@ impl<S: RingSource + ?Sized> Iterator for RecoveredEntries<'_, S> {
     }
 }
 
-/// A check that failed at a batch boundary: where, the LSN involved, and which check.
-#[derive(Clone, Copy, Debug)]
-struct Failure {
-    position: Position,
-    lsn: u64,
-    check: Check,
-    /// The failure lies past the batch's first header, which checked out: the batch was
-    /// written (at least its start), so this is damage whatever the check.
-    inside_batch: bool,
-}
+/// A check that failed at a batch boundary: where, the LSN involved, and which check (the
+/// validator's failure, or one of replay's own: segment header, read error).
+type Failure = BatchFailure;
 
-impl Failure {
+impl BatchFailure {
+    /// Whether the failure shows that something this log wrote is here (rather than nothing
+    /// of this lap and incarnation ever was).
     fn is_damage(&self) -> bool {
         self.inside_batch || !self.check.is_never_written()
     }
@@ -710,10 +723,35 @@ impl Failure {
 /// A batch that checked out.
 #[derive(Clone, Copy, Debug)]
 struct GoodBatch {
+    first_lsn: u64,
     bytes: u32,
     records: u32,
     incarnation: u32,
     watermark: u64,
+}
+
+/// Counts the distinct batches the probe's records belong to, in O(1) time and space per
+/// record. The probe finds records in position order and a batch's records are contiguous, so
+/// a record starts a new batch exactly when its batch identity (first LSN, incarnation)
+/// differs from the last record's. (A batch identity seen again after another batch is counted
+/// again: that only happens when a write was misdirected, and counting it makes the window
+/// rule stricter, never looser.)
+#[derive(Clone, Copy, Debug, Default)]
+struct BatchCounter {
+    last: Option<(u64, u32)>,
+    batches: u64,
+}
+
+impl BatchCounter {
+    /// Notes a record of the batch `(first_lsn, incarnation)` and returns the batches so far.
+    fn note(&mut self, first_lsn: u64, incarnation: u32) -> u64 {
+        let identity = (first_lsn, incarnation);
+        if self.last != Some(identity) {
+            self.last = Some(identity);
+            self.batches = self.batches.saturating_add(1);
+        }
+        self.batches
+    }
 }
 
 /// What the probe after a break found.
@@ -730,41 +768,6 @@ struct Probe {
     /// End of the furthest stale record (older incarnation) found: invalidation covers it.
     stale_end_max: Option<Position>,
     unreadable_blocks: u64,
-}
-
-/// The check a header defect fails.
-fn header_check(defect: HeaderDefect) -> Check {
-    match defect {
-        HeaderDefect::Zeroed => Check::NotWritten,
-        HeaderDefect::Magic => Check::Magic,
-        HeaderDefect::Version => Check::Version,
-        HeaderDefect::RingId => Check::RingId,
-        HeaderDefect::HeaderCrc => Check::HeaderCrc,
-        HeaderDefect::Kind => Check::Kind,
-    }
-}
-
-/// Checks a batch's first header, found at `at` where a batch starting at `expected_lsn`
-/// should be: integrity, then place (a header of an earlier lap here is stale; one recording
-/// another place was misdirected), then LSN continuity.
-fn check_header(
-    ring_id: RingId,
-    bytes: &[u8],
-    at: Position,
-    expected_lsn: u64,
-) -> Result<EntryHeader, Check> {
-    let header = EntryHeader::decode(ring_id, bytes).map_err(header_check)?;
-    let here = header.position.segment == at.segment && header.position.offset == at.offset;
-    if here && header.position.lap < at.lap {
-        return Err(Check::StaleLap);
-    }
-    if header.position != at {
-        return Err(Check::Position);
-    }
-    if header.lsn != expected_lsn {
-        return Err(Check::LsnGap);
-    }
-    Ok(header)
 }
 
 /// Reads through a chunk buffer so that a scan makes large sequential reads. A read never
@@ -942,6 +945,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     report.watermark_max = report.watermark_max.max(good.watermark);
                     report.incarnation_max = report.incarnation_max.max(good.incarnation);
                     lineage_incarnation = good.incarnation;
+                    // Starts at the head LSN (<= trim LSN + 1 < u64::MAX / 2, checked by
+                    // `validate_control`) and the walk covers at most one lap plus a segment,
+                    // at most one record per 64 bytes: far below u64::MAX.
                     expected_lsn += u64::from(good.records);
                     cursor = self.after_batch(cursor, good.bytes);
                     continue;
@@ -993,7 +999,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     ) -> Result<RecoveryReport, ReplayError> {
         let geometry = self.geometry;
         let trim_lsn = self.control.trim_lsn;
-        // The first live LSN a cut here would drop.
+        // The first live LSN a cut here would drop (trim LSN < u64::MAX / 2: validated).
         let drop_lsn = expected_lsn.max(trim_lsn + 1);
         let probe = self.probe(cut, drop_lsn, lineage_incarnation);
         // Only acknowledged entries are ever trimmed: a cut at or below the trim point drops
@@ -1081,6 +1087,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             let dirty_end = found_end.max(probe.stale_end_max.unwrap_or(cut));
             report.invalidate = Some(self.invalidate_region(cut, dirty_end));
         }
+        // `next_lsn > trim_lsn + 1 >= 1` whenever `first_lsn` is set: no underflow.
         report.first_lsn = (report.next_lsn > report.trim_lsn + 1).then_some(report.trim_lsn + 1);
         report.last_lsn = report.first_lsn.map(|_| report.next_lsn - 1);
         Ok(report)
@@ -1113,7 +1120,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 };
                 break;
             }
-            budget = budget - room + slack_per_segment;
+            // `budget >= room` here; the window (<= the ring's data bytes) plus one slack per
+            // segment of one lap cannot pass u64::MAX, but saturate rather than trust that.
+            budget = (budget - room).saturating_add(slack_per_segment);
             end = geometry.next_segment_start(end);
         }
         let end = end.max(found_end).min(limit);
@@ -1201,6 +1210,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     }
 
     /// Checks the whole batch at `cursor`: every rule a batch must keep to be part of the log.
+    /// The segment header and the incarnation floor are replay's; everything about the batch
+    /// itself is the one validator's ([`crate::validate`]).
     fn check_batch(
         &mut self,
         cursor: Position,
@@ -1214,11 +1225,11 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             check,
             inside_batch: false,
         };
+        let header_position = Position {
+            offset: 0,
+            ..cursor
+        };
         let segment_header = if cursor.offset == geometry.segment_data_offset() {
-            let header_position = Position {
-                offset: 0,
-                ..cursor
-            };
             let header = self
                 .read_segment_header(cursor)
                 .map_err(|check| fail(header_position, expected_lsn, check))?;
@@ -1235,63 +1246,50 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         } else {
             None
         };
+        let expect = self.expectation(cursor, expected_lsn, lineage_incarnation);
         let ring_offset = geometry.ring_offset(cursor);
         let limit = self.segment_end(cursor);
         let block = geometry.block_size_bytes as usize;
         let first = match self.reader.read(ring_offset, block, limit) {
-            Ok(bytes) => check_header(self.ring_id, bytes, cursor, expected_lsn),
-            Err(_) => Err(Check::ReadError),
-        }
-        .map_err(|check| fail(cursor, expected_lsn, check))?;
-        let batch_bytes = u64::from(first.batch_bytes);
-        if first.batch_index != 0
-            || batch_bytes % block as u64 != 0
-            || batch_bytes == 0
-            || batch_bytes > u64::from(geometry.batch_size_max_bytes)
-            || u64::from(cursor.offset) + batch_bytes > geometry.segment_size_bytes
-        {
-            return Err(fail(cursor, expected_lsn, Check::BatchLayout));
-        }
-        if first.incarnation < self.incarnation_floor(cursor, lineage_incarnation) {
-            return Err(fail(cursor, expected_lsn, Check::StaleIncarnation));
-        }
+            Ok(bytes) => validate::check_batch_start(&expect, bytes)?,
+            Err(_) => return Err(fail(cursor, expected_lsn, Check::ReadError)),
+        };
         if segment_header.is_some_and(|header| header.incarnation != first.incarnation) {
-            return Err(fail(
-                Position {
-                    offset: 0,
-                    ..cursor
-                },
-                expected_lsn,
-                Check::SegmentMismatch,
-            ));
+            return Err(fail(header_position, expected_lsn, Check::SegmentMismatch));
         }
-        if first.watermark >= expected_lsn {
-            return Err(fail(cursor, expected_lsn, Check::Watermark));
-        }
-        self.check_records(cursor, first, expected_lsn)
+        self.check_records(&expect, first.batch_bytes)
     }
 
-    /// Reads the batch whose first header checked out and checks every record in it.
+    /// What the validator expects of the batch at `cursor`: replay's incarnation floor there.
+    fn expectation(
+        &self,
+        cursor: Position,
+        expected_lsn: u64,
+        lineage_incarnation: u32,
+    ) -> BatchExpectation {
+        BatchExpectation {
+            ring_id: self.ring_id,
+            geometry: self.geometry,
+            position: cursor,
+            first_lsn: expected_lsn,
+            incarnation: IncarnationRule::AtLeast(
+                self.incarnation_floor(cursor, lineage_incarnation),
+            ),
+        }
+    }
+
+    /// Reads the batch whose first header checked out (`batch_bytes` long, within the batch
+    /// limit) and checks it whole.
     fn check_records(
         &mut self,
-        cursor: Position,
-        first: EntryHeader,
-        expected_lsn: u64,
+        expect: &BatchExpectation,
+        batch_bytes: u32,
     ) -> Result<GoodBatch, Failure> {
         let geometry = self.geometry;
+        let cursor = expect.position;
         let ring_offset = geometry.ring_offset(cursor);
         let limit = self.segment_end(cursor);
-        let batch_bytes = first.batch_bytes as usize;
-        let payload_max = u64::from(geometry.payload_size_max_bytes());
-        let fail = |offset: usize, lsn, check| Failure {
-            position: Position {
-                offset: cursor.offset + offset as u32,
-                ..cursor
-            },
-            lsn,
-            check,
-            inside_batch: true,
-        };
+        let batch_bytes = batch_bytes as usize;
         if self.reader.read(ring_offset, batch_bytes, limit).is_err() {
             // Find the unreadable block so the report names it (I-13: subdivide).
             let block = geometry.block_size_bytes as usize;
@@ -1301,73 +1299,28 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     self.reader.read(offset, block, limit).is_err()
                 })
                 .unwrap_or(0);
-            return Err(fail(bad * block, expected_lsn, Check::ReadError));
+            return Err(Failure {
+                position: Position {
+                    // Inside the batch, itself inside the segment: fits u32.
+                    offset: cursor.offset + (bad * block) as u32,
+                    ..cursor
+                },
+                lsn: expect.first_lsn,
+                check: Check::ReadError,
+                inside_batch: true,
+            });
         }
         let bytes = self
             .reader
             .read(ring_offset, batch_bytes, limit)
             .expect("just read");
-        let mut offset = 0usize;
-        let mut next_lsn = expected_lsn;
-        let mut index = 0u32;
-        while offset < batch_bytes {
-            let remaining = batch_bytes - offset;
-            if remaining < ENTRY_HEADER_SIZE {
-                if bytes[offset..].iter().any(|&byte| byte != 0) {
-                    return Err(fail(offset, next_lsn, Check::Padding));
-                }
-                break;
-            }
-            let at = Position {
-                offset: cursor.offset + offset as u32,
-                ..cursor
-            };
-            let header = EntryHeader::decode(self.ring_id, &bytes[offset..])
-                .map_err(|defect| fail(offset, next_lsn, header_check(defect)))?;
-            if header.position != at {
-                let stale = header.position.lap < at.lap
-                    && (header.position.segment, header.position.offset) == (at.segment, at.offset);
-                let check = if stale {
-                    Check::StaleLap
-                } else {
-                    Check::Position
-                };
-                return Err(fail(offset, next_lsn, check));
-            }
-            if header.batch_index != index
-                || header.batch_bytes != first.batch_bytes
-                || header.incarnation != first.incarnation
-                || header.watermark != first.watermark
-            {
-                return Err(fail(offset, next_lsn, Check::BatchLayout));
-            }
-            if header.lsn != next_lsn {
-                return Err(fail(offset, next_lsn, Check::LsnGap));
-            }
-            let record_end = offset as u64 + header.record_bytes();
-            if u64::from(header.payload_len) > payload_max || record_end > batch_bytes as u64 {
-                return Err(fail(offset, next_lsn, Check::PayloadLength));
-            }
-            let payload = &bytes[offset + ENTRY_HEADER_SIZE..record_end as usize];
-            if crc32c::crc32c(payload) != header.payload_crc {
-                return Err(fail(offset, next_lsn, Check::PayloadCrc));
-            }
-            if header.kind == Kind::Padding {
-                // Padding is always the batch's last record and fills it to the end.
-                if record_end != batch_bytes as u64 || payload.iter().any(|&byte| byte != 0) {
-                    return Err(fail(offset, next_lsn, Check::Padding));
-                }
-                break;
-            }
-            next_lsn += 1;
-            index += 1;
-            offset = record_end as usize;
-        }
+        let checked = validate::check_batch(expect, bytes)?;
         Ok(GoodBatch {
-            bytes: first.batch_bytes,
-            records: index,
-            incarnation: first.incarnation,
-            watermark: first.watermark,
+            first_lsn: checked.first_lsn,
+            bytes: checked.bytes,
+            records: checked.records,
+            incarnation: checked.incarnation,
+            watermark: checked.watermark,
         })
     }
 
@@ -1389,7 +1342,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         });
     }
 
-    /// Calls `each` with every record (padding excluded) of a batch that checked out.
+    /// Calls `each` with every record (padding excluded) of a batch that checked out, through
+    /// the validator's record iterator over the bytes the reader still holds.
     fn for_each_record(
         &mut self,
         cursor: Position,
@@ -1403,22 +1357,27 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             .reader
             .read(ring_offset, good.bytes as usize, limit)
             .expect("cached");
-        let mut offset = 0usize;
-        for _ in 0..good.records {
-            let header = EntryHeader::decode(ring_id, &bytes[offset..]).expect("checked batch");
-            let payload_start = offset + ENTRY_HEADER_SIZE;
-            let payload = &bytes[payload_start..payload_start + header.payload_len as usize];
+        let first_lsn = good.first_lsn;
+        let batch = CheckedBatch::rechecked_from(
+            ring_id,
+            bytes,
+            cursor,
+            first_lsn,
+            good.records,
+            good.incarnation,
+            good.watermark,
+        );
+        for record in batch.records() {
             each(&Entry {
-                lsn: header.lsn,
-                kind: header.kind,
-                payload,
-                position: header.position,
+                lsn: record.lsn,
+                kind: record.kind,
+                payload: record.payload,
+                position: record.position,
                 batch: cursor,
-                batch_first_lsn: header.batch_first_lsn(),
-                batch_bytes: header.batch_bytes,
-                incarnation: header.incarnation,
+                batch_first_lsn: first_lsn,
+                batch_bytes: good.bytes,
+                incarnation: record.incarnation,
             });
-            offset = payload_start + payload.len();
         }
     }
 
@@ -1449,7 +1408,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let magic = ENTRY_MAGIC.to_le_bytes();
         let finder = memchr::memmem::Finder::new(&magic);
         let mut probe = Probe::default();
-        let mut batches: Vec<(u64, u32)> = Vec::new();
+        let mut batches = BatchCounter::default();
         let mut found: Vec<(Position, EntryHeader)> = Vec::new();
         let mut at = cut;
         while at < end {
@@ -1534,7 +1493,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         drop_lsn: u64,
         at: Position,
         header: &EntryHeader,
-        batches: &mut Vec<(u64, u32)>,
+        batches: &mut BatchCounter,
         probe: &mut Probe,
     ) {
         let geometry = self.geometry;
@@ -1551,11 +1510,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 lsn: header.lsn,
             });
         }
-        let window_batches = geometry.window_batches_max as usize;
-        let batch = (header.batch_first_lsn(), header.incarnation);
-        if !batches.contains(&batch) && batches.len() <= window_batches {
-            batches.push(batch);
-        }
+        let window_batches = u64::from(geometry.window_batches_max);
+        let batch_count = batches.note(header.batch_first_lsn(), header.incarnation);
         let distance_bytes = geometry.distance_bytes(cut, record_end);
         let crossings = geometry.linear_segment(record_end) - geometry.linear_segment(cut);
         let slack_per_segment =
@@ -1563,13 +1519,35 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let allowance = geometry
             .window_bytes_max
             .saturating_add(crossings.saturating_mul(slack_per_segment));
-        if (distance_bytes > allowance || batches.len() > window_batches) && probe.beyond.is_none()
-        {
+        if (distance_bytes > allowance || batch_count > window_batches) && probe.beyond.is_none() {
             probe.beyond = Some(Evidence::BeyondWindow {
                 at,
                 lsn: header.lsn,
                 distance_bytes,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BatchCounter;
+
+    /// The probe's window bookkeeping is a fixed-size value: however many batches it counts, it
+    /// holds no list to search (the old `Vec::contains` made a crafted window of u32::MAX
+    /// batches cost O(records x batches)). It counts exactly the changes of batch identity.
+    #[test]
+    fn the_probe_counts_window_batches_in_constant_space() {
+        const _: () = assert!(std::mem::size_of::<BatchCounter>() <= 32);
+        let mut counter = BatchCounter::default();
+        let mut last = 0;
+        // 200,000 records in 50,000 batches of four, then one more record of the last batch.
+        for record in 0..200_000u64 {
+            last = counter.note(1 + record / 4 * 4, 7);
+        }
+        assert_eq!(last, 50_000);
+        assert_eq!(counter.note(1 + 49_999 * 4, 7), 50_000);
+        // Same first LSN, another incarnation: another batch.
+        assert_eq!(counter.note(1 + 49_999 * 4, 8), 50_001);
     }
 }

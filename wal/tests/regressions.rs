@@ -8,14 +8,18 @@
 //!    incarnation's leftovers lined up at the head and were accepted (without invalidation);
 //! 4. an intact control copy of another format version was ignored in favour of an older one;
 //! 5. damage to a segment header after a segment change was reported at the wrong place;
-//! 6. two damaged control copies (one without magic) were reported as "not a ring".
+//! 6. two damaged control copies (one without magic) were reported as "not a ring";
+//! 7. a control block (valid CRC) recording an in-flight window of u32::MAX batches was
+//!    accepted, and the probe's per-record search of the batches seen made replay crawl;
+//! 8. a control block (valid CRC) with a sequence near u64::MAX was accepted, and the next
+//!    control write (`sequence + 1`, in the engine and the model) overflowed and panicked.
 
 mod common;
 
 use common::*;
-use sealog_wal::format::ControlBlock;
+use sealog_wal::format::{ControlBlock, CONTROL_SEQUENCE_LIMIT, WINDOW_BATCHES_LIMIT};
 use sealog_wal::model::{BlockFate, ModelWriter};
-use sealog_wal::{Check, Evidence, Geometry, Outcome, ReplayError, ReplayOptions};
+use sealog_wal::{Check, Evidence, Geometry, GeometryError, Outcome, ReplayError, ReplayOptions};
 
 /// Rewrites both control copies with `change` applied to the newest.
 fn patch_control(image: &mut [u8], change: impl Fn(&mut ControlBlock)) {
@@ -223,4 +227,80 @@ fn the_model_keeps_its_window_counting_segment_headers() {
             "{pending} bytes in flight"
         );
     }
+}
+
+#[test]
+fn a_window_over_the_limit_is_refused_at_format_and_at_open() {
+    let over = Geometry {
+        window_batches_max: WINDOW_BATCHES_LIMIT + 1,
+        ..small_geometry()
+    };
+    assert!(matches!(
+        over.validate(),
+        Err(GeometryError::Window {
+            window_batches_max,
+            ..
+        }) if window_batches_max == WINDOW_BATCHES_LIMIT + 1
+    ));
+    let at_limit = Geometry {
+        window_batches_max: WINDOW_BATCHES_LIMIT,
+        ..small_geometry()
+    };
+    assert_eq!(at_limit.validate(), Ok(()));
+    for window_batches_max in [WINDOW_BATCHES_LIMIT + 1, u32::MAX] {
+        let mut writer = new_writer(small_geometry());
+        append(&mut writer, 3, 100, 1);
+        writer.flush();
+        let mut image = writer.durable().to_vec();
+        patch_control(&mut image, |control| {
+            control.geometry.window_batches_max = window_batches_max
+        });
+        match replay_image(&image, &strict()).0 {
+            Err(ReplayError::Geometry(GeometryError::Window {
+                window_batches_max: found,
+                ..
+            })) => assert_eq!(found, window_batches_max),
+            other => panic!("a window of {window_batches_max} batches opened: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_control_sequence_past_the_limit_is_a_typed_error_never_an_overflow() {
+    let mut writer = new_writer(small_geometry());
+    append(&mut writer, 2, 100, 1);
+    writer.flush();
+    let image = writer.durable().to_vec();
+    for sequence in [CONTROL_SEQUENCE_LIMIT + 1, u64::MAX - 1, u64::MAX] {
+        let mut crafted = image.clone();
+        let current = sealog_wal::read_control(&mut &image[..]).expect("valid");
+        let control = ControlBlock {
+            sequence,
+            ..current
+        };
+        let at = control.copy() as usize * BLOCK;
+        control.encode(&mut crafted[at..at + BLOCK]);
+        assert!(
+            matches!(
+                replay_image(&crafted, &strict()).0,
+                Err(ReplayError::ControlSequence { sequence: found }) if found == sequence
+            ),
+            "sequence {sequence}"
+        );
+    }
+    // At the limit the ring still reads, but no writer may bump it again.
+    let current = sealog_wal::read_control(&mut &image[..]).expect("valid");
+    let at_limit = ControlBlock {
+        sequence: CONTROL_SEQUENCE_LIMIT,
+        ..current
+    };
+    assert!(at_limit.next_sequence().is_err());
+    assert_eq!(
+        ControlBlock {
+            sequence: 41,
+            ..current
+        }
+        .next_sequence(),
+        Ok(42)
+    );
 }

@@ -1,0 +1,355 @@
+//! The one record validator: every rule a batch read back from a ring must keep, as pure
+//! functions over the batch's bytes. Replay calls them for every batch it walks, and the
+//! engine's reads call them for every batch they serve, so a record that replay would refuse
+//! is never served and the two cannot drift apart. What lies outside one batch is the caller's:
+//! segment headers, the incarnation floor replay keeps along the log (passed in as an
+//! [`IncarnationRule`]), read errors and their subdivision, and what to do about a failure.
+//!
+//! The checks, in the order they run (the first that fails is the one reported):
+//!
+//! 1. the first header: integrity (magic, version, ring, header CRC, kind), place (a header of
+//!    an earlier lap at this very place is [`Check::StaleLap`]; one recording any other place
+//!    was misdirected, [`Check::Position`]), LSN ([`Check::LsnGap`]), the batch's layout
+//!    (index 0, a length that is a non-zero block multiple within the batch limit and the
+//!    segment, [`Check::BatchLayout`]), the incarnation rule, and a watermark below the first
+//!    LSN ([`Check::Watermark`]);
+//! 2. the batch's length: the bytes handed in are exactly what the first header records;
+//! 3. every record: header integrity, place, the fields every record of a batch shares
+//!    (length, incarnation, watermark) and its index ([`Check::BatchLayout`]), LSN continuity,
+//!    payload length (within the batch and the ring's payload limit), payload CRC, and the
+//!    padding that ends the batch (a padding record filling it with zeros, or fewer than 64 zero
+//!    bytes).
+
+use std::ops::Range;
+
+use crate::format::{
+    EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId, ENTRY_HEADER_SIZE,
+};
+use crate::replay::Check;
+
+/// Which incarnations a batch may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IncarnationRule {
+    /// Any incarnation (the caller compares [`CheckedBatch::incarnation`] itself).
+    Any,
+    /// At least this one: replay's floor (the lineage so far, the head's, the last cut's). An
+    /// older batch fails [`Check::StaleIncarnation`].
+    AtLeast(u32),
+    /// Exactly this one: a reader that indexed the batch knows who wrote it. Any other fails
+    /// [`Check::Incarnation`] (the ring changed since it was indexed).
+    Exactly(u32),
+}
+
+/// What a batch read from the ring is expected to be.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchExpectation {
+    /// The ring's identity (every header CRC is seeded with it).
+    pub ring_id: RingId,
+    /// The ring's geometry (block size, segment size, batch and payload limits).
+    pub geometry: Geometry,
+    /// Where the batch's first byte was read from.
+    pub position: Position,
+    /// The LSN its first record must carry.
+    pub first_lsn: u64,
+    /// Which incarnations it may carry.
+    pub incarnation: IncarnationRule,
+}
+
+/// A check a batch failed: which, where, and the LSN expected there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchFailure {
+    /// Where the failed check is: the record's header, or the padding.
+    pub position: Position,
+    /// The LSN expected there.
+    pub lsn: u64,
+    /// The check that failed.
+    pub check: Check,
+    /// The batch's first header checked out and the failure lies after it: the batch was
+    /// written here (at least its start), so the failure is damage whatever the check.
+    pub inside_batch: bool,
+}
+
+/// A batch that passed every check.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedBatch<'b> {
+    /// Where it starts.
+    pub position: Position,
+    /// Its length in bytes (a block multiple).
+    pub bytes: u32,
+    /// The LSN of its first record (the next LSN, for a batch with none: a tail marker).
+    pub first_lsn: u64,
+    /// Number of LSN-consuming records (padding excluded).
+    pub records: u32,
+    /// The incarnation that wrote it.
+    pub incarnation: u32,
+    /// The watermark every record carries.
+    pub watermark: u64,
+    ring_id: RingId,
+    batch: &'b [u8],
+}
+
+/// A record of a checked batch.
+#[derive(Clone, Debug)]
+pub struct CheckedRecord<'b> {
+    /// Its LSN.
+    pub lsn: u64,
+    /// Its kind (never padding).
+    pub kind: Kind,
+    /// Its payload (checked against its CRC).
+    pub payload: &'b [u8],
+    /// Where the payload lies within the batch's bytes.
+    pub payload_range: Range<usize>,
+    /// Where its header lies.
+    pub position: Position,
+    /// The incarnation that wrote it.
+    pub incarnation: u32,
+    /// Its batch's watermark.
+    pub watermark: u64,
+}
+
+impl<'b> CheckedBatch<'b> {
+    /// A batch replay checked before, from the same bytes (its buffer still holds them).
+    pub(crate) fn rechecked_from(
+        ring_id: RingId,
+        batch: &'b [u8],
+        position: Position,
+        first_lsn: u64,
+        records: u32,
+        incarnation: u32,
+        watermark: u64,
+    ) -> CheckedBatch<'b> {
+        debug_assert!(batch.len() >= ENTRY_HEADER_SIZE);
+        CheckedBatch {
+            position,
+            bytes: u32::try_from(batch.len()).expect("a batch is within the batch limit"),
+            first_lsn,
+            records,
+            incarnation,
+            watermark,
+            ring_id,
+            batch,
+        }
+    }
+
+    /// The LSN after its last record.
+    pub fn next_lsn(&self) -> u64 {
+        self.first_lsn + u64::from(self.records)
+    }
+
+    /// Its records in LSN order, padding excluded.
+    pub fn records(&self) -> CheckedRecords<'b> {
+        CheckedRecords {
+            batch: *self,
+            offset: 0,
+            index: 0,
+        }
+    }
+}
+
+/// The records of a [`CheckedBatch`], in LSN order.
+#[derive(Clone, Debug)]
+pub struct CheckedRecords<'b> {
+    batch: CheckedBatch<'b>,
+    offset: usize,
+    index: u32,
+}
+
+impl<'b> Iterator for CheckedRecords<'b> {
+    type Item = CheckedRecord<'b>;
+
+    fn next(&mut self) -> Option<CheckedRecord<'b>> {
+        if self.index >= self.batch.records {
+            return None;
+        }
+        let bytes = self.batch.batch;
+        // The batch passed `check_batch` (or replay's identical pass over these very bytes),
+        // so every header up to `records` decodes and every payload lies inside the batch.
+        let header = EntryHeader::decode(self.batch.ring_id, &bytes[self.offset..]);
+        let header = header.expect("a checked batch's headers decode");
+        let start = self.offset + ENTRY_HEADER_SIZE;
+        let end = start + header.payload_len as usize;
+        self.offset = end;
+        self.index += 1;
+        Some(CheckedRecord {
+            lsn: header.lsn,
+            kind: header.kind,
+            payload: &bytes[start..end],
+            payload_range: start..end,
+            position: header.position,
+            incarnation: header.incarnation,
+            watermark: header.watermark,
+        })
+    }
+}
+
+/// The check a header defect fails.
+pub(crate) fn header_check(defect: HeaderDefect) -> Check {
+    match defect {
+        HeaderDefect::Zeroed => Check::NotWritten,
+        HeaderDefect::Magic => Check::Magic,
+        HeaderDefect::Version => Check::Version,
+        HeaderDefect::RingId => Check::RingId,
+        HeaderDefect::HeaderCrc => Check::HeaderCrc,
+        HeaderDefect::Kind => Check::Kind,
+    }
+}
+
+/// The check a header found at `at` fails for recording `recorded` as its place: an earlier
+/// lap's header at this very place is stale; any other place means a misdirected write (or
+/// read).
+fn place_check(recorded: Position, at: Position) -> Option<Check> {
+    if recorded == at {
+        return None;
+    }
+    let same_place = (recorded.segment, recorded.offset) == (at.segment, at.offset);
+    Some(if same_place && recorded.lap < at.lap {
+        Check::StaleLap
+    } else {
+        Check::Position
+    })
+}
+
+/// Checks a batch's first header, read at `expect.position` (`first_block` holds at least the
+/// header; a whole block, as replay reads it, or the whole batch): step 1 of the module doc.
+/// Returns the header, whose `batch_bytes` says how much to read for [`check_batch`].
+pub fn check_batch_start(
+    expect: &BatchExpectation,
+    first_block: &[u8],
+) -> Result<EntryHeader, BatchFailure> {
+    let at = expect.position;
+    let fail = |check| BatchFailure {
+        position: at,
+        lsn: expect.first_lsn,
+        check,
+        inside_batch: false,
+    };
+    if first_block.len() < ENTRY_HEADER_SIZE {
+        return Err(fail(Check::BatchLayout));
+    }
+    let geometry = &expect.geometry;
+    let first = EntryHeader::decode(expect.ring_id, first_block)
+        .map_err(|defect| fail(header_check(defect)))?;
+    if let Some(check) = place_check(first.position, at) {
+        return Err(fail(check));
+    }
+    if first.lsn != expect.first_lsn {
+        return Err(fail(Check::LsnGap));
+    }
+    let block = u64::from(geometry.block_size_bytes);
+    let batch_bytes = u64::from(first.batch_bytes);
+    // u64 sums of u32 fields: no overflow.
+    if first.batch_index != 0
+        || batch_bytes == 0
+        || batch_bytes % block != 0
+        || batch_bytes > u64::from(geometry.batch_size_max_bytes)
+        || u64::from(at.offset) + batch_bytes > geometry.segment_size_bytes
+    {
+        return Err(fail(Check::BatchLayout));
+    }
+    match expect.incarnation {
+        IncarnationRule::Any => {}
+        IncarnationRule::AtLeast(floor) if first.incarnation < floor => {
+            return Err(fail(Check::StaleIncarnation));
+        }
+        IncarnationRule::AtLeast(_) => {}
+        IncarnationRule::Exactly(expected) if first.incarnation != expected => {
+            return Err(fail(Check::Incarnation));
+        }
+        IncarnationRule::Exactly(_) => {}
+    }
+    if first.watermark >= expect.first_lsn {
+        return Err(fail(Check::Watermark));
+    }
+    Ok(first)
+}
+
+/// Checks a whole batch, `bytes` exactly as long as it is (as read from the ring at
+/// `expect.position`): every step of the module doc. Returns the batch, whose
+/// [`CheckedBatch::records`] yields its records, or the first check that failed.
+pub fn check_batch<'b>(
+    expect: &BatchExpectation,
+    bytes: &'b [u8],
+) -> Result<CheckedBatch<'b>, BatchFailure> {
+    let first = check_batch_start(expect, bytes)?;
+    let at = expect.position;
+    if bytes.len() as u64 != u64::from(first.batch_bytes) {
+        return Err(BatchFailure {
+            position: at,
+            lsn: expect.first_lsn,
+            check: Check::BatchLayout,
+            inside_batch: false,
+        });
+    }
+    let batch_bytes = bytes.len();
+    let payload_max = u64::from(expect.geometry.payload_size_max_bytes());
+    // Offsets inside the batch are below its length, itself within the segment (checked by
+    // `check_batch_start`), so `at.offset + offset` fits the segment's u32 offsets.
+    let place = |offset: usize| Position {
+        offset: at.offset + offset as u32,
+        ..at
+    };
+    let fail = |offset: usize, lsn, check| BatchFailure {
+        position: place(offset),
+        lsn,
+        check,
+        inside_batch: true,
+    };
+    let mut offset = 0usize;
+    let mut next_lsn = expect.first_lsn;
+    let mut index = 0u32;
+    while offset < batch_bytes {
+        let remaining = batch_bytes - offset;
+        if remaining < ENTRY_HEADER_SIZE {
+            if bytes[offset..].iter().any(|&byte| byte != 0) {
+                return Err(fail(offset, next_lsn, Check::Padding));
+            }
+            break;
+        }
+        let header = EntryHeader::decode(expect.ring_id, &bytes[offset..])
+            .map_err(|defect| fail(offset, next_lsn, header_check(defect)))?;
+        if let Some(check) = place_check(header.position, place(offset)) {
+            return Err(fail(offset, next_lsn, check));
+        }
+        if header.batch_index != index
+            || header.batch_bytes != first.batch_bytes
+            || header.incarnation != first.incarnation
+            || header.watermark != first.watermark
+        {
+            return Err(fail(offset, next_lsn, Check::BatchLayout));
+        }
+        if header.lsn != next_lsn {
+            return Err(fail(offset, next_lsn, Check::LsnGap));
+        }
+        let record_end = offset as u64 + header.record_bytes();
+        if u64::from(header.payload_len) > payload_max || record_end > batch_bytes as u64 {
+            return Err(fail(offset, next_lsn, Check::PayloadLength));
+        }
+        let payload = &bytes[offset + ENTRY_HEADER_SIZE..record_end as usize];
+        if crc32c::crc32c(payload) != header.payload_crc {
+            return Err(fail(offset, next_lsn, Check::PayloadCrc));
+        }
+        if header.kind == Kind::Padding {
+            // Padding is always the batch's last record and fills it to the end.
+            if record_end != batch_bytes as u64 || payload.iter().any(|&byte| byte != 0) {
+                return Err(fail(offset, next_lsn, Check::Padding));
+            }
+            break;
+        }
+        // An LSN of u64::MAX can never be followed: refuse the record that would need one.
+        next_lsn = next_lsn
+            .checked_add(1)
+            .ok_or_else(|| fail(offset, next_lsn, Check::LsnGap))?;
+        index += 1;
+        offset = record_end as usize;
+    }
+    Ok(CheckedBatch {
+        position: at,
+        bytes: first.batch_bytes,
+        first_lsn: expect.first_lsn,
+        records: index,
+        incarnation: first.incarnation,
+        watermark: first.watermark,
+        ring_id: expect.ring_id,
+        batch: bytes,
+    })
+}
