@@ -8,8 +8,8 @@
 
 use std::sync::mpsc;
 
-use sealog_wal::format::{EntryHeader, ENTRY_HEADER_SIZE};
-use sealog_wal::{Check, Position};
+use sealog_wal::validate::{check_batch, BatchExpectation, IncarnationRule};
+use sealog_wal::Check;
 
 use super::buffers::Lane;
 use super::core::{DriveCore, IndexedBatch};
@@ -138,62 +138,48 @@ impl<B: IoBackend> DriveCore<B> {
         }
     }
 
-    /// The records of a batch read into `buffer`, from `lsn` on, each checked: header CRC,
-    /// recorded position, LSN and payload CRC.
+    /// The entries of a batch read into `buffer`, from `lsn` on, checked with replay's own
+    /// validator (every record of the batch, whatever LSN was asked for: a batch is written
+    /// and validated whole), and expected to carry the incarnation the index recorded.
     fn parse_batch(
         &mut self,
         buffer: usize,
         batch: IndexedBatch,
         lsn: u64,
     ) -> Result<ReadEntries, ReadError> {
-        let ring_id = self.control.ring_id;
+        let expect = BatchExpectation {
+            ring_id: self.control.ring_id,
+            geometry: self.geometry,
+            position: batch.position,
+            first_lsn: batch.first_lsn,
+            incarnation: IncarnationRule::Exactly(batch.incarnation),
+        };
         let bytes = &self.backend.pool().buffer(buffer)[..batch.bytes as usize];
-        let mut entries = Vec::with_capacity((batch.next_lsn - lsn) as usize);
-        let mut offset = 0usize;
-        for expected in batch.first_lsn..batch.next_lsn {
-            let at = Position {
-                offset: batch.position.offset + offset as u32,
-                ..batch.position
-            };
-            let damaged = |check| ReadError::Damaged {
-                lsn: expected,
-                position: at,
-                check,
-            };
-            if offset + ENTRY_HEADER_SIZE > bytes.len() {
-                return Err(damaged(Check::PayloadLength));
-            }
-            let header = EntryHeader::decode(ring_id, &bytes[offset..])
-                .map_err(|_| damaged(Check::HeaderCrc))?;
-            if header.position != at {
-                return Err(damaged(Check::Position));
-            }
-            if header.lsn != expected {
-                return Err(damaged(Check::LsnGap));
-            }
-            let end = offset + header.record_bytes() as usize;
-            if end > bytes.len() {
-                return Err(damaged(Check::PayloadLength));
-            }
-            let payload = &bytes[offset + ENTRY_HEADER_SIZE..end];
-            if crc32c::crc32c(payload) != header.payload_crc {
-                return Err(damaged(Check::PayloadCrc));
-            }
-            if expected >= lsn {
-                entries.push((expected, payload.to_vec()));
-            }
-            offset = end;
-        }
-        let mut entries = entries.into_iter();
-        let (first_lsn, payload) = entries.next().ok_or(ReadError::NotYetDurable {
-            lsn,
-            durable_lsn: self.lsn_durable,
+        let checked = check_batch(&expect, bytes).map_err(|failure| ReadError::Damaged {
+            lsn: failure.lsn,
+            position: failure.position,
+            check: failure.check,
         })?;
-        debug_assert_eq!(first_lsn, lsn);
+        if checked.next_lsn() != batch.next_lsn {
+            // The batch checks out but holds other records than the index says: the ring
+            // changed under the drive (a misdirected write of a valid batch, say).
+            return Err(ReadError::Damaged {
+                lsn,
+                position: batch.position,
+                check: Check::BatchLayout,
+            });
+        }
+        let mut records = checked.records().skip_while(|record| record.lsn < lsn);
+        let first = records
+            .next()
+            .expect("the index puts every live LSN in its batch's range");
+        debug_assert_eq!(first.lsn, lsn);
         Ok(ReadEntries {
             lsn,
-            payload,
-            following: entries.collect(),
+            payload: first.payload.to_vec(),
+            following: records
+                .map(|record| (record.lsn, record.payload.to_vec()))
+                .collect(),
         })
     }
 }
