@@ -156,6 +156,7 @@ pub fn sealog_cell(
     let appends = after.appends.saturating_sub(before.appends);
     cell.batch_entries = appends as f64 / batches.max(1) as f64;
     cell.syncs_per_sec = batches as f64 / seconds;
+    cell.tail_markers = after.tail_markers.saturating_sub(before.tail_markers);
     let measured = |after: &Histogram<u64>, before: &Histogram<u64>| {
         let mut window = after.clone();
         match window.subtract(before) {
@@ -172,6 +173,62 @@ pub fn sealog_cell(
         0.0
     };
     Ok(cell)
+}
+
+/// What tail markers cost a writer that goes idle between appends.
+#[derive(Clone, Copy, Debug)]
+pub struct TailMarkerCost {
+    /// Idle periods the writer made (one append, then a pause past the marker's idle time).
+    pub idle_periods: u64,
+    /// Tail markers the drive wrote meanwhile: one per idle period, none more.
+    pub markers: u64,
+    /// Bytes each marker writes (one block).
+    pub marker_bytes: u64,
+    /// The drive's idle time before a marker, microseconds.
+    pub idle_us: u64,
+}
+
+impl TailMarkerCost {
+    /// The measurement as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "idle_periods": self.idle_periods,
+            "markers": self.markers,
+            "marker_bytes": self.marker_bytes,
+            "idle_us": self.idle_us,
+        })
+    }
+}
+
+/// Measures tail markers on a fresh ring: a lone writer appends a 4 KiB entry, waits for it,
+/// then stays idle for twice the marker's idle time, `idle_periods` times. Each idle period
+/// should cost exactly one marker (one block written and flushed); the busy cells show none.
+pub fn tail_marker_cost(
+    ring: &Path,
+    shape: RingShape,
+    options: DriveOptions,
+    idle_periods: u64,
+) -> Result<TailMarkerCost, String> {
+    let block_bytes = fresh_ring(ring, shape)?;
+    let idle_us = options.tail_marker_idle_us;
+    let drive = Drive::open(ring, options).map_err(|error| error.to_string())?;
+    let before = drive.stats().map_err(|error| error.to_string())?;
+    for round in 0..idle_periods {
+        drive
+            .append(vec![round as u8; 4096])
+            .map_err(|error| error.to_string())?
+            .wait()
+            .map_err(|error| error.to_string())?;
+        std::thread::sleep(Duration::from_micros(2 * idle_us));
+    }
+    let after = drive.stats().map_err(|error| error.to_string())?;
+    drive.close();
+    Ok(TailMarkerCost {
+        idle_periods,
+        markers: after.tail_markers.saturating_sub(before.tail_markers),
+        marker_bytes: u64::from(block_bytes),
+        idle_us,
+    })
 }
 
 type WriterResult = Result<(u64, Histogram<u64>), String>;

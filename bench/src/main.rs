@@ -108,6 +108,9 @@ fn parse_cell(text: &str) -> Result<(usize, usize, usize), String> {
 const QUICK_CELLS: [(usize, usize, usize); 4] =
     [(4096, 1, 1), (4096, 32, 1), (4096, 4, 256), (128, 4, 256)];
 
+/// Idle periods of the tail marker measurement (each about 100 ms with the default idle time).
+const TAIL_MARKER_PERIODS: u64 = 10;
+
 fn progress(line: &str) {
     eprint!("\r\x1b[2K{line}");
     let _ = std::io::stderr().flush();
@@ -238,6 +241,12 @@ fn run(args: &Args) -> Result<(), String> {
             ..shape
         },
     )?;
+    progress("tail markers: a writer idle between appends");
+    let marker_options = sealog::DriveOptions {
+        durability,
+        ..sealog::DriveOptions::default()
+    };
+    let markers = cells::tail_marker_cost(&ring, shape, marker_options, TAIL_MARKER_PERIODS)?;
     if args.device.is_none() {
         let _ = std::fs::remove_dir_all(&ring);
     }
@@ -307,9 +316,21 @@ fn run(args: &Args) -> Result<(), String> {
         read_ceiling / 1e6,
         cells::RECOVERY_ROUNDS
     );
-    // The default ring's pool: a buffer per batch in the window plus two, each a batch and a
-    // block (see `sealog::drive::buffer_count`).
-    let pool_bytes = (u64::from(sealog::storage::WINDOW_BATCHES_DEFAULT) + 2)
+    let busy_markers: u64 = all.iter().map(|cell| cell.tail_markers).sum();
+    println!(
+        "tail markers: {busy_markers} written during the cells above; a lone writer idle for \
+         {} ms after each append: {} markers in {} idle periods, each one {}-byte write + \
+         datasync (the 4 KiB write+datasync ceiling: p50 {ceiling_p50:.0} us)",
+        2 * markers.idle_us / 1000,
+        markers.markers,
+        markers.idle_periods,
+        markers.marker_bytes
+    );
+    // The default ring's pool: a buffer per batch in the window, one for control blocks and
+    // the read lane, each a batch and a block (see `sealog::drive::buffer_count`).
+    let pool_bytes = (u64::from(sealog::storage::WINDOW_BATCHES_DEFAULT)
+        + 1
+        + sealog::drive::READ_BUFFERS as u64)
         * (u64::from(sealog::storage::BATCH_SIZE_DEFAULT_MAX_BYTES) + 4096);
     println!(
         "peak RSS of sealog's cells and recovery: {} MiB (largest ring {} MiB; one drive's \
@@ -365,6 +386,7 @@ fn run(args: &Args) -> Result<(), String> {
                 "rounds": cells::RECOVERY_ROUNDS,
                 "ratio_to_ceiling": recovery_ratio,
             },
+            "tail_markers": markers.to_json(),
             "peak_rss_bytes": sealog_peak_rss_bytes,
             "peak_rss_bytes_with_peers": cells::peak_rss_bytes(),
             "targets": targets.iter().map(report::Target::to_json).collect::<Vec<_>>(),

@@ -38,8 +38,10 @@ pub struct Cell {
     /// Peak resident memory of the process during this cell (its own high-water mark), bytes;
     /// 0 when the kernel could not reset the mark.
     pub peak_rss_bytes: u64,
-    /// Flushes per second (sealog: batches per second).
+    /// Flushes per second (sealog: batches per second, tail markers not included).
     pub syncs_per_sec: f64,
+    /// sealog: tail markers written while the cell was measured (a busy log writes none).
+    pub tail_markers: u64,
     /// CPU seconds (user + system) per GB of payload.
     pub cpu_seconds_per_gb: f64,
     /// Throughput over the 1 MiB write+datasync ceiling's MB/s (higher is better).
@@ -150,6 +152,7 @@ impl Cell {
             "batch_p50_us": self.batch_p50_us,
             "idle_gap_p50_us": self.idle_gap_p50_us,
             "syncs_per_sec": self.syncs_per_sec,
+            "tail_markers": self.tail_markers,
             "cpu_seconds_per_gb": self.cpu_seconds_per_gb,
             "peak_rss_bytes": self.peak_rss_bytes,
             "ratio_to_ceiling": self.ratio_to_ceiling,
@@ -351,7 +354,7 @@ pub fn target_line(target: &Target) -> String {
 /// The group-commit table: how sealog's cells batched, per cell.
 pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
     let mut lines = vec![format!(
-        "{:<16} {:>8} {:>7} {:>6} {:>9} {:>10} {:>10} {:>9} {:>9} {:>8}",
+        "{:<16} {:>8} {:>7} {:>6} {:>9} {:>10} {:>10} {:>9} {:>8} {:>9} {:>8}",
         "group commit",
         "payload",
         "writers",
@@ -360,12 +363,13 @@ pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
         "batch p50",
         "idle p50",
         "syncs/s",
+        "markers",
         "CPU s/GB",
         "RSS MiB"
     )];
     for cell in cells.iter().filter(|cell| cell.engine == "sealog") {
         lines.push(format!(
-            "{:<16} {:>8} {:>7} {:>6} {:>9.1} {:>10.0} {:>10.0} {:>9.0} {:>9.2} {:>8}",
+            "{:<16} {:>8} {:>7} {:>6} {:>9.1} {:>10.0} {:>10.0} {:>9.0} {:>8} {:>9.2} {:>8}",
             cell.engine,
             cell.payload_bytes,
             cell.writers,
@@ -374,6 +378,7 @@ pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
             cell.batch_p50_us,
             cell.idle_gap_p50_us,
             cell.syncs_per_sec,
+            cell.tail_markers,
             cell.cpu_seconds_per_gb,
             cell.peak_rss_bytes >> 20
         ));

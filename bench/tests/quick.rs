@@ -79,6 +79,13 @@ fn the_quick_benchmark_writes_the_json_contract() {
     let targets = json["targets"].as_array().expect("a targets array");
     assert!(targets.len() >= 7, "{targets:?}");
     assert!(json["recovery"]["ratio_to_ceiling"].as_f64() > Some(0.0));
+    // Tail markers: none while the cells keep the log busy, one per idle period.
+    for cell in cells.iter().filter(|cell| cell["engine"] == "sealog") {
+        assert_eq!(cell["tail_markers"].as_u64(), Some(0), "a busy cell: {cell}");
+    }
+    let markers = &json["tail_markers"];
+    assert!(markers["idle_periods"].as_u64() > Some(0), "{markers}");
+    assert_eq!(markers["markers"], markers["idle_periods"], "{markers}");
 
     let svg = std::fs::read_to_string(&plot_path).expect("plot written");
     assert!(svg.starts_with("<svg"), "an SVG plot");
