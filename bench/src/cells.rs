@@ -190,7 +190,7 @@ pub struct TailMarkerCost {
 
 impl TailMarkerCost {
     /// The measurement as JSON.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub fn to_json(self) -> serde_json::Value {
         serde_json::json!({
             "idle_periods": self.idle_periods,
             "markers": self.markers,

@@ -79,13 +79,23 @@ fn the_quick_benchmark_writes_the_json_contract() {
     let targets = json["targets"].as_array().expect("a targets array");
     assert!(targets.len() >= 7, "{targets:?}");
     assert!(json["recovery"]["ratio_to_ceiling"].as_f64() > Some(0.0));
-    // Tail markers: none while the cells keep the log busy, one per idle period.
-    for cell in cells.iter().filter(|cell| cell["engine"] == "sealog") {
-        assert_eq!(cell["tail_markers"].as_u64(), Some(0), "a busy cell: {cell}");
-    }
+    // Tail markers: a busy cell writes one only when a stall leaves the log idle for the
+    // marker's whole idle time (so never more than its duration over that time, against
+    // hundreds of batches per second); a writer idle between appends, one per idle period
+    // (fewer only if the drive thread itself stalled past the next append).
     let markers = &json["tail_markers"];
-    assert!(markers["idle_periods"].as_u64() > Some(0), "{markers}");
-    assert_eq!(markers["markers"], markers["idle_periods"], "{markers}");
+    let idle_seconds = markers["idle_us"].as_f64().expect("idle_us") / 1e6;
+    let seconds = json["seconds_per_cell"].as_f64().expect("seconds_per_cell");
+    for cell in cells.iter().filter(|cell| cell["engine"] == "sealog") {
+        let written = cell["tail_markers"].as_f64().expect("tail_markers");
+        assert!(written <= seconds / idle_seconds, "a busy cell: {cell}");
+    }
+    let periods = markers["idle_periods"].as_u64().expect("idle_periods");
+    let written = markers["markers"].as_u64().expect("markers");
+    assert!(
+        periods > 0 && written <= periods && 2 * written >= periods,
+        "{markers}"
+    );
 
     let svg = std::fs::read_to_string(&plot_path).expect("plot written");
     assert!(svg.starts_with("<svg"), "an SVG plot");

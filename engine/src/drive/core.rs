@@ -286,8 +286,9 @@ impl<B: IoBackend> DriveCore<B> {
     /// due, when one is.
     fn receive_while_idle(&mut self, receiver: &Receiver<Request>) -> Idle {
         let marker_due_at = match (self.idle_since, self.tail_marker_idle) {
-            (Some(since), Some(idle)) if self.needs_tail_marker() => Some(since + idle),
-            (None, Some(idle)) if self.needs_tail_marker() => Some(Instant::now() + idle),
+            // A time too far ahead to represent never comes: no deadline.
+            (Some(since), Some(idle)) if self.needs_tail_marker() => since.checked_add(idle),
+            (None, Some(idle)) if self.needs_tail_marker() => Instant::now().checked_add(idle),
             _ => None,
         };
         // Appends waiting for room look again at the ring now and then (a trim wakes them
@@ -300,7 +301,10 @@ impl<B: IoBackend> DriveCore<B> {
             (a, b) => a.or(b),
         };
         if self.spin_before_block_us > 0 {
-            let spin_until = Instant::now() + Duration::from_micros(self.spin_before_block_us);
+            let spin = Duration::from_micros(self.spin_before_block_us);
+            let spin_until = Instant::now()
+                .checked_add(spin)
+                .unwrap_or_else(Instant::now);
             loop {
                 match receiver.try_recv() {
                     Ok(request) => return Idle::Request(request),
@@ -845,7 +849,7 @@ impl<B: IoBackend> DriveCore<B> {
             self.idle_since = Some(now);
             if self.group_gather_us > 0 {
                 self.expected_group = self.queue.len() as u64 + acknowledged;
-                self.gather_until = Some(now + Duration::from_micros(self.group_gather_us));
+                self.gather_until = now.checked_add(Duration::from_micros(self.group_gather_us));
             }
         }
     }

@@ -160,7 +160,10 @@ impl UringBackend {
         if self.spin_us == 0 {
             return Ok(());
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_micros(self.spin_us);
+        let spin = std::time::Duration::from_micros(self.spin_us);
+        // A spin too long to represent as a deadline is taken as no spin at all.
+        let now = std::time::Instant::now();
+        let deadline = now.checked_add(spin).unwrap_or(now);
         loop {
             match self.ring.submit() {
                 Ok(_) => {}
