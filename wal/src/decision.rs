@@ -17,20 +17,29 @@
 //!   was acknowledged.
 //! - `beyond`: a valid record found later lies outside the in-flight window that starts here
 //!   (more bytes or batches than the ring's window allows), so this cannot be a torn tail.
+//! - `unread`: blocks the log needs cannot be read (EIO). A crash never makes a block
+//!   unreadable, so an unreadable run is treated like a torn block only where a torn block
+//!   could be: at the break, no longer (in batch bytes) than the in-flight window, with nothing
+//!   of this log after it. The fact holds when the run of unreadable blocks that starts at the
+//!   break is longer than the window, or when a valid record of this log (not stale, of a later
+//!   batch than the one broken at the break) lies after any unreadable run. Unreadable blocks
+//!   with nothing of this log after them (free or trimmed space) are only reported.
 //! - `damage`: something this log wrote is here: a header that failed a check other than
 //!   "never written" or "older lap", or valid records of this lap later within the window.
 //! - `trunc`: the caller chose the opt-in mode that truncates at corruption.
 //!
 //! ```text
-//!  row              ok skip acked beyond damage trunc  decision
-//!  @accept           1   -    -     -      -     -     accept the batch, go on
-//!  @skip             0   1    -     -      -     -     go on at the next segment
-//!  @end              0   0    0     0      0     -     the log ends here: nothing to cut
-//!  @torn             0   0    0     0      1     -     cut the torn tail here, report it
-//!  @acked            0   0    1     -      -     0     fail: acknowledged data is damaged
-//!  @hole             0   0    0     1      -     0     fail: damage outside the window
-//!  @salvage_acked    0   0    1     -      -     1     cut here, report the loss
-//!  @salvage_hole     0   0    0     1      -     1     cut here, report the loss
+//!  row                 ok skip acked beyond unread damage trunc  decision
+//!  @accept              1   -    -     -      -      -     -     accept the batch, go on
+//!  @skip                0   1    -     -      -      -     -     go on at the next segment
+//!  @end                 0   0    0     0      0      0     -     the log ends here
+//!  @torn                0   0    0     0      0      1     -     cut the torn tail, report it
+//!  @acked               0   0    1     -      -      -     0     fail: acked data is damaged
+//!  @hole                0   0    0     1      -      -     0     fail: damage beyond window
+//!  @unreadable          0   0    0     0      1      -     0     fail: the log is unreadable
+//!  @salvage_acked       0   0    1     -      -      -     1     cut here, report the loss
+//!  @salvage_hole        0   0    0     1      -      -     1     cut here, report the loss
+//!  @salvage_unreadable  0   0    0     0      1      -     1     cut here, report the loss
 //! ```
 
 /// What replay does at a batch boundary.
@@ -61,6 +70,9 @@ pub struct Facts {
     pub acked: bool,
     /// A later valid record lies outside the in-flight window starting here.
     pub beyond: bool,
+    /// Unreadable blocks the log needs: a run at the break longer than the window, or a run
+    /// with a valid record of this log after it.
+    pub unread: bool,
     /// Something written by this log is here (torn, not merely never written).
     pub damage: bool,
     /// The caller chose to truncate at corruption.
@@ -74,13 +86,14 @@ impl Facts {
             self.skip,
             self.acked,
             self.beyond,
+            self.unread,
             self.damage,
             self.trunc,
         ]
     }
 }
 
-const FACT_COUNT: usize = 6;
+const FACT_COUNT: usize = 7;
 
 /// One cell of a row's pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,26 +139,44 @@ const fn row(label: &'static str, pattern: [Cell; FACT_COUNT], decision: Decisio
     }
 }
 
-/// The table. Columns: ok, skip, acked, beyond, damage, trunc.
-pub const ROWS: [Row; 8] = [
-    row("@accept", [Y1, __, __, __, __, __], Decision::Accept),
+/// The table. Columns: ok, skip, acked, beyond, unread, damage, trunc.
+pub const ROWS: [Row; 10] = [
+    row("@accept", [Y1, __, __, __, __, __, __], Decision::Accept),
     row(
         "@skip",
-        [N0, Y1, __, __, __, __],
+        [N0, Y1, __, __, __, __, __],
         Decision::SkipToNextSegment,
     ),
-    row("@end", [N0, N0, N0, N0, N0, __], Decision::EndOfLog),
-    row("@torn", [N0, N0, N0, N0, Y1, __], Decision::CutTornTail),
-    row("@acked", [N0, N0, Y1, __, __, N0], Decision::FailCorruption),
-    row("@hole", [N0, N0, N0, Y1, __, N0], Decision::FailCorruption),
+    row("@end", [N0, N0, N0, N0, N0, N0, __], Decision::EndOfLog),
+    row("@torn", [N0, N0, N0, N0, N0, Y1, __], Decision::CutTornTail),
+    row(
+        "@acked",
+        [N0, N0, Y1, __, __, __, N0],
+        Decision::FailCorruption,
+    ),
+    row(
+        "@hole",
+        [N0, N0, N0, Y1, __, __, N0],
+        Decision::FailCorruption,
+    ),
+    row(
+        "@unreadable",
+        [N0, N0, N0, N0, Y1, __, N0],
+        Decision::FailCorruption,
+    ),
     row(
         "@salvage_acked",
-        [N0, N0, Y1, __, __, Y1],
+        [N0, N0, Y1, __, __, __, Y1],
         Decision::CutCorruption,
     ),
     row(
         "@salvage_hole",
-        [N0, N0, N0, Y1, __, Y1],
+        [N0, N0, N0, Y1, __, __, Y1],
+        Decision::CutCorruption,
+    ),
+    row(
+        "@salvage_unreadable",
+        [N0, N0, N0, N0, Y1, __, Y1],
         Decision::CutCorruption,
     ),
 ];
@@ -179,8 +210,9 @@ mod tests {
                 skip: bit(1),
                 acked: bit(2),
                 beyond: bit(3),
-                damage: bit(4),
-                trunc: bit(5),
+                unread: bit(4),
+                damage: bit(5),
+                trunc: bit(6),
             }
         })
     }
@@ -217,7 +249,7 @@ mod tests {
     fn corruption_is_never_cut_silently_in_strict_mode() {
         for facts in all_facts().filter(|facts| !facts.ok && !facts.skip && !facts.trunc) {
             let decision = decide(&facts).decision;
-            if facts.acked || facts.beyond {
+            if facts.acked || facts.beyond || facts.unread {
                 assert_eq!(decision, Decision::FailCorruption, "{facts:?}");
             } else {
                 assert!(matches!(
@@ -226,6 +258,33 @@ mod tests {
                 ));
             }
         }
+    }
+
+    #[test]
+    fn an_unreadable_log_is_never_a_torn_tail_nor_a_clean_end() {
+        for facts in all_facts().filter(|facts| facts.unread && !facts.ok && !facts.skip) {
+            let row = decide(&facts);
+            assert!(
+                matches!(
+                    row.decision,
+                    Decision::FailCorruption | Decision::CutCorruption
+                ),
+                "{facts:?} -> {}",
+                row.label
+            );
+        }
+        // Unreadable blocks alone (nothing acked or beyond the window) name their own row.
+        let alone = Facts {
+            unread: true,
+            damage: true,
+            ..Facts::default()
+        };
+        assert_eq!(decide(&alone).label, "@unreadable");
+        let salvage = Facts {
+            trunc: true,
+            ..alone
+        };
+        assert_eq!(decide(&salvage).label, "@salvage_unreadable");
     }
 
     #[test]

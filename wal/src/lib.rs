@@ -31,6 +31,7 @@ pub use layout::{BatchSlot, WriteCursor};
 pub use replay::{
     entries, read_control, replay, scan, Check, Corruption, Entry, Evidence, Outcome,
     RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport, ReplayOptions, TornTail,
+    UnreadableRun,
 };
 pub use source::RingSource;
 pub use validate::{

@@ -14,7 +14,9 @@
 //!    LSN `e` was expected), probe every block from `E` to the head's segment on the next lap for
 //!    valid records of this log. Their watermarks and positions tell a torn tail (only
 //!    never-acknowledged data lost, within the in-flight window) from corruption (a later
-//!    watermark covers `e`, or valid data lies beyond the window).
+//!    watermark covers `e`, or valid data lies beyond the window). Blocks the probe cannot read
+//!    are corruption where no crash explains them (a run at the break longer than the window,
+//!    or any run with the log going on after it) and are otherwise only reported.
 //!
 //! Memory is bounded by the read chunk and the ring's batch limit (itself capped by
 //! [`BATCH_SIZE_LIMIT_BYTES`](crate::format::BATCH_SIZE_LIMIT_BYTES)), never by what a length
@@ -189,6 +191,23 @@ pub enum Evidence {
         /// The control block's trim LSN.
         trim_lsn: u64,
     },
+    /// Blocks the log needs cannot be read (EIO), where no crash could explain it: the run of
+    /// unreadable blocks starting at the break is longer than the in-flight window, or a valid
+    /// record of this log lies after the run. (A crash never makes a block unreadable; only a
+    /// short run at the very end of the log is treated like a torn block.)
+    Unreadable {
+        /// The run's first unreadable block.
+        at: Position,
+        /// Batch bytes in the run (segment header blocks in it not counted: the window bounds
+        /// batch bytes).
+        run_bytes: u64,
+        /// The first LSN at risk: the first a cut here would drop.
+        first_lsn: u64,
+        /// The last LSN at risk, when a readable record after the run names one.
+        last_lsn: Option<u64>,
+        /// Where the first valid record of this log after the run lies, if one does.
+        log_after: Option<Position>,
+    },
 }
 
 impl std::fmt::Display for Evidence {
@@ -206,6 +225,26 @@ impl std::fmt::Display for Evidence {
                 "LSN {lsn} at {at} lies {distance_bytes} bytes on, beyond the in-flight window"
             ),
             Evidence::TrimPoint { trim_lsn } => write!(f, "the durable trim point is {trim_lsn}"),
+            Evidence::Unreadable {
+                at,
+                run_bytes,
+                first_lsn,
+                last_lsn,
+                log_after,
+            } => {
+                write!(
+                    f,
+                    "{run_bytes} bytes from {at} cannot be read (LSN {first_lsn}"
+                )?;
+                match last_lsn {
+                    Some(last) => write!(f, "..={last} at risk)")?,
+                    None => write!(f, " on at risk)")?,
+                }
+                match log_after {
+                    Some(after) => write!(f, "; the log goes on after them at {after}"),
+                    None => write!(f, ", more than the in-flight window"),
+                }
+            }
         }
     }
 }
@@ -369,8 +408,13 @@ pub struct RecoveryReport {
     pub invalidate: Option<Invalidate>,
     /// Valid records of an older incarnation found after the log's end, ignored as stale.
     pub stale_records: u64,
-    /// Blocks after the log's end that could not be read while probing.
+    /// Blocks after the log's end that could not be read while probing (the break's segment
+    /// header block included, when that is what failed).
     pub unreadable_blocks: u64,
+    /// Where they are: the first [`UNREADABLE_RUNS_REPORTED`] runs of consecutive unreadable
+    /// blocks, in log order. Unreadable blocks with nothing of this log after them (free or
+    /// trimmed space) are reported here and do not fail the open.
+    pub unreadable_runs: Vec<UnreadableRun>,
     /// The decision-table row that ended the scan.
     pub end_row: &'static str,
     /// What failed where the scan ended (for a clean end: "not written" or an older lap).
@@ -754,6 +798,181 @@ impl BatchCounter {
     }
 }
 
+/// Where the walk broke: the cut, the LSN expected there, the first live LSN a cut there
+/// drops, and the check that failed.
+#[derive(Clone, Copy, Debug)]
+struct Break {
+    cut: Position,
+    expected_lsn: u64,
+    drop_lsn: u64,
+    failure: Failure,
+}
+
+/// How many runs of unreadable blocks a report lists (the count covers them all).
+pub const UNREADABLE_RUNS_REPORTED: usize = 8;
+
+/// A run of consecutive unreadable blocks, in log order (the probe's order: a segment's data
+/// blocks, then the next segment's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnreadableRun {
+    /// Its first block.
+    pub start: Position,
+    /// How many blocks it holds.
+    pub blocks: u64,
+}
+
+/// The first unreadable run the probe met, with what the decision needs to know of it.
+#[derive(Clone, Copy, Debug)]
+struct FirstRun {
+    start: Position,
+    /// One past its last block.
+    end: Position,
+    /// Batch bytes in it (segment header blocks not counted).
+    data_bytes: u64,
+    /// It starts at the break: the walk failed there with a read error.
+    at_break: bool,
+}
+
+/// What the probe learnt about unreadable blocks.
+#[derive(Clone, Debug, Default)]
+struct UnreadableFound {
+    blocks: u64,
+    runs: Vec<UnreadableRun>,
+    first_run: Option<FirstRun>,
+    /// The first valid record of this log (not stale, not of the batch broken at the break)
+    /// found after an unreadable block.
+    log_after: Option<Position>,
+}
+
+impl UnreadableFound {
+    /// The evidence that unreadable blocks hold what the log needs (the `unread` fact): the
+    /// run at the break is longer than the window, or the log goes on after a run.
+    fn evidence(&self, window_bytes_max: u64, drop_lsn: u64, lsn_max: u64) -> Option<Evidence> {
+        let run = self.first_run?;
+        let too_long = run.at_break && run.data_bytes > window_bytes_max;
+        (too_long || self.log_after.is_some()).then_some(Evidence::Unreadable {
+            at: run.start,
+            run_bytes: run.data_bytes,
+            first_lsn: drop_lsn,
+            last_lsn: (lsn_max >= drop_lsn).then_some(lsn_max),
+            log_after: self.log_after,
+        })
+    }
+}
+
+/// Follows the probe block by block (readable or not) and the valid records it finds, and
+/// keeps [`UnreadableFound`]: O(1) per block, and a bounded list of runs.
+struct UnreadableTracker {
+    block_bytes: u64,
+    /// Where the walk's read error at the break is, when that is how it failed inside a batch:
+    /// the run that starts there is the break's.
+    break_block: Option<Position>,
+    /// The last block the probe met was unreadable.
+    in_run: bool,
+    /// The run being extended is the first one.
+    first_run_open: bool,
+    /// The run being extended is in `found.runs`.
+    run_listed: bool,
+    found: UnreadableFound,
+}
+
+impl UnreadableTracker {
+    fn new(failure: &Failure, geometry: Geometry) -> UnreadableTracker {
+        let block_bytes = u64::from(geometry.block_size_bytes);
+        let mut tracker = UnreadableTracker {
+            block_bytes,
+            break_block: None,
+            in_run: false,
+            first_run_open: false,
+            run_listed: false,
+            found: UnreadableFound::default(),
+        };
+        if failure.check == Check::ReadError {
+            if failure.position.offset == 0 {
+                // The break's segment header could not be read: the run starts there, and the
+                // probe's first block (the segment's first data block) continues it.
+                let start = failure.position;
+                tracker.found.blocks = 1;
+                tracker.found.runs.push(UnreadableRun { start, blocks: 1 });
+                tracker.found.first_run = Some(FirstRun {
+                    start,
+                    end: Position {
+                        offset: geometry.segment_data_offset(),
+                        ..start
+                    },
+                    data_bytes: 0,
+                    at_break: true,
+                });
+                tracker.in_run = true;
+                tracker.first_run_open = true;
+                tracker.run_listed = true;
+            } else {
+                tracker.break_block = Some(failure.position);
+            }
+        }
+        tracker
+    }
+
+    /// The probe could not read the block at `here`.
+    fn unreadable(&mut self, here: Position) {
+        let found = &mut self.found;
+        found.blocks += 1;
+        let end = Position {
+            // A block inside its segment: the sum is at most the segment size, a u32.
+            offset: here.offset + self.block_bytes as u32,
+            ..here
+        };
+        if self.in_run {
+            if self.run_listed {
+                if let Some(run) = found.runs.last_mut() {
+                    run.blocks += 1;
+                }
+            }
+            if self.first_run_open {
+                if let Some(run) = found.first_run.as_mut() {
+                    run.end = end;
+                    run.data_bytes += self.block_bytes;
+                }
+            }
+        } else {
+            self.run_listed = found.runs.len() < UNREADABLE_RUNS_REPORTED;
+            if self.run_listed {
+                found.runs.push(UnreadableRun {
+                    start: here,
+                    blocks: 1,
+                });
+            }
+            if found.first_run.is_none() {
+                found.first_run = Some(FirstRun {
+                    start: here,
+                    end,
+                    data_bytes: self.block_bytes,
+                    at_break: self.break_block == Some(here),
+                });
+                self.first_run_open = true;
+            }
+        }
+        self.in_run = true;
+    }
+
+    /// The probe read the block it is at.
+    fn readable(&mut self) {
+        self.in_run = false;
+        self.first_run_open = false;
+    }
+
+    /// A valid record of this log (of a later batch than the broken one) lies at `place`.
+    fn log_goes_on(&mut self, place: Position) {
+        if self.found.blocks > 0 && self.found.log_after.is_none() {
+            self.found.log_after = Some(place);
+        }
+    }
+
+    fn finish(self) -> UnreadableFound {
+        self.found
+    }
+}
+
 /// What the probe after a break found.
 #[derive(Debug, Default)]
 struct Probe {
@@ -767,7 +986,7 @@ struct Probe {
     stale_records: u64,
     /// End of the furthest stale record (older incarnation) found: invalidation covers it.
     stale_end_max: Option<Position>,
-    unreadable_blocks: u64,
+    unreadable: UnreadableFound,
 }
 
 /// Reads through a chunk buffer so that a scan makes large sequential reads. A read never
@@ -922,6 +1141,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             invalidate: None,
             stale_records: 0,
             unreadable_blocks: 0,
+            unreadable_runs: Vec::new(),
             end_row: "",
             end_check: Check::NotWritten,
             row_hits: [0; ROWS.len()],
@@ -1001,7 +1221,16 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let trim_lsn = self.control.trim_lsn;
         // The first live LSN a cut here would drop (trim LSN < u64::MAX / 2: validated).
         let drop_lsn = expected_lsn.max(trim_lsn + 1);
-        let probe = self.probe(cut, drop_lsn, lineage_incarnation);
+        let at_break = Break {
+            cut,
+            expected_lsn,
+            drop_lsn,
+            failure,
+        };
+        let probe = self.probe(&at_break, lineage_incarnation);
+        let unread = probe
+            .unreadable
+            .evidence(geometry.window_bytes_max, drop_lsn, probe.lsn_max);
         // Only acknowledged entries are ever trimmed: a cut at or below the trim point drops
         // acknowledged data whatever the watermarks say.
         let trim_evidence = (expected_lsn <= trim_lsn).then_some(Evidence::TrimPoint { trim_lsn });
@@ -1011,6 +1240,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             skip: false,
             acked: acked.is_some(),
             beyond: probe.beyond.is_some(),
+            unread: unread.is_some(),
             damage: failure.is_damage() || probe.records > 0,
             trunc: self.mode == RecoveryMode::TruncateAtCorruption,
         };
@@ -1020,7 +1250,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         report.end_check = failure.check;
         report.row_hits = self.row_hits;
         report.stale_records = probe.stale_records;
-        report.unreadable_blocks = probe.unreadable_blocks;
+        report.unreadable_blocks = probe.unreadable.blocks;
+        report.unreadable_runs = probe.unreadable.runs.clone();
         report.next_lsn = expected_lsn;
         report.next_position = cut;
         // End of what was found after the cut: the failing block, and every record seen.
@@ -1036,6 +1267,12 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         };
         if let Some(end) = probe.end_max {
             found_end = found_end.max(end);
+        }
+        // An unreadable run at the break is cut with it (or, as corruption, dropped with it).
+        if let Some(run) = probe.unreadable.first_run {
+            if run.at_break || unread.is_some() {
+                found_end = found_end.max(run.end);
+            }
         }
         let found_bytes = geometry.distance_bytes(cut, found_end);
         let last_lsn = probe.lsn_max.max(expected_lsn);
@@ -1054,15 +1291,25 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 });
             }
             Decision::FailCorruption | Decision::CutCorruption => {
-                let evidence = acked
-                    .or(probe.beyond)
-                    .expect("a corruption row has evidence");
-                let corruption = Corruption {
-                    position: failure.position,
-                    ring_offset: geometry.ring_offset(failure.position),
-                    lsn: failure.lsn,
-                    check: failure.check,
-                    evidence,
+                let corruption = match (acked.or(probe.beyond), unread) {
+                    (Some(evidence), _) => Corruption {
+                        position: failure.position,
+                        ring_offset: geometry.ring_offset(failure.position),
+                        lsn: failure.lsn,
+                        check: failure.check,
+                        evidence,
+                    },
+                    // Nothing else is wrong: the unreadable run is what the row names.
+                    (None, Some(evidence @ Evidence::Unreadable { at, first_lsn, .. })) => {
+                        Corruption {
+                            position: at,
+                            ring_offset: geometry.ring_offset(at),
+                            lsn: first_lsn,
+                            check: Check::ReadError,
+                            evidence,
+                        }
+                    }
+                    (None, _) => unreachable!("a corruption row has evidence"),
                 };
                 if decision == Decision::FailCorruption {
                     return Err(ReplayError::Corruption(Box::new(corruption)));
@@ -1399,7 +1646,13 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     /// byte offset, so each block is searched for the entry magic at every offset (including a
     /// header that runs into the next block); a hit counts only if its header checks out and
     /// records exactly the place it was found. One pass, linear in the bytes probed.
-    fn probe(&mut self, cut: Position, drop_lsn: u64, mut lineage_incarnation: u32) -> Probe {
+    fn probe(&mut self, at_break: &Break, mut lineage_incarnation: u32) -> Probe {
+        let Break {
+            cut,
+            expected_lsn,
+            drop_lsn,
+            failure,
+        } = *at_break;
         let geometry = self.geometry;
         let block = geometry.block_size_bytes;
         let end = self.probe_end();
@@ -1409,6 +1662,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let finder = memchr::memmem::Finder::new(&magic);
         let mut probe = Probe::default();
         let mut batches = BatchCounter::default();
+        let mut unreadable = UnreadableTracker::new(&failure, geometry);
+        // The batch broken at the break: its own records after an unreadable block of it are
+        // not "the log going on" (the failure is in the batch, not in a segment header).
+        let broken_batch = (failure.position.offset != 0).then_some(expected_lsn);
         let mut found: Vec<(Position, EntryHeader)> = Vec::new();
         let mut at = cut;
         while at < end {
@@ -1430,13 +1687,14 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             } else if self.reader.read(ring_offset, block as usize, limit).is_ok() {
                 block as usize
             } else {
-                probe.unreadable_blocks += 1;
+                unreadable.unreadable(here);
                 continue;
             };
             let Ok(bytes) = self.reader.read(ring_offset, len, limit) else {
-                probe.unreadable_blocks += 1;
+                unreadable.unreadable(here);
                 continue;
             };
+            unreadable.readable();
             found.clear();
             for offset in finder.find_iter(bytes) {
                 if offset >= block as usize {
@@ -1466,9 +1724,13 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     continue;
                 }
                 lineage_incarnation = header.incarnation;
+                if broken_batch != Some(header.batch_first_lsn()) {
+                    unreadable.log_goes_on(place);
+                }
                 self.account(cut, drop_lsn, place, &header, &mut batches, &mut probe);
             }
         }
+        probe.unreadable = unreadable.finish();
         probe
     }
 
