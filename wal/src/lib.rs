@@ -10,7 +10,8 @@
 //! - [`replay`]: the scan, the torn-tail/corruption decision and the [`RecoveryReport`];
 //! - [`validate`]: the one record validator, which replay and the engine's reads share;
 //! - [`source`]: the read-only source replay reads through;
-//! - [`model`]: a reference writer over memory, for tests, the example and the fuzz target.
+//! - [`model`]: a reference writer over memory, for tests, the example and the fuzz target;
+//! - [`fuzz`]: structure-aware fuzzing of replay (valid rings, mutated; test support only).
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +19,7 @@ pub mod batch;
 pub mod decision;
 pub mod error;
 pub mod format;
+pub mod fuzz;
 pub mod layout;
 pub mod model;
 pub mod replay;

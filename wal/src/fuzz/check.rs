@@ -1,0 +1,445 @@
+//! The invariants every image must keep under replay, whatever was done to it: replay returns
+//! `Ok` or a typed error in both recovery modes (a panic is caught by the harness, not here);
+//! an `Ok` report agrees with the entries it visited (count, LSNs contiguous from the trim
+//! point, first, last and next LSN, outcome and its details, decision rows); replay is
+//! deterministic; strict `Ok` implies truncating `Ok` with the same report, and strict
+//! corruption implies a truncating cut naming the same damage; and where replay opens, the
+//! model writer's open recovers the same entries, and opening again after it the same entries
+//! again (I-3, I-5, I-6 of RELIABILITY.md). It owns no generation and no mutation.
+
+use crate::decision::{decide, row_index, Decision, Facts, ROWS};
+use crate::error::ReplayError;
+use crate::model::ModelWriter;
+use crate::replay::{replay, Outcome, RecoveryMode, RecoveryReport, ReplayOptions};
+
+/// Entries a replay visited: (LSN, payload).
+pub type Visited = Vec<(u64, Vec<u8>)>;
+
+/// How often each decision-table row was taken, in [`ROWS`] order.
+pub type RowHits = [u64; ROWS.len()];
+
+/// What the model writer's reopen check did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ModelCheck {
+    /// Neither mode opened the image (or truncating mode opened it without a cut): no check.
+    NotRun,
+    /// Opened twice with the same entries as replay.
+    Reopened,
+    /// Refused with a typed error replay's report predicts (the incarnation is exhausted).
+    Refused,
+    /// Not run: the control block's sequence is within 2 of `u64::MAX`, and the writer, like
+    /// the engine (issue defect 5), bumps it without a check.
+    SkippedSequence,
+}
+
+impl ModelCheck {
+    /// Lower-case name, for tallies.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelCheck::NotRun => "not_run",
+            ModelCheck::Reopened => "reopened_twice",
+            ModelCheck::Refused => "refused",
+            ModelCheck::SkippedSequence => "skipped_sequence_near_max",
+        }
+    }
+}
+
+/// What the checks saw of one image that kept every invariant.
+#[derive(Clone, Debug)]
+pub struct Observed {
+    /// Strict replay: the outcome's name, or the error's kind.
+    pub strict: String,
+    /// Truncating replay: the outcome's name, or the error's kind.
+    pub truncating: String,
+    /// Rows strict replay took (when it failed on corruption: the truncating scan's rows with
+    /// its last row replaced by the strict row the same facts select).
+    pub strict_rows: RowHits,
+    /// Rows truncating replay took.
+    pub truncating_rows: RowHits,
+    /// What the model writer's reopen check did.
+    pub model: ModelCheck,
+}
+
+/// Replays `image` in `mode`: the result and the entries visited.
+pub fn replay_image(
+    image: &[u8],
+    mode: RecoveryMode,
+) -> (Result<RecoveryReport, ReplayError>, Visited) {
+    let options = ReplayOptions {
+        mode,
+        read_chunk_bytes: 1 << 16,
+    };
+    let mut source = image;
+    let mut visited = Vec::new();
+    let result = replay(&mut source, &options, &mut |entry| {
+        visited.push((entry.lsn, entry.payload.to_vec()))
+    });
+    (result, visited)
+}
+
+/// The name of the variant a value's `Debug` form starts with: `Corruption`, `ControlHead`.
+pub fn variant_name(debug: &str) -> String {
+    debug
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A replay error's kind (its variant's name, so a variant added later is named too).
+pub fn error_kind(error: &ReplayError) -> String {
+    variant_name(&format!("{error:?}"))
+}
+
+/// The row strict mode takes for the facts that make truncating mode take `row`, found by
+/// asking the decision table (so it holds for rows added later); `None` when no facts lead to
+/// `row` with truncation on, or facts that do lead to different strict rows.
+pub fn strict_counterpart(row: usize) -> Option<usize> {
+    let mut found = None;
+    for bits in 0u32..64 {
+        let bit = |index: u32| bits & (1 << index) != 0;
+        let facts = Facts {
+            ok: bit(0),
+            skip: bit(1),
+            acked: bit(2),
+            beyond: bit(3),
+            damage: bit(4),
+            trunc: true,
+        };
+        if row_index(decide(&facts).label) != Some(row) {
+            continue;
+        }
+        let strict = row_index(
+            decide(&Facts {
+                trunc: false,
+                ..facts
+            })
+            .label,
+        )?;
+        if found.is_some_and(|seen| seen != strict) {
+            return None;
+        }
+        found = Some(strict);
+    }
+    found
+}
+
+/// Checks one image against every invariant; `Err` names the first one broken.
+pub fn check_image(image: &[u8]) -> Result<Observed, String> {
+    let (strict, strict_visited) = replay_deterministic(image, RecoveryMode::Strict)?;
+    let (truncating, truncating_visited) =
+        replay_deterministic(image, RecoveryMode::TruncateAtCorruption)?;
+    if let Ok(report) = &strict {
+        check_report(report, &strict_visited, RecoveryMode::Strict)?;
+    }
+    if let Ok(report) = &truncating {
+        check_report(
+            report,
+            &truncating_visited,
+            RecoveryMode::TruncateAtCorruption,
+        )?;
+    }
+    check_modes_agree(&strict, &strict_visited, &truncating, &truncating_visited)?;
+    let model = check_model_writer(
+        image,
+        (&strict, &strict_visited),
+        (&truncating, &truncating_visited),
+    )?;
+    let no_rows = [0; ROWS.len()];
+    let truncating_rows = truncating
+        .as_ref()
+        .map_or(no_rows, |report| report.row_hits);
+    let strict_rows = match (&strict, &truncating) {
+        (Ok(report), _) => report.row_hits,
+        (Err(ReplayError::Corruption(_)), Ok(report)) => {
+            let mut rows = report.row_hits;
+            let end = row_index(report.end_row).expect("the report names a row");
+            let counterpart = strict_counterpart(end).ok_or_else(|| {
+                format!("row {} has no single strict counterpart", report.end_row)
+            })?;
+            rows[end] -= 1;
+            rows[counterpart] += 1;
+            rows
+        }
+        _ => no_rows,
+    };
+    let name = |result: &Result<RecoveryReport, ReplayError>| match result {
+        Ok(report) => report.outcome.name().to_string(),
+        Err(error) => error_kind(error),
+    };
+    Ok(Observed {
+        strict: name(&strict),
+        truncating: name(&truncating),
+        strict_rows,
+        truncating_rows,
+        model,
+    })
+}
+
+/// Replays twice in `mode` and checks both runs agree.
+fn replay_deterministic(
+    image: &[u8],
+    mode: RecoveryMode,
+) -> Result<(Result<RecoveryReport, ReplayError>, Visited), String> {
+    let (first, first_visited) = replay_image(image, mode);
+    let (second, second_visited) = replay_image(image, mode);
+    let same = match (&first, &second) {
+        (Ok(a), Ok(b)) => a == b,
+        (Err(a), Err(b)) => format!("{a:?}") == format!("{b:?}"),
+        _ => false,
+    };
+    if !same || first_visited != second_visited {
+        return Err(format!(
+            "{mode:?} replay is not deterministic: {first:?} then {second:?}"
+        ));
+    }
+    Ok((first, first_visited))
+}
+
+/// An `Ok` report against the entries visited and against itself.
+fn check_report(
+    report: &RecoveryReport,
+    visited: &Visited,
+    mode: RecoveryMode,
+) -> Result<(), String> {
+    let fail = |what: String| Err(format!("{mode:?} report: {what}; report {report:?}"));
+    let first = report.trim_lsn + 1;
+    if visited.len() as u64 != report.entries {
+        return fail(format!(
+            "{} entries visited, {} reported",
+            visited.len(),
+            report.entries
+        ));
+    }
+    if let Some(index) = (0..visited.len()).find(|&index| visited[index].0 != first + index as u64)
+    {
+        return fail(format!(
+            "entry {index} has LSN {}, not {} (contiguous from the trim point)",
+            visited[index].0,
+            first + index as u64
+        ));
+    }
+    if report.next_lsn != first + report.entries {
+        return fail(format!(
+            "next LSN {} after {} entries from {first}",
+            report.next_lsn, report.entries
+        ));
+    }
+    let expected_first = (report.entries > 0).then_some(first);
+    let expected_last = (report.entries > 0).then(|| report.next_lsn - 1);
+    if (report.first_lsn, report.last_lsn) != (expected_first, expected_last) {
+        return fail(format!(
+            "first/last LSN {:?}/{:?}, visited {expected_first:?}/{expected_last:?}",
+            report.first_lsn, report.last_lsn
+        ));
+    }
+    let payload_bytes: u64 = visited
+        .iter()
+        .map(|(_, payload)| payload.len() as u64)
+        .sum();
+    if payload_bytes != report.payload_bytes {
+        return fail(format!("{payload_bytes} payload bytes visited"));
+    }
+    check_outcome(report, mode).or_else(fail)?;
+    check_rows(report).or_else(fail)?;
+    let g = &report.control.geometry;
+    let next = report.next_position;
+    let inside = next.segment < g.segment_count
+        && next.offset >= g.segment_data_offset()
+        && u64::from(next.offset) < g.segment_size_bytes
+        && next.offset % g.block_size_bytes == 0;
+    if !inside {
+        return fail(format!(
+            "next position {next} is not a data block of the ring"
+        ));
+    }
+    if report.incarnation_max < report.control.incarnation {
+        return fail("incarnation_max below the control block's".into());
+    }
+    if report.batches > 0 && report.watermark_max >= report.next_lsn {
+        return fail("a watermark at or past the next LSN".into());
+    }
+    Ok(())
+}
+
+/// The outcome and the fields that describe it agree.
+fn check_outcome(report: &RecoveryReport, mode: RecoveryMode) -> Result<(), String> {
+    let fields = (
+        report.torn.is_some(),
+        report.dropped.is_some(),
+        report.corruption.is_some(),
+    );
+    let consistent = match report.outcome {
+        Outcome::Clean => fields == (false, false, false),
+        Outcome::TornTail => fields == (true, false, false),
+        Outcome::Truncated => {
+            fields == (false, true, true) && mode == RecoveryMode::TruncateAtCorruption
+        }
+    };
+    if !consistent {
+        return Err(format!(
+            "outcome {:?} with torn/dropped/corruption {fields:?}",
+            report.outcome
+        ));
+    }
+    if let Some(torn) = report.torn {
+        if torn.first_lsn != report.next_lsn || torn.start != report.next_position {
+            return Err("the torn tail does not start at the cut".into());
+        }
+        if torn.last_lsn < torn.first_lsn {
+            return Err("the torn tail ends before it starts".into());
+        }
+    }
+    if let Some(dropped) = report.dropped {
+        if dropped.first_lsn != report.next_lsn {
+            return Err("what was dropped does not start at the next LSN".into());
+        }
+        // A cut at or below the trim point drops no live LSN: what was dropped then starts
+        // after the trim point, and its last LSN (the highest seen) can be below that (an empty
+        // range). Any other cut drops a real range.
+        if dropped.last_lsn < dropped.first_lsn && dropped.first_lsn != report.trim_lsn + 1 {
+            return Err("what was dropped ends before it starts".into());
+        }
+    }
+    match report.invalidate {
+        Some(region) if region.start != report.next_position || region.end < region.start => {
+            Err("the region to invalidate does not start at the cut".into())
+        }
+        None if report.outcome != Outcome::Clean => {
+            Err("a cut with no region to invalidate".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The decision rows taken agree with what the report counts: one row per accepted batch, one
+/// per skipped segment tail, and exactly one row that ended the scan, the one it names.
+fn check_rows(report: &RecoveryReport) -> Result<(), String> {
+    let mut accepted = 0;
+    let mut skipped = 0;
+    let mut ended = 0;
+    for (row, hits) in ROWS.iter().zip(report.row_hits) {
+        match row.decision {
+            Decision::Accept => accepted += hits,
+            Decision::SkipToNextSegment => skipped += hits,
+            _ => ended += hits,
+        }
+    }
+    let end = row_index(report.end_row).map(|index| (&ROWS[index], report.row_hits[index]));
+    let end_ok = end.is_some_and(|(row, hits)| {
+        hits == 1 && !matches!(row.decision, Decision::Accept | Decision::SkipToNextSegment)
+    });
+    if accepted != report.batches || skipped != report.segments_skipped || ended != 1 || !end_ok {
+        return Err(format!(
+            "rows {:?} (end {}) for {} batches and {} skips",
+            report.row_hits, report.end_row, report.batches, report.segments_skipped
+        ));
+    }
+    Ok(())
+}
+
+/// Strict and truncating replay agree: where strict opens, truncating opens the same log; where
+/// strict finds corruption, truncating cuts there; any other refusal is the same in both.
+fn check_modes_agree(
+    strict: &Result<RecoveryReport, ReplayError>,
+    strict_visited: &Visited,
+    truncating: &Result<RecoveryReport, ReplayError>,
+    truncating_visited: &Visited,
+) -> Result<(), String> {
+    let agree = match (strict, truncating) {
+        (Ok(a), Ok(b)) => a == b && strict_visited == truncating_visited,
+        (Err(ReplayError::Corruption(corruption)), Ok(b)) => {
+            b.outcome == Outcome::Truncated && b.corruption == Some(**corruption)
+        }
+        (Err(ReplayError::Corruption(_)), Err(_)) => false,
+        (Err(a), Err(b)) => error_kind(a) == error_kind(b),
+        (Ok(_), Err(_)) | (Err(_), Ok(_)) => false,
+    };
+    if !agree {
+        return Err(format!(
+            "strict and truncating replay disagree: strict {strict:?}, truncating {truncating:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// Where replay opens the image (strict, or truncating with a cut), the model writer's open
+/// must recover the same entries, and a second open of what it left the same entries again.
+fn check_model_writer(
+    image: &[u8],
+    strict: (&Result<RecoveryReport, ReplayError>, &Visited),
+    truncating: (&Result<RecoveryReport, ReplayError>, &Visited),
+) -> Result<ModelCheck, String> {
+    let (mode, report, visited) = match (strict, truncating) {
+        ((Ok(report), visited), _) => (RecoveryMode::Strict, report, visited),
+        ((Err(_), _), (Ok(report), visited)) if report.outcome == Outcome::Truncated => {
+            (RecoveryMode::TruncateAtCorruption, report, visited)
+        }
+        _ => return Ok(ModelCheck::NotRun),
+    };
+    if report.control.sequence > u64::MAX - 2 {
+        return Ok(ModelCheck::SkippedSequence);
+    }
+    let options = ReplayOptions {
+        mode,
+        ..ReplayOptions::default()
+    };
+    // The two opens bump the incarnation twice: refusing that is the typed answer.
+    let exhausted = report.incarnation_max >= u32::MAX - 1;
+    let (writer, first, entries) = match ModelWriter::open(image.to_vec(), &options) {
+        Ok(opened) => opened,
+        Err(ReplayError::IncarnationExhausted) if exhausted => return Ok(ModelCheck::Refused),
+        Err(error) => {
+            return Err(format!(
+                "{mode:?} replay opens, the model writer does not: {error}"
+            ))
+        }
+    };
+    if first != *report || entries != *visited {
+        return Err(format!(
+            "the model writer's {mode:?} open recovered {} entries (report {first:?}), replay {}",
+            entries.len(),
+            visited.len()
+        ));
+    }
+    let again = ModelWriter::open(writer.durable().to_vec(), &ReplayOptions::default());
+    match again {
+        Ok((_, second, entries)) if entries == *visited && second.next_lsn == report.next_lsn => {
+            Ok(ModelCheck::Reopened)
+        }
+        Err(ReplayError::IncarnationExhausted) if exhausted => Ok(ModelCheck::Refused),
+        Ok((_, second, entries)) => Err(format!(
+            "a second open after the model writer's {mode:?} open recovered {} entries to LSN {} \
+             (first: {} to LSN {}): {second:?}",
+            entries.len(),
+            second.next_lsn,
+            visited.len(),
+            report.next_lsn
+        )),
+        Err(error) => Err(format!(
+            "a second open after the model writer's {mode:?} open fails: {error}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_salvage_row_has_one_strict_counterpart() {
+        for (index, row) in ROWS.iter().enumerate() {
+            if row.decision == Decision::CutCorruption {
+                let strict = strict_counterpart(index).expect("a counterpart");
+                assert_eq!(ROWS[strict].decision, Decision::FailCorruption);
+            }
+        }
+    }
+
+    #[test]
+    fn variant_names_stop_at_the_first_bracket() {
+        assert_eq!(variant_name("ControlHead { head: 1 }"), "ControlHead");
+        assert_eq!(variant_name("Geometry(BlockSize)"), "Geometry");
+        assert_eq!(variant_name("ControlCorrupt"), "ControlCorrupt");
+    }
+}

@@ -1,0 +1,37 @@
+//! Structure-aware fuzzing of replay: valid rings from the model writer, mutated the way
+//! drives, crashes and crafted metadata damage them, and replayed against the invariants of
+//! RELIABILITY.md section 4. Arbitrary bytes almost never get past the control block's checks;
+//! mutations of whole valid rings, with metadata re-encoded to pass its CRC, reach every row of
+//! the decision table. The same generator and mutator serve the bounded stable-toolchain run
+//! (`examples/fuzz_rings.rs`, in CI), the quick run in the tests (`tests/fuzz_rings.rs`), the
+//! coverage-guided libFuzzer target (`fuzz/fuzz_targets/rings.rs`, driven by the fuzzer's bytes
+//! as a choice stream) and the engine's open fuzz test in `sealog-fault`. Test support: nothing
+//! in the engine's paths uses it.
+//!
+//! - [`choices`]: seeds or fuzzer bytes as a stream of choices;
+//! - [`rings`]: the base rings (sample rings and seeded workloads), checked as they are written;
+//! - [`mutate`]: the mutations (block damage, a short image, crafted metadata) and the choice;
+//! - [`craft`]: control blocks, segment and entry headers crafted with valid CRCs;
+//! - [`check`]: the invariants a mutated image must keep;
+//! - [`harness`]: cases, runs, caught panics, the tally of outcomes and decision rows.
+
+pub mod check;
+pub mod choices;
+pub mod craft;
+pub mod harness;
+pub mod mutate;
+pub mod rings;
+
+pub use check::{
+    check_image, error_kind, replay_image, strict_counterpart, variant_name, ModelCheck, Observed,
+};
+pub use choices::{case_seed, mix64, Choices};
+pub use craft::{
+    craft_control, craft_control_with, craft_segment_header, reseal_entry_header, ControlField,
+    EntryField, SegmentField,
+};
+pub use harness::{
+    catch_panic, failure_text, fuzz_bytes, run, run_case, Case, CaseResult, RunOptions, Tally,
+};
+pub use mutate::{craft_metadata, mutate, Mutation, TornRest};
+pub use rings::{geometries, sample_bases, workload, Bases, Ring};
