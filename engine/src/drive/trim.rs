@@ -55,7 +55,7 @@ impl<B: IoBackend> DriveCore<B> {
             let _ = reply.send(Ok(()));
             return;
         }
-        let Some(sequence_next) = self.control.sequence.checked_add(1) else {
+        let Ok(sequence_next) = self.control.next_sequence() else {
             let _ = reply.send(Err(TrimError::ControlSequenceExhausted {
                 sequence: self.control.sequence,
             }));

@@ -103,7 +103,8 @@ pub fn strict_counterpart(row: usize) -> Option<usize> {
             skip: bit(1),
             acked: bit(2),
             beyond: bit(3),
-            damage: bit(4),
+            unread: bit(4),
+            damage: bit(5),
             trunc: true,
         };
         if row_index(decide(&facts).label) != Some(row) {
