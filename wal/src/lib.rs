@@ -10,12 +10,14 @@
 //! - [`replay`]: the scan, the torn-tail/corruption decision and the [`RecoveryReport`];
 //! - [`validate`]: the one record validator, which replay and the engine's reads share;
 //! - [`source`]: the read-only source replay reads through;
+//! - [`disk`]: a simulated disk in memory (live, durable, unflushed writes, crash fates);
 //! - [`model`]: a reference writer over memory, for tests, the example and the fuzz target.
 
 #![forbid(unsafe_code)]
 
 pub mod batch;
 pub mod decision;
+pub mod disk;
 pub mod error;
 pub mod format;
 pub mod layout;
@@ -25,6 +27,7 @@ pub mod source;
 pub mod validate;
 
 pub use batch::{BatchBuilder, BatchStart, EncodedBatch};
+pub use disk::SimDisk;
 pub use error::{EncodeError, GeometryError, ReplayError, RingFull};
 pub use format::{ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader};
 pub use layout::{BatchSlot, WriteCursor};
