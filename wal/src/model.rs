@@ -17,6 +17,7 @@ use crate::disk::{FlushCover, SimDisk, WriteDurability};
 use crate::error::{EncodeError, ReplayError, RingFull};
 use crate::format::{ControlBlock, Geometry, Kind, Position, RingId};
 use crate::layout::WriteCursor;
+use crate::recovery::{self, Step};
 use crate::replay::{replay, RecoveryReport, ReplayOptions};
 
 /// What opening returns: the writer, replay's report, and every recovered entry (LSN, payload).
@@ -129,15 +130,18 @@ impl ModelWriter {
         image
     }
 
-    /// Opens a ring image for writing, as the engine does: replay (with `options`), bump the
-    /// incarnation in a durable control block, zero the dirty region after the cut durably, and
-    /// place the cursor at the cut. Returns the writer, the report and the recovered entries.
+    /// Opens a ring image for writing, as the engine does: replay (with `options`), then carry
+    /// out the recovery plan ([`crate::recovery`]): flush, the control block with the new
+    /// incarnation and the cut, the dirty region after the cut zeroed, a tail marker when live
+    /// entries are not covered, each durable in turn; the cursor goes where the plan says.
+    /// Returns the writer, the report and the recovered entries.
     pub fn open(image: Vec<u8>, options: &ReplayOptions) -> Result<Opened, ReplayError> {
         Self::open_with(image, options, Invalidation::Apply)
     }
 
-    /// [`ModelWriter::open`] without zeroing the dirty region: a deliberately incomplete writer,
-    /// for tests that show the incarnation rule alone keeps stale records out.
+    /// [`ModelWriter::open`] without zeroing the dirty region (the plan minus its zeroing
+    /// steps): a deliberately incomplete writer, for tests that show the incarnation rule alone
+    /// keeps stale records out.
     pub fn open_without_invalidation(
         image: Vec<u8>,
         options: &ReplayOptions,
@@ -166,48 +170,49 @@ impl ModelWriter {
             }
         })?;
         let geometry = report.control.geometry;
-        let incarnation = report
-            .incarnation_max
-            .checked_add(1)
-            .ok_or(ReplayError::IncarnationExhausted)?;
-        let mut writer = ModelWriter {
+        // The same protocol as the engine's: the plan, carried out step by step on the disk
+        // (each write then its flush; a flush here covers every write completed before it).
+        let plan = recovery::plan(&report)?;
+        for step in &plan.steps {
+            match step {
+                Step::Flush { .. } => {
+                    disk.flush(FlushCover::All);
+                }
+                Step::Write {
+                    ring_offset, bytes, ..
+                } => {
+                    disk.write(*ring_offset, bytes, WriteDurability::Volatile)
+                        .expect("the plan writes inside the ring");
+                }
+                Step::Zero {
+                    ring_offset,
+                    len_bytes,
+                } => {
+                    if invalidation == Invalidation::Apply {
+                        let len = usize::try_from(*len_bytes).expect("a range inside the ring");
+                        disk.write(*ring_offset, &vec![0u8; len], WriteDurability::Volatile)
+                            .expect("the plan writes inside the ring");
+                    }
+                }
+            }
+        }
+        debug_assert!(
+            disk.unflushed().is_empty(),
+            "every step's write was flushed"
+        );
+        let writer = ModelWriter {
             geometry,
-            ring_id: report.control.ring_id,
+            ring_id: plan.control.ring_id,
             disk,
             pending: Vec::new(),
-            control: report.control,
-            cursor: WriteCursor {
-                position: report.next_position,
-                next_lsn: report.next_lsn,
-            },
-            incarnation,
-            acked_lsn: report.next_lsn - 1,
+            control: plan.control,
+            cursor: plan.cursor,
+            incarnation: plan.incarnation,
+            acked_lsn: plan.lsn_durable,
             live,
             batch_buf: vec![0u8; geometry.batch_size_max_bytes as usize],
             written: Vec::new(),
         };
-        // Nothing live: the head moves to the cut, where this incarnation writes next.
-        let head = if writer.live.is_empty() {
-            (report.next_position, report.next_lsn, incarnation)
-        } else {
-            let control = report.control;
-            (control.head, control.head_lsn, control.head_incarnation)
-        };
-        // The control block with the cut and the new incarnation first: from then on nothing of
-        // an older incarnation at or after the cut counts, so zeroing the region after the cut
-        // can be cut short by a crash without changing what the next recovery finds.
-        writer.control.cut = report.next_position;
-        writer.control.cut_incarnation = incarnation;
-        writer.write_control(report.trim_lsn.min(report.next_lsn - 1), head);
-        if let (Some(invalidate), Invalidation::Apply) = (report.invalidate, invalidation) {
-            for (offset, len) in invalidate.ranges(&geometry) {
-                let zeros = vec![0u8; usize::try_from(len).expect("a range inside the ring")];
-                writer
-                    .disk
-                    .write(offset, &zeros, WriteDurability::Durable)
-                    .expect("a range inside the ring");
-            }
-        }
         Ok((writer, report, entries))
     }
 
@@ -330,10 +335,17 @@ impl ModelWriter {
 
     /// Builds and submits one batch from the front of `payloads`; returns how many it took.
     fn submit_batch(&mut self, payloads: &[&[u8]], lsns: &mut Vec<u64>) -> Result<usize, RingFull> {
-        // Space is reused only past the durable trim point: the control block's head.
-        let slot = self
-            .cursor
-            .slot(&self.geometry, self.control.head, self.incarnation)?;
+        // Space is reused only past the durable trim point: the control block's head. Data
+        // leaves the block before a segment it cannot enter yet for a tail marker, which may
+        // take it.
+        let head = self.control.head;
+        let slot = if payloads.is_empty() {
+            self.cursor
+                .marker_slot(&self.geometry, head, self.incarnation)?
+        } else {
+            self.cursor
+                .data_slot(&self.geometry, head, self.incarnation)?
+        };
         // Keep the window: wait (here: flush) until a batch of the largest size this slot
         // allows fits in it, then build the batch with the watermark that holds after.
         // The write carries the segment header block too, when there is one.
@@ -381,9 +393,10 @@ impl ModelWriter {
             taken += 1;
         }
         if taken == 0 && !payloads.is_empty() {
-            // Not even one record fits in what is left of this segment: move to the next one.
+            // Not even one record fits in what is left of this segment: move to the next one,
+            // or, while it cannot be entered, the ring is full.
             self.batch_buf = buf;
-            self.cursor.skip_to_next_segment(&self.geometry);
+            self.cursor.skip_for_data(&self.geometry, head)?;
             return Ok(0);
         }
         let batch = builder.finish();
