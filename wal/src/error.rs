@@ -1,8 +1,9 @@
 //! Typed errors of the `wal` crate, one enum per operation: geometry validation, batch
-//! encoding, write planning and replay. Each variant carries what and where (segment, offset,
-//! LSN); nothing is a string to be matched on.
+//! encoding, write planning and replay (the recovery plan's are in [`crate::recovery`]). Each
+//! variant carries what and where (segment, offset, LSN); nothing is a string to be matched on.
 
 use crate::format::Position;
+use crate::recovery::PlanError;
 use crate::replay::Corruption;
 
 /// A geometry that breaks a rule of the format.
@@ -193,4 +194,18 @@ pub enum ReplayError {
     /// Acknowledged data is damaged (strict mode): the log cannot be recovered without loss.
     #[error("{0}")]
     Corruption(Box<Corruption>),
+    /// The ring replays, but no writer may open it (see [`PlanError`]).
+    #[error("the ring cannot be opened for writing: {0}")]
+    Plan(PlanError),
+}
+
+/// A writable open (replay, then the recovery plan) fails with the plan's error; an exhausted
+/// incarnation keeps its own variant.
+impl From<PlanError> for ReplayError {
+    fn from(error: PlanError) -> ReplayError {
+        match error {
+            PlanError::IncarnationExhausted { .. } => ReplayError::IncarnationExhausted,
+            other => ReplayError::Plan(other),
+        }
+    }
 }

@@ -10,6 +10,8 @@
 //! - [`replay`]: the scan, the torn-tail/corruption decision and the [`RecoveryReport`];
 //! - [`validate`]: the one record validator, which replay and the engine's reads share;
 //! - [`source`]: the read-only source replay reads through;
+//! - [`disk`]: a simulated disk in memory (live, durable, unflushed writes, crash fates);
+//! - [`recovery`]: the one recovery protocol, a plan computed from replay's report;
 //! - [`model`]: a reference writer over memory, for tests, the example and the fuzz target;
 //! - [`fuzz`]: structure-aware fuzzing of replay (valid rings, mutated; test support only).
 
@@ -17,19 +19,23 @@
 
 pub mod batch;
 pub mod decision;
+pub mod disk;
 pub mod error;
 pub mod format;
 pub mod fuzz;
 pub mod layout;
 pub mod model;
+pub mod recovery;
 pub mod replay;
 pub mod source;
 pub mod validate;
 
 pub use batch::{BatchBuilder, BatchStart, EncodedBatch};
-pub use error::{EncodeError, GeometryError, ReplayError, RingFull};
+pub use disk::SimDisk;
+pub use error::{EncodeError, GeometryError, ReplayError, RingFull, SequenceExhausted};
 pub use format::{ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader};
 pub use layout::{BatchSlot, WriteCursor};
+pub use recovery::{plan, PlanError, RecoveryPlan, Step, TailMarker};
 pub use replay::{
     entries, read_control, replay, scan, Check, Corruption, Entry, Evidence, Outcome,
     RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport, ReplayOptions, TornTail,

@@ -1,8 +1,9 @@
 //! A reference writer over an in-memory ring: the writer's protocol (format, open with replay,
 //! incarnation bump, invalidation of the dirty region, batches placed by [`WriteCursor`],
-//! pipelined writes bounded by the in-flight window, flushes, acknowledgements, trim) with the
-//! device modelled as durable bytes plus writes not yet covered by a flush. A crash builds an
-//! image from the durable bytes and a caller-chosen fate for every block of every pending write.
+//! pipelined writes bounded by the in-flight window, flushes, acknowledgements, trim) over the
+//! simulated disk of [`crate::disk`] (durable bytes plus writes not yet covered by a flush). A
+//! crash builds an image from the durable bytes and a caller-chosen fate for every block of
+//! every pending write.
 //!
 //! It exists so that the format and replay can be tested against exactly the layout a writer
 //! produces, with no I/O: the property tests, the example and the fuzz seeds use it. The engine
@@ -12,28 +13,19 @@
 use std::collections::VecDeque;
 
 use crate::batch::{BatchBuilder, BatchStart};
+use crate::disk::{FlushCover, SimDisk, WriteDurability};
 use crate::error::{EncodeError, ReplayError, RingFull};
 use crate::format::{ControlBlock, Geometry, Kind, Position, RingId};
 use crate::layout::WriteCursor;
+use crate::recovery::{self, Step};
 use crate::replay::{replay, RecoveryReport, ReplayOptions};
 
 /// What opening returns: the writer, replay's report, and every recovered entry (LSN, payload).
 pub type Opened = (ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>);
 
-/// What becomes of one block of a pending (unflushed) write when the power fails.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlockFate {
-    /// The new bytes reached the media.
-    New,
-    /// The old bytes stayed.
-    Old,
-    /// The block reads back as zeros.
-    Zero,
-    /// The block reads back as garbage (derived from the seed).
-    Garbage(u64),
-    /// The first `n` sectors (512 bytes each) are new, the rest old.
-    PartlyNew(u32),
-}
+/// What becomes of one block of a pending (unflushed) write when the power fails: the
+/// simulated disk's fates.
+pub use crate::disk::{fill_garbage, BlockFate};
 
 /// A write submitted but not yet covered by a completed flush.
 #[derive(Clone, Debug)]
@@ -103,7 +95,8 @@ struct LiveBatch {
 pub struct ModelWriter {
     geometry: Geometry,
     ring_id: RingId,
-    durable: Vec<u8>,
+    /// The device: every write goes here; `pending` names the unflushed ones (same order).
+    disk: SimDisk,
     pending: Vec<PendingWrite>,
     control: ControlBlock,
     cursor: WriteCursor,
@@ -115,7 +108,7 @@ pub struct ModelWriter {
 }
 
 /// Sector size used for [`BlockFate::PartlyNew`] tears.
-pub const TEAR_SECTOR_BYTES: usize = 512;
+pub const TEAR_SECTOR_BYTES: usize = crate::disk::SECTOR_BYTES;
 
 impl ModelWriter {
     /// A freshly formatted ring's bytes: both control copies, everything else zero.
@@ -137,15 +130,18 @@ impl ModelWriter {
         image
     }
 
-    /// Opens a ring image for writing, as the engine does: replay (with `options`), bump the
-    /// incarnation in a durable control block, zero the dirty region after the cut durably, and
-    /// place the cursor at the cut. Returns the writer, the report and the recovered entries.
+    /// Opens a ring image for writing, as the engine does: replay (with `options`), then carry
+    /// out the recovery plan ([`crate::recovery`]): flush, the control block with the new
+    /// incarnation and the cut, the dirty region after the cut zeroed, a tail marker when live
+    /// entries are not covered, each durable in turn; the cursor goes where the plan says.
+    /// Returns the writer, the report and the recovered entries.
     pub fn open(image: Vec<u8>, options: &ReplayOptions) -> Result<Opened, ReplayError> {
         Self::open_with(image, options, Invalidation::Apply)
     }
 
-    /// [`ModelWriter::open`] without zeroing the dirty region: a deliberately incomplete writer,
-    /// for tests that show the incarnation rule alone keeps stale records out.
+    /// [`ModelWriter::open`] without zeroing the dirty region (the plan minus its zeroing
+    /// steps): a deliberately incomplete writer, for tests that show the incarnation rule alone
+    /// keeps stale records out.
     pub fn open_without_invalidation(
         image: Vec<u8>,
         options: &ReplayOptions,
@@ -154,13 +150,14 @@ impl ModelWriter {
     }
 
     fn open_with(
-        mut image: Vec<u8>,
+        image: Vec<u8>,
         options: &ReplayOptions,
         invalidation: Invalidation,
     ) -> Result<Opened, ReplayError> {
         let mut entries = Vec::new();
         let mut live: VecDeque<LiveBatch> = VecDeque::new();
-        let report = replay(&mut image, options, &mut |entry| {
+        let mut disk = SimDisk::new(image);
+        let report = replay(&mut disk, options, &mut |entry| {
             entries.push((entry.lsn, entry.payload.to_vec()));
             match live.back_mut() {
                 Some(batch) if batch.position == entry.batch => batch.next_lsn = entry.lsn + 1,
@@ -173,45 +170,49 @@ impl ModelWriter {
             }
         })?;
         let geometry = report.control.geometry;
-        let incarnation = report
-            .incarnation_max
-            .checked_add(1)
-            .ok_or(ReplayError::IncarnationExhausted)?;
-        let mut writer = ModelWriter {
+        // The same protocol as the engine's: the plan, carried out step by step on the disk
+        // (each write then its flush; a flush here covers every write completed before it).
+        let plan = recovery::plan(&report)?;
+        for step in &plan.steps {
+            match step {
+                Step::Flush { .. } => {
+                    disk.flush(FlushCover::All);
+                }
+                Step::Write {
+                    ring_offset, bytes, ..
+                } => {
+                    disk.write(*ring_offset, bytes, WriteDurability::Volatile)
+                        .expect("the plan writes inside the ring");
+                }
+                Step::Zero {
+                    ring_offset,
+                    len_bytes,
+                } => {
+                    if invalidation == Invalidation::Apply {
+                        let len = usize::try_from(*len_bytes).expect("a range inside the ring");
+                        disk.write(*ring_offset, &vec![0u8; len], WriteDurability::Volatile)
+                            .expect("the plan writes inside the ring");
+                    }
+                }
+            }
+        }
+        debug_assert!(
+            disk.unflushed().is_empty(),
+            "every step's write was flushed"
+        );
+        let writer = ModelWriter {
             geometry,
-            ring_id: report.control.ring_id,
-            durable: image,
+            ring_id: plan.control.ring_id,
+            disk,
             pending: Vec::new(),
-            control: report.control,
-            cursor: WriteCursor {
-                position: report.next_position,
-                next_lsn: report.next_lsn,
-            },
-            incarnation,
-            acked_lsn: report.next_lsn - 1,
+            control: plan.control,
+            cursor: plan.cursor,
+            incarnation: plan.incarnation,
+            acked_lsn: plan.lsn_durable,
             live,
             batch_buf: vec![0u8; geometry.batch_size_max_bytes as usize],
             written: Vec::new(),
         };
-        // Nothing live: the head moves to the cut, where this incarnation writes next.
-        let head = if writer.live.is_empty() {
-            (report.next_position, report.next_lsn, incarnation)
-        } else {
-            let control = report.control;
-            (control.head, control.head_lsn, control.head_incarnation)
-        };
-        // The control block with the cut and the new incarnation first: from then on nothing of
-        // an older incarnation at or after the cut counts, so zeroing the region after the cut
-        // can be cut short by a crash without changing what the next recovery finds.
-        writer.control.cut = report.next_position;
-        writer.control.cut_incarnation = incarnation;
-        writer.write_control(report.trim_lsn.min(report.next_lsn - 1), head);
-        if let (Some(invalidate), Invalidation::Apply) = (report.invalidate, invalidation) {
-            for (offset, len) in invalidate.ranges(&geometry) {
-                let (offset, len) = (offset as usize, len as usize);
-                writer.durable[offset..offset + len].fill(0);
-            }
-        }
         Ok((writer, report, entries))
     }
 
@@ -231,9 +232,17 @@ impl ModelWriter {
             head_incarnation,
             ..self.control
         };
-        let block = self.geometry.block_size_bytes as usize;
-        let at = control.copy() as usize * block;
-        control.encode(&mut self.durable[at..at + block]);
+        let mut block = vec![0u8; self.geometry.block_size_bytes as usize];
+        control.encode(&mut block);
+        // Written and flushed at once (a durable write): the model's pending batches stay
+        // pending, as a device's would while a control write and its flush go by.
+        self.disk
+            .write(
+                self.geometry.control_offset(control.copy()),
+                &block,
+                WriteDurability::Durable,
+            )
+            .expect("the control block is inside the ring");
         self.control = control;
     }
 
@@ -274,7 +283,12 @@ impl ModelWriter {
 
     /// The durable bytes (what survives a crash with every pending write lost).
     pub fn durable(&self) -> &[u8] {
-        &self.durable
+        self.disk.durable()
+    }
+
+    /// The simulated disk under the writer.
+    pub fn disk(&self) -> &SimDisk {
+        &self.disk
     }
 
     /// Encodes the payloads into one or more batches and submits each as a pending write,
@@ -321,10 +335,17 @@ impl ModelWriter {
 
     /// Builds and submits one batch from the front of `payloads`; returns how many it took.
     fn submit_batch(&mut self, payloads: &[&[u8]], lsns: &mut Vec<u64>) -> Result<usize, RingFull> {
-        // Space is reused only past the durable trim point: the control block's head.
-        let slot = self
-            .cursor
-            .slot(&self.geometry, self.control.head, self.incarnation)?;
+        // Space is reused only past the durable trim point: the control block's head. Data
+        // leaves the block before a segment it cannot enter yet for a tail marker, which may
+        // take it.
+        let head = self.control.head;
+        let slot = if payloads.is_empty() {
+            self.cursor
+                .marker_slot(&self.geometry, head, self.incarnation)?
+        } else {
+            self.cursor
+                .data_slot(&self.geometry, head, self.incarnation)?
+        };
         // Keep the window: wait (here: flush) until a batch of the largest size this slot
         // allows fits in it, then build the batch with the watermark that holds after.
         // The write carries the segment header block too, when there is one.
@@ -372,9 +393,10 @@ impl ModelWriter {
             taken += 1;
         }
         if taken == 0 && !payloads.is_empty() {
-            // Not even one record fits in what is left of this segment: move to the next one.
+            // Not even one record fits in what is left of this segment: move to the next one,
+            // or, while it cannot be entered, the ring is full.
             self.batch_buf = buf;
-            self.cursor.skip_to_next_segment(&self.geometry);
+            self.cursor.skip_for_data(&self.geometry, head)?;
             return Ok(0);
         }
         let batch = builder.finish();
@@ -387,8 +409,12 @@ impl ModelWriter {
         }
         bytes.extend_from_slice(&buf[..batch.bytes as usize]);
         self.batch_buf = buf;
+        let ring_offset = slot.write_ring_offset(&self.geometry);
+        self.disk
+            .write(ring_offset, &bytes, WriteDurability::Volatile)
+            .expect("a batch is inside the ring");
         self.pending.push(PendingWrite {
-            ring_offset: slot.write_ring_offset(&self.geometry),
+            ring_offset,
             bytes,
             lsns: batch.first_lsn..batch.next_lsn(),
         });
@@ -416,9 +442,9 @@ impl ModelWriter {
     /// Completes every pending write and a flush after them: all of it is durable and
     /// acknowledged.
     pub fn flush(&mut self) {
+        let covered = self.disk.flush(FlushCover::All);
+        debug_assert_eq!(covered, self.pending.len());
         for write in self.pending.drain(..) {
-            let at = write.ring_offset as usize;
-            self.durable[at..at + write.bytes.len()].copy_from_slice(&write.bytes);
             if write.lsns.end > write.lsns.start {
                 self.acked_lsn = self.acked_lsn.max(write.lsns.end - 1);
             }
@@ -451,37 +477,10 @@ impl ModelWriter {
     /// The image after a power cut now: the durable bytes, plus each block of each pending
     /// write as `fate(write index, block index)` decides.
     pub fn crash(&self, fate: &mut dyn FnMut(usize, usize) -> BlockFate) -> Vec<u8> {
-        let mut image = self.durable.clone();
+        debug_assert_eq!(self.disk.unflushed().len(), self.pending.len());
         let block = self.geometry.block_size_bytes as usize;
-        for (write_index, write) in self.pending.iter().enumerate() {
-            for (block_index, new) in write.bytes.chunks(block).enumerate() {
-                let at = write.ring_offset as usize + block_index * block;
-                let target = &mut image[at..at + new.len()];
-                match fate(write_index, block_index) {
-                    BlockFate::New => target.copy_from_slice(new),
-                    BlockFate::Old => {}
-                    BlockFate::Zero => target.fill(0),
-                    BlockFate::Garbage(seed) => fill_garbage(target, seed),
-                    BlockFate::PartlyNew(sectors) => {
-                        let bytes = (sectors as usize * TEAR_SECTOR_BYTES).min(new.len());
-                        target[..bytes].copy_from_slice(&new[..bytes]);
-                    }
-                }
-            }
-        }
-        image
-    }
-}
-
-/// Deterministic garbage from a seed (xorshift64*), never all zeros for a non-zero seed.
-pub fn fill_garbage(target: &mut [u8], seed: u64) {
-    let mut state = seed | 1;
-    for chunk in target.chunks_mut(8) {
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        let word = state.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
-        chunk.copy_from_slice(&word[..chunk.len()]);
+        self.disk
+            .crash(&[], block, &mut |unit| fate(unit.write, unit.unit))
     }
 }
 

@@ -94,6 +94,10 @@ fn an_old_incarnation_never_lines_up_at_a_trimmed_head() {
     let mut writer = new_writer(small_geometry());
     append(&mut writer, 2, 500, 1); // A: LSN 1-2
     writer.flush();
+    // A marker covers A, so the reopen below plans no marker of its own and B' takes B's
+    // place exactly (C lines up behind it).
+    writer.tail_marker().expect("room");
+    writer.flush();
     append(&mut writer, 3, 1200, 1); // B: LSN 3-5, torn
     append(&mut writer, 2, 500, 1); // C: LSN 6-7, lands
     let image = writer.crash(&mut |write, _| match write {

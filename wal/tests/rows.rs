@@ -219,8 +219,13 @@ fn rule_2_an_old_incarnation_behind_a_newer_one_is_stale_even_without_invalidati
     //! 3. incarnation 2 writes B' with the same sizes as B, so C lines up behind it with the
     //!    very LSN that comes next;
     //! 4. replay must stop at C: it is of an older incarnation than B' before it.
+    //!
+    //! (A tail marker covers A, so the reopen plans no marker of its own and B' takes B's
+    //! place exactly.)
     let mut writer = new_writer(small_geometry());
     append(&mut writer, 2, 500, 1);
+    writer.flush();
+    writer.tail_marker().expect("room");
     writer.flush();
     append(&mut writer, 3, 1200, 1);
     append(&mut writer, 2, 500, 1);

@@ -1,0 +1,237 @@
+//! The one recovery protocol: what a writer does after replay and before its first append, as
+//! a pure plan computed from the [`RecoveryReport`]. The engine carries it out on its device
+//! and the reference writer ([`crate::model`]) on the simulated disk, step by step, in order,
+//! so both run the same protocol; neither computes any of it itself.
+//!
+//! The steps (each a write of whole blocks at a ring offset, or a flush of the file holding a
+//! ring offset; a writer waits for each before the next):
+//!
+//! 1. flush every segment: entries that survived in the drive's volatile cache (written, never
+//!    acknowledged) become durable before anyone reads them;
+//! 2. write the new control block (the new incarnation, the cut, the trim point and head) to
+//!    the copy not current, then flush it: from then on nothing of an older incarnation at or
+//!    after the cut counts, so a crash in the steps after it recovers the same log;
+//! 3. zero each range of the dirty region after the cut ([`Invalidate::ranges`]), flushing
+//!    each: nothing written there before the cut can line up behind new entries (rule 6);
+//! 4. when live acknowledged entries are not covered by any recovered watermark, a tail
+//!    marker (a batch with no records, carrying the watermark `next_lsn - 1`, written by the
+//!    new incarnation at the cut) and a flush: from then on damage to any of them is
+//!    corruption, never a torn tail (I-16). When the ring has no room for it the plan says so
+//!    and goes on without it; it never fails an open.
+//!
+//! The writer then starts from [`RecoveryPlan::control`], [`RecoveryPlan::incarnation`],
+//! [`RecoveryPlan::cursor`] and [`RecoveryPlan::lsn_durable`]. Its index of live batches is
+//! built from replay's `visit` callback, as before; the plan needs only the report.
+//!
+//! [`Invalidate::ranges`]: crate::replay::Invalidate::ranges
+
+use crate::batch::{BatchBuilder, BatchStart};
+use crate::error::{RingFull, SequenceExhausted};
+use crate::format::{ControlBlock, Position};
+use crate::layout::WriteCursor;
+use crate::replay::RecoveryReport;
+
+/// One step of the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Flush the file (or device) that holds this ring offset, and wait for it.
+    Flush {
+        /// A ring offset inside the file to flush.
+        ring_offset: u64,
+    },
+    /// Write these whole blocks at this ring offset.
+    Write {
+        /// Where the write starts (block-aligned).
+        ring_offset: u64,
+        /// The blocks to write.
+        bytes: Vec<u8>,
+        /// What they are.
+        what: Written,
+    },
+    /// Write zeros over this range (whole blocks, inside one segment).
+    Zero {
+        /// Where the range starts.
+        ring_offset: u64,
+        /// Its length.
+        len_bytes: u64,
+    },
+}
+
+/// What a [`Step::Write`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// The new control block (one block).
+    ControlBlock,
+    /// The tail marker (one block, after the segment header block when it starts a segment).
+    TailMarker,
+}
+
+/// Whether the plan writes a tail marker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TailMarker {
+    /// Nothing live, or every live entry is covered by a recovered watermark.
+    NotNeeded,
+    /// Written by the plan's steps.
+    Planned {
+        /// Where the marker batch starts.
+        position: Position,
+        /// The watermark it carries: every recovered entry.
+        watermark: u64,
+    },
+    /// Needed, but the ring has no room for it: the newest entries stay uncovered (the
+    /// residual risk of DESIGN.md) until the writer has room and writes one.
+    NoRoom(RingFull),
+}
+
+/// What a writer does after replay, and where it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveryPlan {
+    /// The steps, to carry out in order.
+    pub steps: Vec<Step>,
+    /// The control block the steps make durable: the writer's from then on.
+    pub control: ControlBlock,
+    /// The incarnation the writer writes with (the control block's).
+    pub incarnation: u32,
+    /// Where the writer's next batch goes (after the tail marker, when one is planned).
+    pub cursor: WriteCursor,
+    /// The highest LSN durable and acknowledged once the steps are done: every recovered entry.
+    pub lsn_durable: u64,
+    /// Whether a tail marker is written.
+    pub tail_marker: TailMarker,
+}
+
+/// Why no writer may open the ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The incarnation counter is exhausted: no new incarnation exists.
+    #[error("the ring's incarnation counter is exhausted ({incarnation_max} is the last)")]
+    IncarnationExhausted {
+        /// The highest incarnation found.
+        incarnation_max: u32,
+    },
+    /// The control block's sequence cannot be bumped again.
+    #[error(transparent)]
+    Sequence(#[from] SequenceExhausted),
+}
+
+/// The plan for a writable open of the ring `report` describes.
+pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
+    let old = report.control;
+    let geometry = old.geometry;
+    let incarnation =
+        report
+            .incarnation_max
+            .checked_add(1)
+            .ok_or(PlanError::IncarnationExhausted {
+                incarnation_max: report.incarnation_max,
+            })?;
+    let sequence = old.next_sequence()?;
+    // Replay's head LSN is at least 1 and the log only grows from it: `next_lsn >= 1`.
+    debug_assert!(report.next_lsn >= 1);
+    let lsn_durable = report.next_lsn - 1;
+    let live = report.entries > 0;
+    // Nothing live: the head moves to the cut, where this incarnation writes next.
+    let (head, head_lsn, head_incarnation) = if live {
+        (old.head, old.head_lsn, old.head_incarnation)
+    } else {
+        (report.next_position, report.next_lsn, incarnation)
+    };
+    let control = ControlBlock {
+        sequence,
+        incarnation,
+        trim_lsn: report.trim_lsn.min(lsn_durable),
+        head,
+        head_lsn,
+        head_incarnation,
+        cut: report.next_position,
+        cut_incarnation: incarnation,
+        ..old
+    };
+    let mut steps = Vec::new();
+    for segment in 0..geometry.segment_count {
+        steps.push(Step::Flush {
+            ring_offset: geometry.segment_ring_offset(segment),
+        });
+    }
+    let block = geometry.block_size_bytes as usize;
+    let mut control_block = vec![0u8; block];
+    control.encode(&mut control_block);
+    let control_offset = geometry.control_offset(control.copy());
+    steps.push(Step::Write {
+        ring_offset: control_offset,
+        bytes: control_block,
+        what: Written::ControlBlock,
+    });
+    steps.push(Step::Flush {
+        ring_offset: control_offset,
+    });
+    if let Some(invalidate) = report.invalidate {
+        for (ring_offset, len_bytes) in invalidate.ranges(&geometry) {
+            steps.push(Step::Zero {
+                ring_offset,
+                len_bytes,
+            });
+            steps.push(Step::Flush { ring_offset });
+        }
+    }
+    let mut cursor = WriteCursor {
+        position: report.next_position,
+        next_lsn: report.next_lsn,
+    };
+    let uncovered = live
+        && report
+            .last_lsn
+            .is_some_and(|last| last > report.watermark_max);
+    let tail_marker = if !uncovered {
+        TailMarker::NotNeeded
+    } else {
+        match cursor.marker_slot(&geometry, head, incarnation) {
+            Err(ring_full) => TailMarker::NoRoom(ring_full),
+            Ok(slot) => {
+                let mut bytes = vec![0u8; block + slot.capacity_bytes as usize];
+                let (header_block, batch_buf) = bytes.split_at_mut(block);
+                if let Some(header) = slot.segment_header {
+                    header.encode(control.ring_id, header_block);
+                }
+                let marker = BatchBuilder::new(
+                    batch_buf,
+                    BatchStart {
+                        ring_id: control.ring_id,
+                        position: slot.position,
+                        first_lsn: report.next_lsn,
+                        watermark: lsn_durable,
+                        incarnation,
+                        block_size_bytes: geometry.block_size_bytes,
+                        capacity_bytes: slot.capacity_bytes,
+                        payload_size_max_bytes: geometry.payload_size_max_bytes(),
+                    },
+                )
+                .finish();
+                debug_assert_eq!((marker.records, marker.bytes), (0, slot.capacity_bytes));
+                if slot.segment_header.is_none() {
+                    bytes.drain(..block);
+                }
+                let ring_offset = slot.write_ring_offset(&geometry);
+                steps.push(Step::Write {
+                    ring_offset,
+                    bytes,
+                    what: Written::TailMarker,
+                });
+                steps.push(Step::Flush { ring_offset });
+                cursor.advance(&geometry, marker.bytes, 0);
+                TailMarker::Planned {
+                    position: slot.position,
+                    watermark: lsn_durable,
+                }
+            }
+        }
+    };
+    Ok(RecoveryPlan {
+        steps,
+        control,
+        incarnation,
+        cursor,
+        lsn_durable,
+        tail_marker,
+    })
+}
