@@ -29,6 +29,7 @@ use std::path::Path;
 use sealog::drive::{buffer_bytes, buffer_count};
 use sealog::{DriveCore, DriveOptions, OpenError, Request, Wait};
 use sealog_fault::{FaultConfig, SimDevice};
+use sealog_wal::format::CONTROL_SEQUENCE_LIMIT;
 use sealog_wal::fuzz::{
     case_seed, catch_panic, craft_control_with, craft_metadata, error_kind, replay_image,
     variant_name, Bases, Choices, ControlField, Mutation, Ring,
@@ -119,7 +120,8 @@ fn open_append_trim(
         // sequence, and may refuse with a typed error when one of them is exhausted (a later
         // trim needs one more sequence number, so refusing one step early is fine too).
         (Err(error), Ok(report))
-            if report.incarnation_max == u32::MAX || report.control.sequence >= u64::MAX - 1 =>
+            if report.incarnation_max == u32::MAX
+                || report.control.sequence >= CONTROL_SEQUENCE_LIMIT - 1 =>
         {
             return Ok(Opened::Refused(format!(
                 "{} (a counter exhausted)",

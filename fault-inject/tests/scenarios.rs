@@ -688,3 +688,97 @@ fn a_panicking_drive_thread_strands_no_caller() {
     assert!(later.2.is_err());
     assert_eq!(later.3, Err(DriveClosed));
 }
+
+/// Ring space stays reserved for a tail marker: appends on a ring that is never trimmed are
+/// refused as full, and the idle log still gets its marker, which covers every acknowledged
+/// entry.
+fn a_full_ring_still_has_room_for_a_tail_marker(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let options = DriveOptions {
+        tail_marker_idle_us: 20_000,
+        ..DriveOptions::default()
+    };
+    let drive = ring.open(options).expect("opens");
+    let mut last = 0;
+    let mut round = 0u64;
+    loop {
+        // Sizes that leave odd remainders in segments, so the reserved block is exercised.
+        let len = 1000 + (round as usize * 3517) % 20_000;
+        match drive.append(payload(round, len)).expect("queued").wait() {
+            Ok(lsn) => last = lsn,
+            Err(AppendError::RingFull { .. }) => break,
+            Err(error) => panic!("unexpected {error}"),
+        }
+        round += 1;
+    }
+    assert!(last > 50, "the ring took {last} entries before it filled");
+    let stats = wait_for_stats(&drive, |stats| stats.tail_markers >= 1);
+    assert_eq!(stats.lsn_covered, last, "the marker covers every entry");
+    drive.close();
+    let report = ring.replay().expect("replays");
+    assert_eq!(report.last_lsn, Some(last));
+    assert_eq!(report.watermark_max, last);
+}
+scenario!(a_full_ring_still_has_room_for_a_tail_marker);
+
+/// Recovery covers what it recovers: a writable open that finds acknowledged entries no
+/// durable watermark covers (a power cut before the idle timer fired) writes a tail marker
+/// before its first append, so damage to them is corruption from then on.
+#[test]
+fn a_writable_open_covers_recovered_entries_with_a_tail_marker() {
+    use sealog::drive::{buffer_bytes, buffer_count};
+    use sealog::{DriveCore, Request, Wait};
+    use sealog_fault::SimDevice;
+
+    let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
+    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([5; 16]));
+    let device = |image| {
+        SimDevice::new(
+            image,
+            FaultConfig::none(),
+            11,
+            buffer_count(&geometry),
+            buffer_bytes(&geometry),
+            4096,
+        )
+        .expect("a device")
+    };
+    let path = std::path::Path::new("recovery-marker");
+    let options = DriveOptions::default();
+    let mut core = DriveCore::recover(device(image), path, &options).expect("opens");
+    let tickets: Vec<_> = (0..4u64)
+        .map(|i| {
+            let (request, ticket) = Request::append(Kind::Data, payload(i, 700));
+            core.submit(request);
+            core.step(Wait::No);
+            ticket
+        })
+        .collect();
+    while tickets.iter().any(|ticket| !ticket.is_complete()) {
+        core.step(Wait::ForCompletion);
+    }
+    let last = core.lsn_durable();
+    assert!(
+        core.lsn_covered() < last,
+        "no idle timer fired: LSN {last} is uncovered"
+    );
+    // Power cut: everything acknowledged is durable; no marker was written.
+    let image = core.backend_mut().crash();
+    let mut reopened = DriveCore::recover(device(image), path, &options).expect("reopens");
+    assert_eq!(reopened.recovery_report().last_lsn, Some(last));
+    assert!(reopened.recovery_report().watermark_max < last);
+    assert_eq!(
+        reopened.stats_now().tail_markers,
+        1,
+        "the open wrote a marker"
+    );
+    assert_eq!(reopened.lsn_covered(), last);
+    let image = reopened.backend_mut().crash();
+    let mut source: &[u8] = &image;
+    let report =
+        sealog_wal::scan(&mut source, &sealog_wal::ReplayOptions::default()).expect("replays");
+    assert_eq!(report.watermark_max, last, "the marker is durable");
+    // A third open finds everything covered and writes none.
+    let again = DriveCore::recover(device(image), path, &options).expect("reopens");
+    assert_eq!(again.stats_now().tail_markers, 0);
+}

@@ -598,10 +598,14 @@ impl<B: IoBackend> DriveCore<B> {
     /// submits its write (and flush). Returns false when nothing could start (ring full).
     fn start_batch(&mut self, purpose: BatchPurpose) -> bool {
         let geometry = self.geometry;
-        let slot = match self
-            .cursor
-            .slot(&geometry, self.control.head, self.incarnation)
-        {
+        let head = self.control.head;
+        // Data batches leave the block before a segment that cannot be entered yet for a
+        // marker, so a tail marker can always be written.
+        let slot = match purpose {
+            BatchPurpose::Data => self.cursor.data_slot(&geometry, head, self.incarnation),
+            BatchPurpose::TailMarker => self.cursor.marker_slot(&geometry, head, self.incarnation),
+        };
+        let slot = match slot {
             Ok(slot) => slot,
             Err(_) => {
                 match purpose {
@@ -649,9 +653,13 @@ impl<B: IoBackend> DriveCore<B> {
                 }
             }
             if taken == 0 {
-                // Not one record fits in what is left of this segment: move to the next one.
+                // Not one record fits in what is left of this segment: move to the next one,
+                // unless it still holds live entries (then the ring is full for now).
                 self.lanes.release(Lane::Batch, buffer);
-                self.cursor.skip_to_next_segment(&geometry);
+                if self.cursor.skip_for_data(&geometry, head).is_err() {
+                    self.full_since.get_or_insert_with(Instant::now);
+                    return false;
+                }
                 return true;
             }
         }

@@ -1,14 +1,15 @@
 //! Recovery on open, through the drive's own backend (O_DIRECT reads on real devices, never a
-//! cache): replay the ring with reads ahead, make the recovered entries durable, write the new
-//! incarnation's control block with the cut, zero the possibly dirty region after the cut, and
-//! only then hand the state machine its starting state.
+//! cache): replay the ring with reads ahead, then carry out wal's recovery plan step by step
+//! (make the recovered entries durable, write the new incarnation's control block with the cut,
+//! zero the possibly dirty region after the cut, cover uncovered entries with a tail marker),
+//! and only then hand the state machine its starting state.
 
 use std::collections::VecDeque;
 use std::io;
 use std::path::Path;
 
-use sealog_wal::format::ControlBlock;
-use sealog_wal::{ReplayError, ReplayOptions, RingSource, WriteCursor};
+use sealog_wal::recovery::Written;
+use sealog_wal::{PlanError, ReplayError, ReplayOptions, RingSource, Step, TailMarker};
 
 use super::core::{DriveCore, IndexedBatch, Recovered};
 use super::op::Op;
@@ -191,13 +192,51 @@ fn sync_flush<B: IoBackend>(backend: &mut B, ring_offset: u64) -> io::Result<()>
     Ok(())
 }
 
-/// Writes a control block to its copy and flushes it (recovery's blocking path).
-fn write_control<B: IoBackend>(backend: &mut B, control: &ControlBlock) -> io::Result<()> {
-    let block = control.geometry.block_size_bytes as usize;
-    control.encode(&mut backend.pool().buffer_mut(0)[..block]);
-    let offset = control.geometry.control_offset(control.copy());
-    sync_write(backend, offset, block as u32)?;
-    sync_flush(backend, offset)
+/// Carries out one step of the recovery plan and waits for it.
+fn carry_out<B: IoBackend>(backend: &mut B, step: &Step) -> io::Result<()> {
+    let chunk = backend.pool().buffer_bytes();
+    match step {
+        Step::Flush { ring_offset } => sync_flush(backend, *ring_offset),
+        Step::Write {
+            ring_offset, bytes, ..
+        } => {
+            for (index, part) in bytes.chunks(chunk).enumerate() {
+                backend.pool().buffer_mut(0)[..part.len()].copy_from_slice(part);
+                let offset = ring_offset + (index * chunk) as u64;
+                sync_write(backend, offset, part.len() as u32)?;
+            }
+            Ok(())
+        }
+        Step::Zero {
+            ring_offset,
+            len_bytes,
+        } => {
+            backend.pool().buffer_mut(0).fill(0);
+            let mut done = 0;
+            while done < *len_bytes {
+                let part = (len_bytes - done).min(chunk as u64);
+                sync_write(backend, ring_offset + done, part as u32)?;
+                done += part;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// What a failed step was doing, for the open's error.
+fn step_action(step: &Step) -> &'static str {
+    match step {
+        Step::Flush { .. } => "flush during recovery",
+        Step::Write {
+            what: Written::ControlBlock,
+            ..
+        } => "write the control block",
+        Step::Write {
+            what: Written::TailMarker,
+            ..
+        } => "write the recovery's tail marker",
+        Step::Zero { .. } => "invalidate the region after the cut",
+    }
 }
 
 impl<B: IoBackend> DriveCore<B> {
@@ -255,76 +294,43 @@ impl<B: IoBackend> DriveCore<B> {
             }
         };
         let geometry = report.control.geometry;
-        // Entries that survived in the volatile cache (written, never acknowledged) become
-        // durable before anyone reads them.
-        for segment in 0..geometry.segment_count {
-            sync_flush(&mut backend, geometry.segment_ring_offset(segment))
-                .map_err(io_error("flush recovered segments"))?;
-        }
-        let ring_error = |source: ReplayError| OpenError::Ring {
-            path: path.to_path_buf(),
-            source,
-        };
-        let incarnation = report
-            .incarnation_max
-            .checked_add(1)
-            .ok_or(ReplayError::IncarnationExhausted)
-            .map_err(ring_error)?;
-        let sequence = report.control.sequence.checked_add(1).ok_or_else(|| {
-            OpenError::ControlSequenceExhausted {
+        // The one recovery protocol: wal computes what to write and flush, in order, and the
+        // engine carries it out (the model writer carries out the same plan in the tests).
+        let plan = sealog_wal::plan(&report).map_err(|error| match error {
+            PlanError::IncarnationExhausted { .. } => OpenError::Ring {
                 path: path.to_path_buf(),
-                sequence: report.control.sequence,
-            }
+                source: ReplayError::IncarnationExhausted,
+            },
+            PlanError::Sequence(exhausted) => OpenError::ControlSequenceExhausted {
+                path: path.to_path_buf(),
+                sequence: exhausted.sequence,
+            },
         })?;
-        // Nothing live: the head moves to the cut, where this incarnation writes next.
-        let (head, head_lsn, head_incarnation) = if index.is_empty() {
-            (report.next_position, report.next_lsn, incarnation)
-        } else {
-            let control = report.control;
-            (control.head, control.head_lsn, control.head_incarnation)
-        };
-        let control = ControlBlock {
-            sequence,
-            incarnation,
-            trim_lsn: report.trim_lsn.min(report.next_lsn - 1),
-            head,
-            head_lsn,
-            head_incarnation,
-            cut: report.next_position,
-            cut_incarnation: incarnation,
-            ..report.control
-        };
-        // The control block with the cut and the new incarnation goes first: from then on
-        // nothing of an older incarnation at or after the cut counts, so a crash while the
-        // region after the cut is zeroed leaves a ring that recovers to this same log.
-        write_control(&mut backend, &control).map_err(io_error("write the control block"))?;
-        // Rule 6: zero the possibly dirty region after the cut, durably, before any append.
-        if let Some(invalidate) = report.invalidate {
-            let chunk = backend.pool().buffer_bytes() as u64;
-            backend.pool().buffer_mut(0).fill(0);
-            for (offset, len) in invalidate.ranges(&geometry) {
-                let mut done = 0;
-                while done < len {
-                    let part = (len - done).min(chunk);
-                    sync_write(&mut backend, offset + done, part as u32)
-                        .map_err(io_error("invalidate the region after the cut"))?;
-                    done += part;
-                }
-                sync_flush(&mut backend, offset).map_err(io_error("flush the invalidation"))?;
-            }
+        for step in &plan.steps {
+            carry_out(&mut backend, step).map_err(io_error(step_action(step)))?;
         }
-        let lsn_durable = report.next_lsn - 1;
+        let marker_written = matches!(plan.tail_marker, TailMarker::Planned { .. });
+        if let TailMarker::NoRoom(ring_full) = &plan.tail_marker {
+            tracing::warn!(
+                path = %path.display(),
+                "recovered entries after LSN {} are not covered by a durable watermark and \
+                 the ring has no room for a tail marker until a trim: {ring_full}",
+                report.watermark_max
+            );
+        }
+        let lsn_durable = plan.lsn_durable;
         let recovered = Recovered {
             geometry,
-            control,
-            incarnation,
-            cursor: WriteCursor {
-                position: report.next_position,
-                next_lsn: report.next_lsn,
-            },
+            control: plan.control,
+            incarnation: plan.incarnation,
+            cursor: plan.cursor,
             lsn_durable,
-            lsn_covered: report.watermark_max.min(lsn_durable),
-            tail_markers: 0,
+            lsn_covered: if marker_written {
+                lsn_durable
+            } else {
+                report.watermark_max.min(lsn_durable)
+            },
+            tail_markers: u64::from(marker_written),
             index,
             report,
         };
