@@ -1,9 +1,14 @@
-//! The simulated drive: an [`IoBackend`] over memory, deterministic from one seed, that keeps
-//! what a crash would keep apart from what it might lose. A write is applied to the live bytes
-//! when it completes and becomes durable only when a flush submitted after its completion
-//! completes (or at once with dsync); `crash()` builds the durable bytes plus a seeded fate for
-//! every sector of every write that was not durable yet. Faults are switchable, each with its own
-//! probability; with [`FaultConfig::none`] the drive behaves exactly like a correct one.
+//! The simulated drive: an [`IoBackend`] over memory, deterministic from one seed. It owns the
+//! device's side of things (the queue of submitted operations, their latency and completion
+//! order, the fault draws, bad sectors, the power-cut switch) and keeps the bytes in wal's
+//! [`SimDisk`], the one model of what a drive holds that the reference writer uses too: a
+//! write is applied to the live bytes when it completes and becomes durable only when a flush
+//! submitted after its completion completes (or at once with dsync); `crash()` builds the
+//! durable bytes plus a seeded fate for every sector of every write that was not durable yet.
+//! Faults are switchable, each with its own probability or scripted for one operation; with
+//! [`FaultConfig::none`] the drive behaves exactly like a correct one. It is the engine's only
+//! simulated device: the scenarios, the simulation runs and the crash-state enumeration all
+//! run the real engine on it.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -13,9 +18,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::io::{Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
 use sealog::pool::BufferPool;
+use sealog_wal::disk::{BlockFate, FlushCover, InFlightWrite, SimDisk, WriteDurability};
 
 /// Sector size the simulation tears at (the disk's logical sector).
-pub const SECTOR_BYTES: usize = 512;
+pub use sealog_wal::disk::SECTOR_BYTES;
 
 /// Probabilities of each fault, per operation (0.0 turns a fault off).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -133,28 +139,17 @@ struct Op {
     ready_at: u64,
 }
 
-/// A write that completed but is not yet durable: what it stored and where.
-#[derive(Clone, Debug)]
-struct Unflushed {
-    sequence: u64,
-    offset: u64,
-    /// The bytes the write meant to store (for crash fates).
-    new: Vec<u8>,
-}
-
 /// The simulated drive.
 pub struct SimDevice {
     rng: ChaCha8Rng,
     config: FaultConfig,
     pool: BufferPool,
-    live: Vec<u8>,
-    durable: Vec<u8>,
-    unflushed: Vec<Unflushed>,
+    /// The bytes: live, durable, and the writes not yet covered by a flush.
+    disk: SimDisk,
     inflight: Vec<Op>,
     failed_writes: BTreeSet<Tag>,
     bad_sectors: BTreeSet<u64>,
     clock: u64,
-    completions: u64,
     block_bytes: usize,
     /// Shared, so a harness can read them even after the device moved into a failed open.
     counts: Arc<Mutex<FaultCounts>>,
@@ -182,14 +177,11 @@ impl SimDevice {
             rng: ChaCha8Rng::seed_from_u64(seed),
             config,
             pool: BufferPool::new(buffers, buffer_bytes)?,
-            live: image.clone(),
-            durable: image,
-            unflushed: Vec::new(),
+            disk: SimDisk::new(image),
             inflight: Vec::new(),
             failed_writes: BTreeSet::new(),
             bad_sectors: BTreeSet::new(),
             clock: 0,
-            completions: 0,
             block_bytes,
             counts: Arc::default(),
             power_left: None,
@@ -212,19 +204,24 @@ impl SimDevice {
 
     /// The durable bytes now (what a power cut keeps for certain).
     pub fn durable(&self) -> &[u8] {
-        &self.durable
+        self.disk.durable()
     }
 
-    /// Every write not yet durable, completed or still in flight, in submission order:
-    /// (ring offset, the bytes it writes). A crash keeps any subset of their sectors.
-    pub fn pending_writes(&self) -> Vec<(u64, Vec<u8>)> {
-        self.unflushed
+    /// The disk's bytes and unflushed writes now (a snapshot a crash image can be built from
+    /// later, with [`SimDisk::crash`] and the writes still in flight).
+    pub fn disk(&self) -> &SimDisk {
+        &self.disk
+    }
+
+    /// The writes on the device that have not completed: (ring offset, the bytes they write),
+    /// in submission order.
+    pub fn in_flight_writes(&self) -> Vec<(u64, Vec<u8>)> {
+        self.inflight
             .iter()
-            .map(|write| (write.offset, write.new.clone()))
-            .chain(self.inflight.iter().filter_map(|op| match &op.kind {
+            .filter_map(|op| match &op.kind {
                 OpKind::Write { offset, data, .. } => Some((*offset, data.clone())),
                 _ => None,
-            }))
+            })
             .collect()
     }
 
@@ -244,43 +241,38 @@ impl SimDevice {
     }
 
     /// The bytes a power cut leaves: the durable bytes, plus a seeded fate for every sector of
-    /// every write not yet durable (completed or still in flight).
+    /// every write not yet durable (completed or still in flight). The device then holds that
+    /// image, with nothing in flight.
     pub fn crash(&mut self) -> Vec<u8> {
-        let mut image = self.durable.clone();
         let hostile = self.rng.gen_bool(self.config.torn_writes.clamp(0.0, 1.0));
-        let pending: Vec<(u64, Vec<u8>)> = self
-            .unflushed
+        let inflight = self.in_flight_writes();
+        let in_flight: Vec<InFlightWrite<'_>> = inflight
             .iter()
-            .map(|write| (write.offset, write.new.clone()))
-            .chain(self.inflight.iter().filter_map(|op| match &op.kind {
-                OpKind::Write { offset, data, .. } => Some((*offset, data.clone())),
-                _ => None,
-            }))
+            .map(|(ring_offset, bytes)| InFlightWrite {
+                ring_offset: *ring_offset,
+                bytes,
+            })
             .collect();
-        for (offset, new) in pending {
-            for (index, sector) in new.chunks(SECTOR_BYTES).enumerate() {
-                let at = offset as usize + index * SECTOR_BYTES;
-                let target = &mut image[at..at + sector.len()];
-                let fate = if hostile {
-                    self.rng.gen_range(0..5)
-                } else {
-                    self.rng.gen_range(0..2)
-                };
-                match fate {
-                    0 => target.copy_from_slice(sector),
-                    1 => {}
-                    2 => target.fill(0),
-                    3 => self.rng.fill(target),
-                    _ => {
-                        let cut = self.rng.gen_range(0..sector.len());
-                        target[..cut].copy_from_slice(&sector[..cut]);
-                        self.rng.fill(&mut target[cut..]);
-                    }
-                }
+        let rng = &mut self.rng;
+        let image = self.disk.crash(&in_flight, SECTOR_BYTES, &mut |_| {
+            let choice = if hostile {
+                rng.gen_range(0..5)
+            } else {
+                rng.gen_range(0..2)
+            };
+            match choice {
+                0 => BlockFate::New,
+                1 => BlockFate::Old,
+                2 => BlockFate::Zero,
+                3 => BlockFate::Garbage(rng.gen()),
+                _ => BlockFate::TornAt {
+                    new_bytes: rng.gen_range(0..SECTOR_BYTES as u32),
+                    seed: rng.gen(),
+                },
             }
-        }
+        });
         self.inflight.clear();
-        self.unflushed.clear();
+        self.disk = SimDisk::new(image.clone());
         image
     }
 
@@ -294,25 +286,22 @@ impl SimDevice {
     }
 
     fn check_range(&self, offset: u64, len: usize) -> io::Result<()> {
-        match (offset as usize).checked_add(len) {
-            Some(end) if end <= self.live.len() => Ok(()),
+        match offset.checked_add(len as u64) {
+            Some(end) if end <= self.disk.size_bytes() => Ok(()),
             _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         }
     }
 
-    /// Stores a completed write's bytes in the live image and the unflushed list.
-    fn store(&mut self, offset: u64, stored: &[u8], new: Vec<u8>, sync: WriteSync) {
-        let at = offset as usize;
-        self.live[at..at + stored.len()].copy_from_slice(stored);
-        self.completions += 1;
-        match sync {
-            WriteSync::Dsync => self.durable[at..at + stored.len()].copy_from_slice(stored),
-            WriteSync::None => self.unflushed.push(Unflushed {
-                sequence: self.completions,
-                offset,
-                new,
-            }),
-        }
+    /// Hands a completed write to the disk: `stored` is what the medium got, `intended` what
+    /// the write meant (what a crash's "new" fate lands).
+    fn store(&mut self, offset: u64, stored: &[u8], intended: &[u8], sync: WriteSync) {
+        let durability = match sync {
+            WriteSync::Dsync => WriteDurability::Durable,
+            WriteSync::None => WriteDurability::Volatile,
+        };
+        self.disk
+            .write_stored(offset, stored, intended, durability)
+            .expect("writes are checked against the disk when submitted");
     }
 
     fn complete_write(
@@ -347,7 +336,7 @@ impl SimDevice {
             let mut garbage = data.clone();
             let cut = self.rng.gen_range(0..=len / SECTOR_BYTES) * SECTOR_BYTES;
             self.rng.fill(&mut garbage[cut..]);
-            self.store(offset, &garbage, data, WriteSync::None);
+            self.store(offset, &garbage, &data, WriteSync::None);
             self.failed_writes.insert(tag);
             return Completion {
                 tag,
@@ -358,9 +347,12 @@ impl SimDevice {
             self.count(|counts| counts.io_errors += 1);
             let sectors = self.rng.gen_range(0..len / SECTOR_BYTES);
             let prefix = sectors * SECTOR_BYTES;
-            let mut stored = self.live[offset as usize..offset as usize + len].to_vec();
+            let mut stored = vec![0u8; len];
+            self.disk
+                .read(offset, &mut stored)
+                .expect("writes are checked against the disk when submitted");
             stored[..prefix].copy_from_slice(&data[..prefix]);
-            self.store(offset, &stored, data, WriteSync::None);
+            self.store(offset, &stored, &data, WriteSync::None);
             self.failed_writes.insert(tag);
             return Completion {
                 tag,
@@ -376,9 +368,9 @@ impl SimDevice {
         }
         if self.chance(self.config.misdirected_writes) {
             self.count(|counts| counts.data_faults += 1);
-            let blocks = (self.live.len() - len) / self.block_bytes;
+            let blocks = (self.disk.size_bytes() as usize - len) / self.block_bytes;
             let elsewhere = (self.rng.gen_range(0..=blocks) * self.block_bytes) as u64;
-            self.store(elsewhere, &data.clone(), data, sync);
+            self.store(elsewhere, &data, &data, sync);
             return Completion {
                 tag,
                 result: Ok(len as u32),
@@ -390,7 +382,7 @@ impl SimDevice {
             let bit = self.rng.gen_range(0..len * 8);
             stored[bit / 8] ^= 1 << (bit % 8);
         }
-        self.store(offset, &stored, data, sync);
+        self.store(offset, &stored, &data, sync);
         Completion {
             tag,
             result: Ok(len as u32),
@@ -418,17 +410,7 @@ impl SimDevice {
                 result: Err(libc::EIO),
             };
         }
-        let (covered, rest): (Vec<Unflushed>, Vec<Unflushed>) = self
-            .unflushed
-            .drain(..)
-            .partition(|write| write.sequence <= covers_up_to);
-        self.unflushed = rest;
-        for write in covered {
-            let at = write.offset as usize;
-            let len = write.new.len();
-            let live = self.live[at..at + len].to_vec();
-            self.durable[at..at + len].copy_from_slice(&live);
-        }
+        self.disk.flush(FlushCover::Through(covers_up_to));
         Completion { tag, result: Ok(0) }
     }
 
@@ -448,14 +430,14 @@ impl SimDevice {
         }
         let source = if self.chance(self.config.misdirected_reads) {
             self.count(|counts| counts.data_faults += 1);
-            let blocks = (self.live.len() - len) / self.block_bytes;
+            let blocks = (self.disk.size_bytes() as usize - len) / self.block_bytes;
             (self.rng.gen_range(0..=blocks) * self.block_bytes) as u64
         } else {
             offset
         };
-        let at = source as usize;
-        let bytes = self.live[at..at + len].to_vec();
-        self.pool.buffer_mut(buffer)[..len].copy_from_slice(&bytes);
+        self.disk
+            .read(source, &mut self.pool.buffer_mut(buffer)[..len])
+            .expect("reads are checked against the disk when submitted");
         Completion {
             tag,
             result: Ok(len as u32),
@@ -501,7 +483,7 @@ impl SimDevice {
                     continue;
                 }
                 *started = true;
-                *covers_up_to = self.completions;
+                *covers_up_to = self.disk.completed_writes();
             }
         }
         for index in cancelled.into_iter().rev() {
@@ -540,7 +522,7 @@ impl IoBackend for SimDevice {
     }
 
     fn size_bytes(&self) -> u64 {
-        self.live.len() as u64
+        self.disk.size_bytes()
     }
 
     fn submit_write(
@@ -601,7 +583,7 @@ impl IoBackend for SimDevice {
             kind: OpKind::Flush {
                 after_write,
                 started,
-                covers_up_to: self.completions,
+                covers_up_to: self.disk.completed_writes(),
             },
             ready_at,
         });

@@ -18,6 +18,7 @@ use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, Kind, ReplayOptions, RingId};
 
 use crate::device::{FaultConfig, SimDevice, SECTOR_BYTES};
+use sealog_wal::disk::{BlockFate, CrashUnit, InFlightWrite, SimDisk};
 
 /// How many states to check and from which seed.
 #[derive(Clone, Copy, Debug)]
@@ -48,8 +49,10 @@ pub struct EnumSummary {
 /// What the workload had acknowledged and submitted at a cut point.
 #[derive(Clone)]
 struct Cut {
-    durable: Vec<u8>,
-    pending: Vec<(u64, Vec<u8>)>,
+    /// The disk at the cut: durable bytes and the writes completed but not yet flushed.
+    disk: SimDisk,
+    /// The writes still on the device at the cut.
+    in_flight: Vec<(u64, Vec<u8>)>,
     acknowledged: u64,
     trim_lsn: u64,
 }
@@ -158,9 +161,25 @@ impl Enumerator {
 
     /// Every image of one cut point: each subset of the pending writes (all of them up to 4
     /// writes, 16 random subsets beyond), each write whole or torn after its first sector, its
-    /// middle sector or all but its last sector.
+    /// middle sector or all but its last sector. The images are the disk's own crash images
+    /// (the one simulated disk), with the fates chosen here rather than drawn.
     fn images(&mut self, cut: &Cut) -> Vec<Vec<u8>> {
-        let count = cut.pending.len();
+        let sizes: Vec<usize> = cut
+            .disk
+            .unflushed()
+            .iter()
+            .map(|write| write.intended.len())
+            .chain(cut.in_flight.iter().map(|(_, bytes)| bytes.len()))
+            .collect();
+        let in_flight: Vec<InFlightWrite<'_>> = cut
+            .in_flight
+            .iter()
+            .map(|(ring_offset, bytes)| InFlightWrite {
+                ring_offset: *ring_offset,
+                bytes,
+            })
+            .collect();
+        let count = sizes.len();
         let subsets: Vec<u32> = if count <= 4 {
             (0..1u32 << count).collect()
         } else {
@@ -168,13 +187,11 @@ impl Enumerator {
         };
         let mut images = Vec::new();
         for subset in subsets {
-            let included: Vec<usize> = (0..count)
-                .filter(|&i| subset & (1 << (i % 32)) != 0)
-                .collect();
+            let included = |write: usize| subset & (1 << (write % 32)) != 0;
             // Whole writes, then one torn write at a time.
             let mut variants: Vec<Option<(usize, usize)>> = vec![None];
-            for &write in &included {
-                let sectors = cut.pending[write].1.len() / SECTOR_BYTES;
+            for write in (0..count).filter(|&write| included(write)) {
+                let sectors = sizes[write] / SECTOR_BYTES;
                 for tear in [1, sectors / 2, sectors.saturating_sub(1)] {
                     if tear > 0 && tear < sectors && !variants.contains(&Some((write, tear))) {
                         variants.push(Some((write, tear)));
@@ -182,16 +199,19 @@ impl Enumerator {
                 }
             }
             for variant in variants {
-                let mut image = cut.durable.clone();
-                for &write in &included {
-                    let (offset, bytes) = &cut.pending[write];
-                    let len = match variant {
-                        Some((torn, sectors)) if torn == write => sectors * SECTOR_BYTES,
-                        _ => bytes.len(),
-                    };
-                    let at = *offset as usize;
-                    image[at..at + len].copy_from_slice(&bytes[..len]);
-                }
+                let image = cut
+                    .disk
+                    .crash(&in_flight, SECTOR_BYTES, &mut |unit: CrashUnit| {
+                        let kept = match variant {
+                            Some((torn, sectors)) if torn == unit.write => unit.unit < sectors,
+                            _ => true,
+                        };
+                        if included(unit.write) && kept {
+                            BlockFate::New
+                        } else {
+                            BlockFate::Old
+                        }
+                    });
                 images.push(image);
             }
         }
@@ -377,8 +397,8 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
         }
         trim_lsn = trim_lsn.max(core_trim(&core));
         let cut = Cut {
-            durable: core.backend_mut().durable().to_vec(),
-            pending: core.backend_mut().pending_writes(),
+            disk: core.backend_mut().disk().clone(),
+            in_flight: core.backend_mut().in_flight_writes(),
             acknowledged,
             trim_lsn,
         };
