@@ -131,7 +131,8 @@ impl<'b> CheckedBatch<'b> {
         }
     }
 
-    /// The LSN after its last record.
+    /// The LSN after its last record. No overflow: [`check_batch`] reached it one checked
+    /// `+ 1` per record.
     pub fn next_lsn(&self) -> u64 {
         self.first_lsn + u64::from(self.records)
     }
