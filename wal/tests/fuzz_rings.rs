@@ -6,12 +6,13 @@
 //! runs N cases here.
 
 use sealog_wal::decision::ROWS;
-use sealog_wal::format::{ControlBlock, EntryHeader, SegmentHeader};
+use sealog_wal::format::{ControlBlock, EntryHeader, SegmentHeader, CONTROL_SEQUENCE_LIMIT};
 use sealog_wal::fuzz::{
     catch_panic, craft_control, craft_control_with, craft_segment_header, failure_text, fuzz_bytes,
     reseal_entry_header, run, run_case, sample_bases, workload, Bases, CaseResult, Choices,
     ControlField, Mutation, RunOptions,
 };
+use sealog_wal::{read_control, ReplayError};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -95,17 +96,44 @@ fn crafted_metadata_passes_its_crc() {
 
 #[test]
 fn a_control_block_crafted_by_hand_is_the_one_replay_reads() {
+    // Up to the limit, a crafted sequence is the current control block; past it, replay refuses
+    // the ring with its typed error. A block at the limit reads but cannot be bumped again.
     let ring = &sample_bases()[3];
-    let mut image = ring.image.clone();
-    let edits = [(ControlField::Sequence, u64::MAX)];
-    let mutation = craft_control_with(ring, &mut image, &edits);
-    assert!(
-        matches!(mutation, Mutation::Control { slot: 1, .. }),
-        "{mutation:?}"
-    );
-    let mut source: &[u8] = &image;
-    let control = sealog_wal::read_control(&mut source).expect("reads");
-    assert_eq!(control.sequence, u64::MAX);
+    for sequence in [
+        CONTROL_SEQUENCE_LIMIT - 1,
+        CONTROL_SEQUENCE_LIMIT,
+        CONTROL_SEQUENCE_LIMIT + 1,
+        u64::MAX,
+    ] {
+        let mut image = ring.image.clone();
+        let mutation = craft_control_with(ring, &mut image, &[(ControlField::Sequence, sequence)]);
+        let Mutation::Control {
+            slot,
+            sequence: written,
+            ..
+        } = mutation
+        else {
+            panic!("{mutation:?}");
+        };
+        // Written to the slot its sequence names, so it is the copy replay takes.
+        assert_eq!((slot, written), (sequence % 2, sequence));
+        let mut source: &[u8] = &image;
+        match read_control(&mut source) {
+            Ok(control) if sequence <= CONTROL_SEQUENCE_LIMIT => {
+                assert_eq!(control.sequence, sequence);
+                assert_eq!(
+                    control.next_sequence().is_ok(),
+                    sequence < CONTROL_SEQUENCE_LIMIT
+                );
+            }
+            Err(ReplayError::ControlSequence { sequence: found })
+                if sequence > CONTROL_SEQUENCE_LIMIT =>
+            {
+                assert_eq!(found, sequence);
+            }
+            other => panic!("sequence {sequence}: {other:?}"),
+        }
+    }
 }
 
 #[test]
