@@ -32,7 +32,7 @@ use sealog_fault::{FaultConfig, SimDevice};
 use sealog_wal::format::CONTROL_SEQUENCE_LIMIT;
 use sealog_wal::fuzz::{
     case_seed, catch_panic, craft_control_with, craft_metadata, error_kind, replay_image,
-    variant_name, Bases, Choices, ControlField, Mutation, Ring,
+    variant_name, Bases, Choices, ControlField, Mutation, Ring, Unreadable,
 };
 use sealog_wal::{read_control, Geometry, Kind, RecoveryMode, RecoveryReport};
 
@@ -173,7 +173,7 @@ fn run_case(tally: &mut Tally, ring: &Ring, image: Vec<u8>, crafted: &[Mutation]
     // (recovery must then refuse the ring with a typed error).
     let geometry = read_control(&mut source).map_or(ring.geometry, |control| control.geometry);
     tally.pool_capped += u64::from(buffer_count(&geometry) > POOL_BUFFERS_MAX);
-    let replayed = replay_image(&image, RecoveryMode::Strict)
+    let replayed = replay_image(&image, &Unreadable::none(), RecoveryMode::Strict)
         .0
         .map_err(|error| error_kind(&error));
     match catch_panic(|| open_append_trim(image, &geometry, seed, &replayed)) {

@@ -1,9 +1,10 @@
-//! The structure-aware fuzzer (`sealog_wal::fuzz`) in every test run: a fixed seed and a few
+//! The structure-aware fuzzer (`sealog_wal::fuzz`) in every test run: a fixed seed and ten
 //! thousand mutated rings (a second or two in release), each replayed in both recovery modes
-//! against the invariants, plus checks that its parts do what they claim (crafted metadata
-//! passes its CRC, a case is reproduced from its seed, the fuzzer's byte stream drives the same
-//! mutator). CI's bounded run is the `fuzz_rings` example (60 s); `SEALOG_FUZZ_RING_CASES=N`
-//! runs N cases here.
+//! against the invariants and required to reach every row of the decision table, plus checks
+//! that its parts do what they claim (crafted metadata passes its CRC, unreadable blocks reach
+//! replay through the failing source, a case is reproduced from its seed, the fuzzer's byte
+//! stream drives the same mutator). CI's bounded run is the `fuzz_rings` example (60 s);
+//! `SEALOG_FUZZ_RING_CASES=N` runs N cases here.
 
 use sealog_wal::decision::ROWS;
 use sealog_wal::format::{ControlBlock, EntryHeader, SegmentHeader, CONTROL_SEQUENCE_LIMIT};
@@ -12,7 +13,8 @@ use sealog_wal::fuzz::{
     reseal_entry_header, run, run_case, sample_bases, workload, Bases, CaseResult, Choices,
     ControlField, Mutation, RunOptions,
 };
-use sealog_wal::{read_control, ReplayError};
+use sealog_wal::fuzz::{check_image, replay_image, Image, ModelCheck};
+use sealog_wal::{read_control, Check, RecoveryMode, ReplayError};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -133,6 +135,45 @@ fn a_control_block_crafted_by_hand_is_the_one_replay_reads() {
             }
             other => panic!("sequence {sequence}: {other:?}"),
         }
+    }
+}
+
+#[test]
+fn unreadable_blocks_reach_replay_through_the_failing_source() {
+    // From the first live batch to the ring's end nothing can be read: far more than the
+    // in-flight window, so strict replay fails on the unreadable run, truncating replay cuts
+    // there, and the model writer (which replays bytes) is not asked. The same image with every
+    // block readable opens, and the model writer reopens it.
+    let ring = sample_bases()
+        .into_iter()
+        .find(|ring| ring.batches.len() >= 2)
+        .expect("a sample ring with batches");
+    let block = u64::from(ring.geometry.block_size_bytes);
+    let first = ring.batches[0].0 / block;
+    let run = ring.image.len() as u64 / block - first;
+    assert!(run * block > ring.geometry.window_bytes_max);
+    let mut image = Image::new(ring.image.clone(), ring.geometry.block_size_bytes);
+    let readable = check_image(&image).expect("the base ring keeps every invariant");
+    assert_eq!(readable.model, ModelCheck::Reopened);
+    image.unreadable.add_run(first, run);
+    let observed = check_image(&image).expect("every invariant holds");
+    let row = |label| {
+        ROWS.iter()
+            .position(|row| row.label == label)
+            .expect("a row")
+    };
+    assert_eq!(observed.strict, "Corruption");
+    assert_eq!(observed.truncating, "truncated");
+    assert_eq!(observed.strict_rows[row("@unreadable")], 1);
+    assert_eq!(observed.truncating_rows[row("@salvage_unreadable")], 1);
+    assert_eq!(observed.model, ModelCheck::SkippedUnreadable);
+    let (strict, _) = replay_image(&image.bytes, &image.unreadable, RecoveryMode::Strict);
+    match strict {
+        Err(ReplayError::Corruption(found)) => {
+            assert_eq!(found.check, Check::ReadError);
+            assert_eq!(found.ring_offset, first * block);
+        }
+        other => panic!("{other:?}"),
     }
 }
 
