@@ -15,12 +15,12 @@
 //! headers with valid CRCs and fields at their edges (`sealog_wal::fuzz::craft_metadata`, the
 //! structure-aware fuzzer's generator), and opens it with `DriveCore::recover` on a correct
 //! simulated drive. Before the random cases come hand-picked ones (sequence at and near
-//! `u64::MAX`, the incarnation exhausted, the trim point and head at their limits). Expected:
-//! `Ok` or a typed `OpenError` agreeing with replay's verdict on the same image (or refusing,
-//! typed, a ring whose incarnation or control sequence is exhausted), never a panic;
-//! after an `Ok` open, an append and a trim of everything durable (which runs `start_trim`)
-//! complete with a reply, `Ok` or a typed error. It prints how many opened and how many were
-//! refused, by error kind, and every panic with the crafted fields.
+//! `CONTROL_SEQUENCE_LIMIT` and `u64::MAX`, the incarnation exhausted, the trim point and head
+//! at their limits). Expected: `Ok` or a typed `OpenError` agreeing with replay's verdict on
+//! the same image (or refusing, typed, a ring whose incarnation or control sequence is
+//! exhausted), never a panic; after an `Ok` open, an append and a trim of everything durable
+//! (which runs `start_trim`) complete with a reply, `Ok` or a typed error. It prints how many
+//! opened and how many were refused, by error kind, and every panic with the crafted fields.
 //! `SEALOG_OPEN_FUZZ_CASES=N` runs N random cases (default 10,000).
 
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ use sealog_fault::{FaultConfig, SimDevice};
 use sealog_wal::format::CONTROL_SEQUENCE_LIMIT;
 use sealog_wal::fuzz::{
     case_seed, catch_panic, craft_control_with, craft_metadata, error_kind, replay_image,
-    variant_name, Bases, Choices, ControlField, Mutation, Ring,
+    variant_name, Bases, Choices, ControlField, Mutation, Ring, Unreadable,
 };
 use sealog_wal::{read_control, Geometry, Kind, RecoveryMode, RecoveryReport};
 
@@ -173,7 +173,7 @@ fn run_case(tally: &mut Tally, ring: &Ring, image: Vec<u8>, crafted: &[Mutation]
     // (recovery must then refuse the ring with a typed error).
     let geometry = read_control(&mut source).map_or(ring.geometry, |control| control.geometry);
     tally.pool_capped += u64::from(buffer_count(&geometry) > POOL_BUFFERS_MAX);
-    let replayed = replay_image(&image, RecoveryMode::Strict)
+    let replayed = replay_image(&image, &Unreadable::none(), RecoveryMode::Strict)
         .0
         .map_err(|error| error_kind(&error));
     match catch_panic(|| open_append_trim(image, &geometry, seed, &replayed)) {
@@ -197,7 +197,18 @@ fn run_case(tally: &mut Tally, ring: &Ring, image: Vec<u8>, crafted: &[Mutation]
 /// Hand-picked crafted control blocks: the edges the engine's arithmetic meets first.
 fn hand_picked() -> Vec<Vec<(ControlField, u64)>> {
     let max32 = u64::from(u32::MAX);
-    let mut cases: Vec<Vec<(ControlField, u64)>> = [u64::MAX, u64::MAX - 1, u64::MAX - 2, 0, 1]
+    let limit = CONTROL_SEQUENCE_LIMIT;
+    let sequences = [
+        u64::MAX,
+        u64::MAX - 1,
+        limit + 1,
+        limit,
+        limit - 1,
+        limit - 2,
+        0,
+        1,
+    ];
+    let mut cases: Vec<Vec<(ControlField, u64)>> = sequences
         .into_iter()
         .map(|sequence| vec![(ControlField::Sequence, sequence)])
         .collect();

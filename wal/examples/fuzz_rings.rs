@@ -1,7 +1,7 @@
 //! The structure-aware fuzz run on the stable toolchain, bounded in time: valid rings from the
-//! model writer, mutated (damaged blocks, crafted control blocks and headers with valid CRCs)
-//! and replayed in both recovery modes against the invariants (`sealog_wal::fuzz`). CI runs it
-//! for 60 seconds:
+//! model writer, mutated (damaged blocks, blocks whose reads fail with EIO, crafted control
+//! blocks and headers with valid CRCs) and replayed in both recovery modes against the
+//! invariants (`sealog_wal::fuzz`). CI runs it for 60 seconds:
 //!
 //! ```sh
 //! cargo run --release -p sealog-wal --example fuzz_rings -- --seconds 60 --seed 1

@@ -1,17 +1,20 @@
-//! The structure-aware fuzzer (`sealog_wal::fuzz`) in every test run: a fixed seed and a few
+//! The structure-aware fuzzer (`sealog_wal::fuzz`) in every test run: a fixed seed and ten
 //! thousand mutated rings (a second or two in release), each replayed in both recovery modes
-//! against the invariants, plus checks that its parts do what they claim (crafted metadata
-//! passes its CRC, a case is reproduced from its seed, the fuzzer's byte stream drives the same
-//! mutator). CI's bounded run is the `fuzz_rings` example (60 s); `SEALOG_FUZZ_RING_CASES=N`
-//! runs N cases here.
+//! against the invariants and required to reach every row of the decision table, plus checks
+//! that its parts do what they claim (crafted metadata passes its CRC, unreadable blocks reach
+//! replay through the failing source, a case is reproduced from its seed, the fuzzer's byte
+//! stream drives the same mutator). CI's bounded run is the `fuzz_rings` example (60 s);
+//! `SEALOG_FUZZ_RING_CASES=N` runs N cases here.
 
 use sealog_wal::decision::ROWS;
-use sealog_wal::format::{ControlBlock, EntryHeader, SegmentHeader};
+use sealog_wal::format::{ControlBlock, EntryHeader, SegmentHeader, CONTROL_SEQUENCE_LIMIT};
 use sealog_wal::fuzz::{
     catch_panic, craft_control, craft_control_with, craft_segment_header, failure_text, fuzz_bytes,
     reseal_entry_header, run, run_case, sample_bases, workload, Bases, CaseResult, Choices,
     ControlField, Mutation, RunOptions,
 };
+use sealog_wal::fuzz::{check_image, replay_image, Image, ModelCheck};
+use sealog_wal::{read_control, Check, RecoveryMode, ReplayError};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -95,17 +98,83 @@ fn crafted_metadata_passes_its_crc() {
 
 #[test]
 fn a_control_block_crafted_by_hand_is_the_one_replay_reads() {
+    // Up to the limit, a crafted sequence is the current control block; past it, replay refuses
+    // the ring with its typed error. A block at the limit reads but cannot be bumped again.
     let ring = &sample_bases()[3];
-    let mut image = ring.image.clone();
-    let edits = [(ControlField::Sequence, u64::MAX)];
-    let mutation = craft_control_with(ring, &mut image, &edits);
-    assert!(
-        matches!(mutation, Mutation::Control { slot: 1, .. }),
-        "{mutation:?}"
-    );
-    let mut source: &[u8] = &image;
-    let control = sealog_wal::read_control(&mut source).expect("reads");
-    assert_eq!(control.sequence, u64::MAX);
+    for sequence in [
+        CONTROL_SEQUENCE_LIMIT - 1,
+        CONTROL_SEQUENCE_LIMIT,
+        CONTROL_SEQUENCE_LIMIT + 1,
+        u64::MAX,
+    ] {
+        let mut image = ring.image.clone();
+        let mutation = craft_control_with(ring, &mut image, &[(ControlField::Sequence, sequence)]);
+        let Mutation::Control {
+            slot,
+            sequence: written,
+            ..
+        } = mutation
+        else {
+            panic!("{mutation:?}");
+        };
+        // Written to the slot its sequence names, so it is the copy replay takes.
+        assert_eq!((slot, written), (sequence % 2, sequence));
+        let mut source: &[u8] = &image;
+        match read_control(&mut source) {
+            Ok(control) if sequence <= CONTROL_SEQUENCE_LIMIT => {
+                assert_eq!(control.sequence, sequence);
+                assert_eq!(
+                    control.next_sequence().is_ok(),
+                    sequence < CONTROL_SEQUENCE_LIMIT
+                );
+            }
+            Err(ReplayError::ControlSequence { sequence: found })
+                if sequence > CONTROL_SEQUENCE_LIMIT =>
+            {
+                assert_eq!(found, sequence);
+            }
+            other => panic!("sequence {sequence}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn unreadable_blocks_reach_replay_through_the_failing_source() {
+    // From the first live batch to the ring's end nothing can be read: far more than the
+    // in-flight window, so strict replay fails on the unreadable run, truncating replay cuts
+    // there, and the model writer (which replays bytes) is not asked. The same image with every
+    // block readable opens, and the model writer reopens it.
+    let ring = sample_bases()
+        .into_iter()
+        .find(|ring| ring.batches.len() >= 2)
+        .expect("a sample ring with batches");
+    let block = u64::from(ring.geometry.block_size_bytes);
+    let first = ring.batches[0].0 / block;
+    let run = ring.image.len() as u64 / block - first;
+    assert!(run * block > ring.geometry.window_bytes_max);
+    let mut image = Image::new(ring.image.clone(), ring.geometry.block_size_bytes);
+    let readable = check_image(&image).expect("the base ring keeps every invariant");
+    assert_eq!(readable.model, ModelCheck::Reopened);
+    image.unreadable.add_run(first, run);
+    let observed = check_image(&image).expect("every invariant holds");
+    let row = |label| {
+        ROWS.iter()
+            .position(|row| row.label == label)
+            .expect("a row")
+    };
+    assert_eq!(observed.strict, "Corruption");
+    assert_eq!(observed.truncating, "truncated");
+    assert_eq!(observed.strict_rows[row("@unreadable")], 1);
+    assert_eq!(observed.truncating_rows[row("@salvage_unreadable")], 1);
+    assert_eq!(observed.model, ModelCheck::SkippedUnreadable);
+    let (strict, _) = replay_image(&image.bytes, &image.unreadable, RecoveryMode::Strict);
+    match strict {
+        Err(ReplayError::Corruption(found)) => {
+            assert_eq!(found.check, Check::ReadError);
+            assert_eq!(found.ring_offset, first * block);
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -1,16 +1,23 @@
 //! The invariants every image must keep under replay, whatever was done to it: replay returns
 //! `Ok` or a typed error in both recovery modes (a panic is caught by the harness, not here);
 //! an `Ok` report agrees with the entries it visited (count, LSNs contiguous from the trim
-//! point, first, last and next LSN, outcome and its details, decision rows); replay is
-//! deterministic; strict `Ok` implies truncating `Ok` with the same report, and strict
-//! corruption implies a truncating cut naming the same damage; and where replay opens, the
-//! model writer's open recovers the same entries, and opening again after it the same entries
-//! again (I-3, I-5, I-6 of RELIABILITY.md). It owns no generation and no mutation.
+//! point, first, last and next LSN, outcome and its details, decision rows) and with the blocks
+//! that cannot be read (a read error, or a block reported unreadable, only where one is);
+//! replay is deterministic; strict `Ok` implies truncating `Ok` with the same report, and
+//! strict corruption implies a truncating cut naming the same damage; and where replay opens,
+//! the model writer's open recovers the same entries, and opening again after it the same
+//! entries again (I-3, I-5, I-6 of RELIABILITY.md). Images are replayed through
+//! [`FailingSource`], so their unreadable blocks fail with EIO. It owns no generation and no
+//! mutation.
 
+use super::source::{FailingSource, Image, Unreadable};
 use crate::decision::{decide, row_index, Decision, Facts, ROWS};
 use crate::error::ReplayError;
+use crate::format::{Position, CONTROL_SEQUENCE_LIMIT};
 use crate::model::ModelWriter;
-use crate::replay::{replay, Outcome, RecoveryMode, RecoveryReport, ReplayOptions};
+use crate::replay::{
+    replay, Check, Outcome, RecoveryMode, RecoveryReport, ReplayOptions, UNREADABLE_RUNS_REPORTED,
+};
 
 /// Entries a replay visited: (LSN, payload).
 pub type Visited = Vec<(u64, Vec<u8>)>;
@@ -27,9 +34,13 @@ pub enum ModelCheck {
     Reopened,
     /// Refused with a typed error replay's report predicts (the incarnation is exhausted).
     Refused,
-    /// Not run: the control block's sequence is within 2 of `u64::MAX`, and the writer, like
-    /// the engine (issue defect 5), bumps it without a check.
+    /// Not run: the control block's sequence cannot be bumped twice (it is above
+    /// `CONTROL_SEQUENCE_LIMIT - 2`), and the model writer's own open expects
+    /// `ControlBlock::next_sequence` to succeed rather than returning a typed error (see
+    /// [`model_writer_cannot_bump`]). The engine takes its sequences from `next_sequence`.
     SkippedSequence,
+    /// Not run: the image has unreadable blocks, and the model writer replays bytes only.
+    SkippedUnreadable,
 }
 
 impl ModelCheck {
@@ -39,7 +50,8 @@ impl ModelCheck {
             ModelCheck::NotRun => "not_run",
             ModelCheck::Reopened => "reopened_twice",
             ModelCheck::Refused => "refused",
-            ModelCheck::SkippedSequence => "skipped_sequence_near_max",
+            ModelCheck::SkippedSequence => "skipped_sequence_near_limit",
+            ModelCheck::SkippedUnreadable => "skipped_unreadable_blocks",
         }
     }
 }
@@ -60,16 +72,18 @@ pub struct Observed {
     pub model: ModelCheck,
 }
 
-/// Replays `image` in `mode`: the result and the entries visited.
+/// Replays `image` in `mode`, every read overlapping an `unreadable` block failing with EIO:
+/// the result and the entries visited.
 pub fn replay_image(
     image: &[u8],
+    unreadable: &Unreadable,
     mode: RecoveryMode,
 ) -> (Result<RecoveryReport, ReplayError>, Visited) {
     let options = ReplayOptions {
         mode,
         read_chunk_bytes: 1 << 16,
     };
-    let mut source = image;
+    let mut source = FailingSource::new(image, unreadable);
     let mut visited = Vec::new();
     let result = replay(&mut source, &options, &mut |entry| {
         visited.push((entry.lsn, entry.payload.to_vec()))
@@ -126,12 +140,13 @@ pub fn strict_counterpart(row: usize) -> Option<usize> {
 }
 
 /// Checks one image against every invariant; `Err` names the first one broken.
-pub fn check_image(image: &[u8]) -> Result<Observed, String> {
+pub fn check_image(image: &Image) -> Result<Observed, String> {
     let (strict, strict_visited) = replay_deterministic(image, RecoveryMode::Strict)?;
     let (truncating, truncating_visited) =
         replay_deterministic(image, RecoveryMode::TruncateAtCorruption)?;
     if let Ok(report) = &strict {
         check_report(report, &strict_visited, RecoveryMode::Strict)?;
+        check_unreadable(report, &image.unreadable, RecoveryMode::Strict)?;
     }
     if let Ok(report) = &truncating {
         check_report(
@@ -139,6 +154,18 @@ pub fn check_image(image: &[u8]) -> Result<Observed, String> {
             &truncating_visited,
             RecoveryMode::TruncateAtCorruption,
         )?;
+        check_unreadable(
+            report,
+            &image.unreadable,
+            RecoveryMode::TruncateAtCorruption,
+        )?;
+    }
+    if let Err(ReplayError::Corruption(corruption)) = &strict {
+        if corruption.check == Check::ReadError && image.unreadable.is_empty() {
+            return Err(format!(
+                "strict replay names a read error with every block readable: {corruption:?}"
+            ));
+        }
     }
     check_modes_agree(&strict, &strict_visited, &truncating, &truncating_visited)?;
     let model = check_model_writer(
@@ -179,11 +206,11 @@ pub fn check_image(image: &[u8]) -> Result<Observed, String> {
 
 /// Replays twice in `mode` and checks both runs agree.
 fn replay_deterministic(
-    image: &[u8],
+    image: &Image,
     mode: RecoveryMode,
 ) -> Result<(Result<RecoveryReport, ReplayError>, Visited), String> {
-    let (first, first_visited) = replay_image(image, mode);
-    let (second, second_visited) = replay_image(image, mode);
+    let (first, first_visited) = replay_image(&image.bytes, &image.unreadable, mode);
+    let (second, second_visited) = replay_image(&image.bytes, &image.unreadable, mode);
     let same = match (&first, &second) {
         (Ok(a), Ok(b)) => a == b,
         (Err(a), Err(b)) => format!("{a:?}") == format!("{b:?}"),
@@ -259,6 +286,57 @@ fn check_report(
     }
     if report.batches > 0 && report.watermark_max >= report.next_lsn {
         return fail("a watermark at or past the next LSN".into());
+    }
+    Ok(())
+}
+
+/// What an `Ok` report says of unreadable blocks is true of the source: with every block
+/// readable, no read error and no unreadable block; otherwise every block of every run it lists
+/// is unreadable (walked in the probe's order: a segment's blocks, then the next segment's data
+/// blocks), the runs are at most [`UNREADABLE_RUNS_REPORTED`] and within the count.
+fn check_unreadable(
+    report: &RecoveryReport,
+    unreadable: &Unreadable,
+    mode: RecoveryMode,
+) -> Result<(), String> {
+    let fail = |what: String| {
+        Err(format!(
+            "{mode:?} report: {what}; unreadable blocks {} (runs {:?}), end check {:?}, \
+             corruption {:?}",
+            report.unreadable_blocks, report.unreadable_runs, report.end_check, report.corruption
+        ))
+    };
+    let read_error = report.end_check == Check::ReadError
+        || report
+            .corruption
+            .is_some_and(|corruption| corruption.check == Check::ReadError);
+    if unreadable.is_empty() {
+        if report.unreadable_blocks > 0 || !report.unreadable_runs.is_empty() || read_error {
+            return fail("a read error with every block readable".into());
+        }
+        return Ok(());
+    }
+    let listed: u64 = report.unreadable_runs.iter().map(|run| run.blocks).sum();
+    if report.unreadable_runs.len() > UNREADABLE_RUNS_REPORTED || listed > report.unreadable_blocks
+    {
+        return fail("more runs or blocks listed than counted".into());
+    }
+    let g = &report.control.geometry;
+    let block = u64::from(g.block_size_bytes);
+    for run in &report.unreadable_runs {
+        let mut at = run.start;
+        for index in 0..run.blocks {
+            if index > 0 {
+                let next = u64::from(at.offset) + block;
+                at = match u32::try_from(next) {
+                    Ok(offset) if next < g.segment_size_bytes => Position { offset, ..at },
+                    _ => g.next_segment_start(at),
+                };
+            }
+            if !unreadable.overlaps(g.ring_offset(at), block) {
+                return fail(format!("block {at} is listed unreadable but reads"));
+            }
+        }
     }
     Ok(())
 }
@@ -364,10 +442,21 @@ fn check_modes_agree(
     Ok(())
 }
 
+/// Whether the model writer's two opens cannot each bump the control block's `sequence`: its
+/// `write_control` expects `ControlBlock::next_sequence` to succeed, and a block at
+/// `CONTROL_SEQUENCE_LIMIT` (which replay accepts) cannot be bumped at all. Delete this, and
+/// [`ModelCheck::SkippedSequence`], once the model writer's open returns a typed error there
+/// (its open carrying out a recovery plan that returns `PlanError`): then expect that error
+/// from the open, as [`ModelCheck::Refused`] does for an exhausted incarnation.
+fn model_writer_cannot_bump(sequence: u64) -> bool {
+    sequence > CONTROL_SEQUENCE_LIMIT - 2
+}
+
 /// Where replay opens the image (strict, or truncating with a cut), the model writer's open
 /// must recover the same entries, and a second open of what it left the same entries again.
+/// The model writer replays bytes: an image with unreadable blocks is not checked.
 fn check_model_writer(
-    image: &[u8],
+    image: &Image,
     strict: (&Result<RecoveryReport, ReplayError>, &Visited),
     truncating: (&Result<RecoveryReport, ReplayError>, &Visited),
 ) -> Result<ModelCheck, String> {
@@ -378,7 +467,10 @@ fn check_model_writer(
         }
         _ => return Ok(ModelCheck::NotRun),
     };
-    if report.control.sequence > u64::MAX - 2 {
+    if !image.unreadable.is_empty() {
+        return Ok(ModelCheck::SkippedUnreadable);
+    }
+    if model_writer_cannot_bump(report.control.sequence) {
         return Ok(ModelCheck::SkippedSequence);
     }
     let options = ReplayOptions {
@@ -387,7 +479,7 @@ fn check_model_writer(
     };
     // The two opens bump the incarnation twice: refusing that is the typed answer.
     let exhausted = report.incarnation_max >= u32::MAX - 1;
-    let (writer, first, entries) = match ModelWriter::open(image.to_vec(), &options) {
+    let (writer, first, entries) = match ModelWriter::open(image.bytes.clone(), &options) {
         Ok(opened) => opened,
         Err(ReplayError::IncarnationExhausted) if exhausted => return Ok(ModelCheck::Refused),
         Err(error) => {

@@ -2,9 +2,10 @@
 //! checks: control blocks and segment headers re-encoded with [`ControlBlock::encode`] and
 //! [`SegmentHeader::encode`], entry headers re-sealed with [`EntryHeader::encode`] (CRC32C
 //! seeded with the ring id over the 64 header bytes), payloads changed with both CRCs
-//! recomputed. Fields go to their edges: sequence 0 or near `u64::MAX`, LSNs near the limits,
-//! positions and laps at and past the ends, windows and batch sizes of zero or huge,
-//! incarnation `u32::MAX`, segment headers off by one. Each crafting is returned as a
+//! recomputed. Fields go to their edges: sequence 0, at and around `CONTROL_SEQUENCE_LIMIT`
+//! (the highest replay reads; one below it is the last a writer can bump) or `u64::MAX`, LSNs
+//! near the limits, positions and laps at and past the ends, windows and batch sizes of zero or
+//! huge, incarnation `u32::MAX`, segment headers off by one. Each crafting is returned as a
 //! [`Mutation`] that lists the fields set. Block damage and the choice among mutations are
 //! [`super::mutate`]'s.
 
@@ -12,8 +13,8 @@ use super::choices::{mix64, Choices};
 use super::mutate::{block_bytes, flip_bits, pick_block, Mutation};
 use super::rings::Ring;
 use crate::format::{
-    payload_crc, ControlBlock, EntryHeader, Kind, RingId, SegmentHeader, ENTRY_HEADER_SIZE,
-    ENTRY_MAGIC,
+    payload_crc, ControlBlock, EntryHeader, Kind, RingId, SegmentHeader, CONTROL_SEQUENCE_LIMIT,
+    ENTRY_HEADER_SIZE, ENTRY_MAGIC,
 };
 
 /// A control block field a crafted control block sets.
@@ -254,7 +255,16 @@ fn control_value(
     let incarnation = u64::from(report.incarnation_max);
     let next = report.next_position;
     let own: Vec<u64> = match field {
-        ControlField::Sequence => vec![0, 1, u64::MAX, u64::MAX - 1, u64::MAX - 2, u64::MAX - 3],
+        ControlField::Sequence => vec![
+            0,
+            1,
+            CONTROL_SEQUENCE_LIMIT - 2,
+            CONTROL_SEQUENCE_LIMIT - 1,
+            CONTROL_SEQUENCE_LIMIT,
+            CONTROL_SEQUENCE_LIMIT + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ],
         ControlField::Incarnation
         | ControlField::HeadIncarnation
         | ControlField::CutIncarnation => {

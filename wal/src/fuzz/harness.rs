@@ -1,8 +1,9 @@
-//! Running cases: one case is a base ring, a stack of mutations and the checks, all chosen by
-//! one [`Choices`]; a run is many cases from one seed, bounded by a count or a time, with every
-//! panic caught (and its message and place kept) and every failure printed with the command
-//! that reproduces it; the tally counts inputs, failures, outcomes, mutations and, per row of
-//! the decision table, how many inputs reached it. The libFuzzer target's body is here too,
+//! Running cases: one case is a base ring, a stack of mutations (on its bytes and its set of
+//! unreadable blocks) and the checks, all chosen by one [`Choices`]; a run is many cases from
+//! one seed, bounded by a count or a time, with every panic caught (and its message and place
+//! kept) and every failure printed with the command that reproduces it; the tally counts
+//! inputs, failures, outcomes, mutations, model checks (and why one was skipped) and, per row
+//! of the decision table, how many inputs reached it. The libFuzzer target's body is here too,
 //! where a failure must panic instead. It owns no mutation and no check of its own.
 
 use std::cell::{Cell, RefCell};
@@ -15,6 +16,7 @@ use super::check::{check_image, Observed};
 use super::choices::{case_seed, Choices};
 use super::mutate::{mutate, Mutation};
 use super::rings::Bases;
+use super::source::Image;
 use crate::decision::ROWS;
 
 thread_local! {
@@ -89,7 +91,7 @@ fn case_body(
 ) -> Result<Observed, String> {
     let ring = bases.pick(choices, fresh)?;
     case.base.clone_from(&ring.name);
-    let mut image = ring.image.clone();
+    let mut image = Image::new(ring.image.clone(), ring.geometry.block_size_bytes);
     let count = if choices.chance(1, 16) {
         0
     } else {
@@ -228,9 +230,10 @@ impl Tally {
              recovery modes)",
             self.inputs, self.panics, self.violations
         )];
+        let width = ROWS.iter().map(|row| row.label.len()).max().unwrap_or(0);
         for (index, row) in ROWS.iter().enumerate() {
             lines.push(format!(
-                "row {:<15} {:>8} inputs (strict {}, truncating {}), {} decisions",
+                "row {:<width$} {:>8} inputs (strict {}, truncating {}), {} decisions",
                 row.label,
                 self.row_inputs[index],
                 self.row_inputs_strict[index],

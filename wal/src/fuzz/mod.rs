@@ -10,7 +10,9 @@
 //!
 //! - [`choices`]: seeds or fuzzer bytes as a stream of choices;
 //! - [`rings`]: the base rings (sample rings and seeded workloads), checked as they are written;
-//! - [`mutate`]: the mutations (block damage, a short image, crafted metadata) and the choice;
+//! - [`mutate`]: the mutations (block damage, unreadable blocks, a short image, crafted
+//!   metadata) and the choice;
+//! - [`source`]: an image's bytes with its unreadable blocks, read through a failing source;
 //! - [`craft`]: control blocks, segment and entry headers crafted with valid CRCs;
 //! - [`check`]: the invariants a mutated image must keep;
 //! - [`harness`]: cases, runs, caught panics, the tally of outcomes and decision rows.
@@ -21,6 +23,7 @@ pub mod craft;
 pub mod harness;
 pub mod mutate;
 pub mod rings;
+pub mod source;
 
 pub use check::{
     check_image, error_kind, replay_image, strict_counterpart, variant_name, ModelCheck, Observed,
@@ -33,5 +36,6 @@ pub use craft::{
 pub use harness::{
     catch_panic, failure_text, fuzz_bytes, run, run_case, Case, CaseResult, RunOptions, Tally,
 };
-pub use mutate::{craft_metadata, mutate, Mutation, TornRest};
+pub use mutate::{craft_metadata, mutate, Mutation, TornRest, UnreadablePlace};
 pub use rings::{geometries, sample_bases, workload, Bases, Ring};
+pub use source::{FailingSource, Image, Unreadable};

@@ -1,8 +1,9 @@
 //! The mutations the structure-aware fuzzer stacks on a valid ring, and the choice among them:
 //! damage a drive or a crash could do (bit flips, zeroed, garbage, swapped, duplicated, torn and
-//! stale blocks, a short device), and metadata crafted with valid CRCs ([`super::craft`]). Each
-//! mutation is chosen and applied in one go and returned as a value whose `Debug` form says
-//! exactly what was written, for the report of a failing case. It owns no checks.
+//! stale blocks, a short device, runs of blocks that cannot be read), and metadata crafted with
+//! valid CRCs ([`super::craft`]). Each mutation is chosen and applied in one go and returned as
+//! a value whose `Debug` form says exactly what was done, for the report of a failing case. It
+//! owns no checks.
 
 use super::choices::Choices;
 use super::craft::{
@@ -10,6 +11,7 @@ use super::craft::{
     EntryField, SegmentField,
 };
 use super::rings::Ring;
+use super::source::Image;
 use crate::model::{fill_garbage, TEAR_SECTOR_BYTES};
 
 /// What replaces the old part of a torn block.
@@ -27,6 +29,21 @@ pub enum TornRest {
         /// The garbage's seed.
         seed: u64,
     },
+}
+
+/// Where a run of unreadable blocks was placed (the run itself is in the mutation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnreadablePlace {
+    /// At one of the last batches' first block, or at the log's end: a break near the end.
+    NearEnd,
+    /// At or inside a batch of the log, with (usually) more of the log after it.
+    InsideLog,
+    /// In free space after the log's end, or anywhere (trimmed space, often).
+    FreeSpace,
+    /// At a segment's header block.
+    SegmentHeader,
+    /// At a block [`pick_block`] chose (control copies included).
+    Picked,
 }
 
 /// One mutation, as applied.
@@ -84,6 +101,17 @@ pub enum Mutation {
         /// Which earlier image.
         snapshot: usize,
     },
+    /// A run of blocks made unreadable: every read overlapping one fails with EIO.
+    Unreadable {
+        /// Its first block.
+        block: u64,
+        /// How many blocks.
+        blocks: u64,
+        /// Where it was aimed.
+        place: UnreadablePlace,
+        /// It has more blocks than the ring's in-flight window holds.
+        longer_than_window: bool,
+    },
     /// The image cut short.
     Truncate {
         /// Its new length.
@@ -138,6 +166,7 @@ impl Mutation {
             Mutation::DuplicateBlock { .. } => "duplicate_block",
             Mutation::TearBlock { .. } => "tear_block",
             Mutation::StaleBlock { .. } => "stale_block",
+            Mutation::Unreadable { .. } => "unreadable_blocks",
             Mutation::Truncate { .. } => "truncate",
             Mutation::Control { .. } => "control_block",
             Mutation::SegmentHeader { .. } => "segment_header",
@@ -147,53 +176,131 @@ impl Mutation {
     }
 }
 
-/// Chooses one mutation of any kind and applies it to `image` (a copy of `ring.image`, perhaps
-/// already mutated).
-pub fn mutate(ring: &Ring, image: &mut Vec<u8>, choices: &mut Choices<'_>) -> Mutation {
-    // Weights out of 48: crafted metadata 20, block damage 27, a short image 1 (most
-    // short images are refused at once as too small for their geometry).
-    match choices.below(48) {
-        0..=5 => craft_control(ring, image, choices),
-        6..=11 => craft_segment_header(ring, image, choices),
-        12..=17 => reseal_entry_header(ring, image, choices),
-        18 | 19 => reseal_payload(ring, image, choices),
-        20..=25 => flip_bits(ring, image, choices),
+/// Chooses one mutation of any kind and applies it to `image` (`ring.image`, perhaps already
+/// mutated).
+pub fn mutate(ring: &Ring, image: &mut Image, choices: &mut Choices<'_>) -> Mutation {
+    // Weights out of 54: crafted metadata 20, block damage 27, unreadable blocks 6, a short
+    // image 1 (most short images are refused at once as too small for their geometry).
+    let bytes = &mut image.bytes;
+    match choices.below(54) {
+        0..=5 => craft_control(ring, bytes, choices),
+        6..=11 => craft_segment_header(ring, bytes, choices),
+        12..=17 => reseal_entry_header(ring, bytes, choices),
+        18 | 19 => reseal_payload(ring, bytes, choices),
+        20..=25 => flip_bits(ring, bytes, choices),
         26..=29 => {
-            let block = pick_block(ring, image, choices);
+            let block = pick_block(ring, bytes, choices);
             apply_to_block(
                 ring,
-                image,
+                bytes,
                 block,
                 |bytes| bytes.fill(0),
                 || Mutation::ZeroBlock { block },
             )
         }
         30 | 31 => {
-            let block = pick_block(ring, image, choices);
+            let block = pick_block(ring, bytes, choices);
             let seed = choices.next_u64();
             apply_to_block(
                 ring,
-                image,
+                bytes,
                 block,
                 |bytes| fill_garbage(bytes, seed),
                 || Mutation::GarbageBlock { block, seed },
             )
         }
-        32 | 33 => swap_blocks(ring, image, choices),
-        34..=37 => duplicate_block(ring, image, choices),
-        38..=42 => tear_block(ring, image, choices),
-        43..=46 => stale_block(ring, image, choices),
+        32 | 33 => swap_blocks(ring, bytes, choices),
+        34..=37 => duplicate_block(ring, bytes, choices),
+        38..=42 => tear_block(ring, bytes, choices),
+        43..=46 => stale_block(ring, bytes, choices),
+        47..=52 => unreadable_run(ring, image, choices),
         _ => {
             let block = u64::from(ring.geometry.block_size_bytes);
-            let len = image.len() as u64;
+            let len = bytes.len() as u64;
             let len_bytes = if choices.chance(1, 2) {
                 len.saturating_sub(block * choices.between(1, 3))
             } else {
                 choices.below(len)
             };
-            image.truncate(len_bytes as usize);
+            bytes.truncate(len_bytes as usize);
             Mutation::Truncate { len_bytes }
         }
+    }
+}
+
+/// Makes a run of blocks unreadable (a latent sector error, or a dead stretch of a drive),
+/// aimed where replay meets it differently: a break near the log's end (as long as the window
+/// or shorter, it may be a torn tail; longer, or with the log going on after it, it is
+/// corruption), inside the log, in free or trimmed space (only reported), or at a segment
+/// header. The run is as long as the in-flight window or shorter, a little longer, or up to two
+/// segments.
+fn unreadable_run(ring: &Ring, image: &mut Image, choices: &mut Choices<'_>) -> Mutation {
+    let g = &ring.geometry;
+    let block = u64::from(g.block_size_bytes);
+    let image_blocks = image.bytes.len() as u64 / block;
+    if image_blocks == 0 {
+        return Mutation::Nothing;
+    }
+    let end_block = g.ring_offset(ring.report.next_position) / block;
+    let window_blocks = (g.window_bytes_max / block).max(1);
+    let batches = &ring.batches;
+    let place = match choices.below(8) {
+        0..=2 => UnreadablePlace::NearEnd,
+        3 | 4 => UnreadablePlace::InsideLog,
+        5 => UnreadablePlace::FreeSpace,
+        6 => UnreadablePlace::SegmentHeader,
+        _ => UnreadablePlace::Picked,
+    };
+    let first = match place {
+        UnreadablePlace::NearEnd => {
+            // One of the batches a window (and one more) holds back from the end, or the end.
+            let recent = (g.window_batches_max as usize + 1).min(batches.len());
+            let back = choices.below(recent as u64 + 1) as usize;
+            if back == recent {
+                end_block
+            } else {
+                batches[batches.len() - 1 - back].0 / block
+            }
+        }
+        UnreadablePlace::InsideLog if !batches.is_empty() => {
+            let (at, bytes) = batches[choices.below(batches.len() as u64) as usize];
+            let inside = if choices.chance(1, 2) {
+                0
+            } else {
+                choices.below(u64::from(bytes).div_ceil(block))
+            };
+            at / block + inside
+        }
+        UnreadablePlace::InsideLog => end_block,
+        UnreadablePlace::FreeSpace => {
+            if choices.chance(1, 2) {
+                end_block + choices.between(1, window_blocks + 2)
+            } else {
+                choices.below(image_blocks)
+            }
+        }
+        UnreadablePlace::SegmentHeader => {
+            g.segment_ring_offset(choices.below(u64::from(g.segment_count)) as u32) / block
+        }
+        UnreadablePlace::Picked => pick_block(ring, &image.bytes, choices),
+    };
+    let segment_blocks = g.segment_size_bytes / block;
+    let count = match choices.below(8) {
+        0..=3 => choices.between(1, window_blocks),
+        4..=6 => window_blocks + choices.between(1, 3),
+        _ => choices.between(
+            window_blocks + 1,
+            (2 * segment_blocks).max(window_blocks + 1),
+        ),
+    };
+    let first = first.min(image_blocks - 1);
+    let blocks = count.min(image_blocks - first);
+    image.unreadable.add_run(first, blocks);
+    Mutation::Unreadable {
+        block: first,
+        blocks,
+        place,
+        longer_than_window: blocks > window_blocks,
     }
 }
 

@@ -30,6 +30,9 @@ pub struct Ring {
     pub history: Vec<Vec<u8>>,
     /// Strict replay's report of `image` (every ring here replays).
     pub report: RecoveryReport,
+    /// The batches strict replay visited (those holding live entries), in log order: the ring
+    /// offset of each one's first block, and its length in bytes.
+    pub batches: Vec<(u64, u32)>,
 }
 
 /// Sectors a torn block is cut at (the model writer's tear unit).
@@ -70,15 +73,23 @@ fn ring(name: String, image: Vec<u8>, history: Vec<Vec<u8>>) -> Result<Ring, Str
     let control = read_control(&mut source)
         .map_err(|error| format!("{name}: its control block does not read: {error}"))?;
     let mut source: &[u8] = &image;
-    let report = replay(&mut source, &ReplayOptions::default(), &mut |_| {})
-        .map_err(|error| format!("{name}: a generated ring does not replay: {error}"))?;
+    let geometry = control.geometry;
+    let mut batches: Vec<(u64, u32)> = Vec::new();
+    let report = replay(&mut source, &ReplayOptions::default(), &mut |entry| {
+        let batch = (geometry.ring_offset(entry.batch), entry.batch_bytes);
+        if batches.last() != Some(&batch) {
+            batches.push(batch);
+        }
+    })
+    .map_err(|error| format!("{name}: a generated ring does not replay: {error}"))?;
     Ok(Ring {
         name,
-        geometry: control.geometry,
+        geometry,
         ring_id: control.ring_id,
         image,
         history,
         report,
+        batches,
     })
 }
 
