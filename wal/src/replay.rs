@@ -812,7 +812,8 @@ struct Break {
 pub const UNREADABLE_RUNS_REPORTED: usize = 8;
 
 /// A run of consecutive unreadable blocks, in log order (the probe's order: a segment's data
-/// blocks, then the next segment's).
+/// blocks, then the next segment's header and data blocks). A run that holds a segment header
+/// starts at it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnreadableRun {
     /// Its first block.
@@ -951,6 +952,42 @@ impl UnreadableTracker {
                 });
                 self.first_run_open = true;
             }
+        }
+        self.in_run = true;
+    }
+
+    /// The probe could not read the segment header at `here` (offset 0 of a segment). It
+    /// starts a listed run of its own (a run is walked from its start block by block, and the
+    /// block after a segment's last data block is the next segment's first data block), and
+    /// extends the first run without adding batch bytes.
+    fn unreadable_header(&mut self, here: Position) {
+        debug_assert_eq!(here.offset, 0);
+        let found = &mut self.found;
+        found.blocks += 1;
+        self.run_listed = found.runs.len() < UNREADABLE_RUNS_REPORTED;
+        if self.run_listed {
+            found.runs.push(UnreadableRun {
+                start: here,
+                blocks: 1,
+            });
+        }
+        let end = Position {
+            // The header block lies inside its segment.
+            offset: self.block_bytes as u32,
+            ..here
+        };
+        if self.first_run_open {
+            if let Some(run) = found.first_run.as_mut() {
+                run.end = end;
+            }
+        } else if found.first_run.is_none() {
+            found.first_run = Some(FirstRun {
+                start: here,
+                end,
+                data_bytes: 0,
+                at_break: false,
+            });
+            self.first_run_open = true;
         }
         self.in_run = true;
     }
@@ -1182,6 +1219,17 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     ..Facts::default()
                 });
                 debug_assert_eq!(decision.decision, Decision::SkipToNextSegment);
+                if failure.check == Check::ReadError {
+                    // The next segment continues the log, so the writer left this segment's
+                    // rest unused: an unreadable block there is free space, reported only.
+                    report.unreadable_blocks += 1;
+                    if report.unreadable_runs.len() < UNREADABLE_RUNS_REPORTED {
+                        report.unreadable_runs.push(UnreadableRun {
+                            start: failure.position,
+                            blocks: 1,
+                        });
+                    }
+                }
                 report.segments_skipped += 1;
                 cursor = geometry.next_segment_start(cursor);
                 continue;
@@ -1250,8 +1298,12 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         report.end_check = failure.check;
         report.row_hits = self.row_hits;
         report.stale_records = probe.stale_records;
-        report.unreadable_blocks = probe.unreadable.blocks;
-        report.unreadable_runs = probe.unreadable.runs.clone();
+        // Blocks the walk found unreadable in segment tails it skipped come first (log order).
+        report.unreadable_blocks += probe.unreadable.blocks;
+        let room = UNREADABLE_RUNS_REPORTED.saturating_sub(report.unreadable_runs.len());
+        report
+            .unreadable_runs
+            .extend(probe.unreadable.runs.iter().take(room).cloned());
         report.next_lsn = expected_lsn;
         report.next_position = cut;
         // End of what was found after the cut: the failing block, and every record seen.
@@ -1401,8 +1453,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         }
     }
 
-    /// The failure of the segment header after `cursor`'s segment, when it is damaged, or is of
-    /// the expected lap and segment but does not start at `expected_lsn`.
+    /// The failure of the segment header after `cursor`'s segment, when it is damaged or
+    /// unreadable, or is of the expected lap and segment but does not start at `expected_lsn`.
     fn next_segment_damage(&mut self, cursor: Position, expected_lsn: u64) -> Option<Failure> {
         let next = self.geometry.next_segment_start(cursor);
         if next > self.probe_end() {
@@ -1411,6 +1463,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let header_position = Position { offset: 0, ..next };
         let check = match self.read_segment_header(next) {
             Err(Check::SegmentHeader) => Check::SegmentHeader,
+            // An unreadable header may be the one the writer skipped to: the break is there,
+            // and the probe decides whether the log goes on behind it (corruption) or not (a
+            // torn block at most). Taking it for "not written" would cut whatever follows.
+            Err(Check::ReadError) => Check::ReadError,
             Ok(header)
                 if header.lap == next.lap
                     && header.segment == next.segment
@@ -1671,6 +1727,22 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         while at < end {
             if u64::from(at.offset) >= geometry.segment_size_bytes {
                 at = geometry.next_segment_start(at);
+                // The next segment's header: an unreadable one is part of what the log may
+                // need (the writer may have moved on to it), so it counts in the runs; a
+                // readable one is skipped over as before (records never lie in it).
+                let header = Position { offset: 0, ..at };
+                let already_named = failure.check == Check::ReadError && failure.position == header;
+                if at < end && !already_named {
+                    let header_offset = geometry.ring_offset(header);
+                    let header_limit = header_offset + u64::from(block);
+                    if self
+                        .reader
+                        .read(header_offset, block as usize, header_limit)
+                        .is_err()
+                    {
+                        unreadable.unreadable_header(header);
+                    }
+                }
                 continue;
             }
             let here = at;

@@ -308,3 +308,36 @@ fn an_unreadable_block_in_trimmed_space_is_reported_and_the_ring_opens() {
         }]
     );
 }
+
+/// Found by the structure-aware fuzzer: where the writer skipped the rest of a segment, an
+/// unreadable header of the next segment was taken for "nothing written there" (the skip's
+/// read error was dropped, and the probe does not read header blocks), so the acknowledged
+/// entries behind it were cut as a torn tail without a word about the bad block. The header
+/// is part of the log when the log goes on after it: corruption, named at the header.
+#[test]
+fn an_unreadable_segment_header_where_the_writer_skipped_is_corruption_not_a_cut() {
+    let geometry = small_geometry();
+    let mut writer = new_writer(geometry);
+    for _ in 0..14 {
+        append(&mut writer, 1, 100, 1);
+        writer.flush();
+    }
+    // Too large for what segment 0 has left: the writer skips to segment 1.
+    let skipped = append(&mut writer, 1, 5000, 2);
+    writer.flush();
+    let last = *skipped.last().expect("appended");
+    let batch = writer.written().last().expect("written").clone();
+    assert_eq!(batch.position.segment, 1, "the last batch starts segment 1");
+    let image = writer.durable().to_vec();
+    let clean = scan_failing(&image, Vec::new(), &strict()).expect("replays");
+    assert_eq!(clean.segments_skipped, 1);
+    assert_eq!(clean.last_lsn, Some(last));
+    let header = block_range(geometry.segment_ring_offset(1), 1);
+    let found = corruption(scan_failing(&image, vec![header.clone()], &strict()));
+    assert_eq!(found.check, Check::ReadError);
+    assert_eq!((found.position.segment, found.position.offset), (1, 0));
+    assert_eq!(found.lsn, last);
+    let salvaged = scan_failing(&image, vec![header], &salvage()).expect("truncates");
+    assert_eq!(salvaged.outcome, Outcome::Truncated);
+    assert_eq!(salvaged.next_lsn, last);
+}

@@ -139,6 +139,46 @@ pub fn strict_counterpart(row: usize) -> Option<usize> {
     found
 }
 
+/// Unreadable blocks never change what replay recovers without saying so: when a report over
+/// a source with unreadable blocks names no unreadable block, no read error at the end and no
+/// read error as the damage it cut, it must be exactly the report (and the entries) of the
+/// same bytes with every block readable. (Found a header unreadable where the writer had
+/// skipped to it, taken for "never written", with the acknowledged entries behind it cut.)
+fn check_no_silent_read_error(
+    image: &Image,
+    mode: RecoveryMode,
+    result: &Result<RecoveryReport, ReplayError>,
+    visited: &Visited,
+) -> Result<(), String> {
+    let Ok(report) = result else {
+        return Ok(());
+    };
+    let silent = !image.unreadable.is_empty()
+        && report.unreadable_blocks == 0
+        && report.end_check != Check::ReadError
+        && !report
+            .corruption
+            .is_some_and(|corruption| corruption.check == Check::ReadError);
+    if !silent {
+        return Ok(());
+    }
+    let (readable, readable_visited) = replay_image(&image.bytes, &Unreadable::none(), mode);
+    match readable {
+        Ok(plain) if plain == *report && readable_visited == *visited => Ok(()),
+        other => Err(format!(
+            "{mode:?}: unreadable blocks changed the outcome without a word: with every block \
+             readable {}, with them {} at LSN {} ({})",
+            other.map_or_else(
+                |error| error_kind(&error),
+                |plain| format!("{} at LSN {}", plain.end_row, plain.next_lsn)
+            ),
+            report.end_row,
+            report.next_lsn,
+            report.end_check
+        )),
+    }
+}
+
 /// Checks one image against every invariant; `Err` names the first one broken.
 pub fn check_image(image: &Image) -> Result<Observed, String> {
     let (strict, strict_visited) = replay_deterministic(image, RecoveryMode::Strict)?;
@@ -168,6 +208,13 @@ pub fn check_image(image: &Image) -> Result<Observed, String> {
         }
     }
     check_modes_agree(&strict, &strict_visited, &truncating, &truncating_visited)?;
+    check_no_silent_read_error(image, RecoveryMode::Strict, &strict, &strict_visited)?;
+    check_no_silent_read_error(
+        image,
+        RecoveryMode::TruncateAtCorruption,
+        &truncating,
+        &truncating_visited,
+    )?;
     let model = check_model_writer(
         image,
         (&strict, &strict_visited),
