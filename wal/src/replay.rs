@@ -1370,7 +1370,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 report.corruption = Some(corruption);
                 report.dropped = Some(Dropped {
                     first_lsn: drop_lsn,
-                    last_lsn,
+                    // A cut at or below the trim point, with nothing seen past it: the range
+                    // starts and ends at the first LSN dropped, as the field's doc says.
+                    last_lsn: last_lsn.max(drop_lsn),
                     bytes: found_bytes,
                 });
                 // Never hand out an LSN at or below the durable trim point again: when the cut

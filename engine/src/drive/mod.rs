@@ -206,6 +206,7 @@ pub struct QueueDepths {
 /// The answer to a read: the entry asked for, then the rest of its batch (an iterator keeps
 /// them; a point read drops them).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub struct ReadEntries {
     /// The LSN asked for.
     pub lsn: u64,

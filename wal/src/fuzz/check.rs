@@ -420,10 +420,7 @@ fn check_outcome(report: &RecoveryReport, mode: RecoveryMode) -> Result<(), Stri
         if dropped.first_lsn != report.next_lsn {
             return Err("what was dropped does not start at the next LSN".into());
         }
-        // A cut at or below the trim point drops no live LSN: what was dropped then starts
-        // after the trim point, and its last LSN (the highest seen) can be below that (an empty
-        // range). Any other cut drops a real range.
-        if dropped.last_lsn < dropped.first_lsn && dropped.first_lsn != report.trim_lsn + 1 {
+        if dropped.last_lsn < dropped.first_lsn {
             return Err("what was dropped ends before it starts".into());
         }
     }
