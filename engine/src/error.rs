@@ -108,6 +108,18 @@ pub enum OpenError {
         /// The current control block's sequence number.
         sequence: u64,
     },
+    /// An option is out of its range.
+    #[error("{path}: the {option} option is {value}, outside 1..={limit}")]
+    Options {
+        /// The path.
+        path: PathBuf,
+        /// Which option.
+        option: &'static str,
+        /// Its value.
+        value: u64,
+        /// Its largest allowed value.
+        limit: u64,
+    },
     /// The storage's block size grew past the ring's.
     #[error(
         "{path}: the ring was formatted with {ring_block_bytes}-byte blocks but the storage \
@@ -159,8 +171,10 @@ pub enum IoOperation {
     Write,
     /// A flush (or the datasync linked behind a write).
     Flush,
-    /// Handing operations to the device or reaping their completions.
+    /// Reaping completions (and handing queued operations to the device).
     Wait,
+    /// Handing an operation to the backend, which refused it.
+    Submit,
 }
 
 impl IoOperation {
@@ -170,6 +184,7 @@ impl IoOperation {
             IoOperation::Write => "write",
             IoOperation::Flush => "flush",
             IoOperation::Wait => "wait for completions",
+            IoOperation::Submit => "submission",
         }
     }
 }

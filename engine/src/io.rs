@@ -47,6 +47,11 @@ pub type Waker = Arc<dyn Fn() + Send + Sync>;
 /// The operations the drive loop needs from a device. Offsets are ring offsets; lengths and
 /// offsets are multiples of the ring's block size; a write or read never crosses a segment or
 /// the control area (so a backend over segment files never spans two files).
+///
+/// Errors: a failed operation is a [`Completion`] with its errno. An `Err` from a `submit_*`
+/// call or from [`IoBackend::wait`] means the backend itself is broken: operations handed to
+/// it before may or may not complete, and the drive fail-stops and waits for none of them
+/// again (their buffers stay lent for good).
 pub trait IoBackend: Send {
     /// The aligned buffers I/O goes through.
     fn pool(&mut self) -> &mut BufferPool;

@@ -121,13 +121,16 @@ impl Ticket {
     /// keeps its outcome: a later look or wait sees it again.
     #[must_use]
     pub fn wait_timeout(&self, timeout: Duration) -> Option<AppendOutcome> {
-        let deadline = Instant::now() + timeout;
+        // A timeout too long to represent as a deadline is no timeout at all.
+        let deadline = Instant::now().checked_add(timeout);
         let mut slot = self.state.lock();
         loop {
             if let Some(outcome) = &slot.outcome {
                 return Some(outcome.clone());
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(Duration::MAX, |deadline| {
+                deadline.saturating_duration_since(Instant::now())
+            });
             if left.is_zero() {
                 return None;
             }
@@ -183,6 +186,7 @@ mod tests {
         assert_eq!(ticket.try_outcome(), Some(Ok(7)));
         assert_eq!(ticket.try_outcome(), Some(Ok(7)));
         assert_eq!(ticket.wait_timeout(Duration::from_millis(1)), Some(Ok(7)));
+        assert_eq!(ticket.wait_timeout(Duration::MAX), Some(Ok(7)));
         assert_eq!(ticket.wait(), Ok(7));
     }
 

@@ -473,7 +473,7 @@ fn workload(
         }
         tickets.drain(..done);
         check_reads(&mut reads, model, core)?;
-        if let DriveState::Failed(_) = core.stats_now().state {
+        if let DriveState::Failed(_) = core.stats().state {
             failed_at_durable.get_or_insert(core.lsn_durable());
         }
         // Keep room: trim what is acknowledged when the ring nears full.

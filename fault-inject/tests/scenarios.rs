@@ -767,11 +767,7 @@ fn a_writable_open_covers_recovered_entries_with_a_tail_marker() {
     let mut reopened = DriveCore::recover(device(image), path, &options).expect("reopens");
     assert_eq!(reopened.recovery_report().last_lsn, Some(last));
     assert!(reopened.recovery_report().watermark_max < last);
-    assert_eq!(
-        reopened.stats_now().tail_markers,
-        1,
-        "the open wrote a marker"
-    );
+    assert_eq!(reopened.stats().tail_markers, 1, "the open wrote a marker");
     assert_eq!(reopened.lsn_covered(), last);
     let image = reopened.backend_mut().crash();
     let mut source: &[u8] = &image;
@@ -780,5 +776,321 @@ fn a_writable_open_covers_recovered_entries_with_a_tail_marker() {
     assert_eq!(report.watermark_max, last, "the marker is durable");
     // A third open finds everything covered and writes none.
     let again = DriveCore::recover(device(image), path, &options).expect("reopens");
-    assert_eq!(again.stats_now().tail_markers, 0);
+    assert_eq!(again.stats().tail_markers, 0);
+}
+
+/// Review finding: reads that keep the drive busy held the idle tail marker off (the timer was
+/// looked at only when nothing at all was in flight). Readers hammering the drive must not
+/// keep acknowledged entries uncovered.
+fn readers_do_not_hold_off_the_tail_marker(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let options = DriveOptions {
+        tail_marker_idle_us: 10_000,
+        ..DriveOptions::default()
+    };
+    let drive = Arc::new(ring.open(options).expect("opens"));
+    let tickets: Vec<_> = (0..5)
+        .map(|i| drive.append(payload(i, 300)).expect("queued"))
+        .collect();
+    for ticket in tickets {
+        ticket.wait().expect("durable");
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let drive = Arc::clone(&drive);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    drive.read(1).expect("live");
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let markers = drive.stats().expect("stats").tail_markers;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for reader in readers {
+        reader.join().expect("reader");
+    }
+    assert!(
+        markers >= 1,
+        "no marker in 500 ms of reads with a 10 ms idle time"
+    );
+}
+scenario!(readers_do_not_hold_off_the_tail_marker);
+
+/// Review finding: a fully trimmed log needs no marker (the trim point covers it), and the
+/// drive says so in `lsn_covered`.
+fn a_fully_trimmed_log_needs_no_tail_marker(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let options = DriveOptions {
+        tail_marker_idle_us: 5_000,
+        ..DriveOptions::default()
+    };
+    let drive = ring.open(without_idle_markers()).expect("opens");
+    let last = (0..5)
+        .map(|i| drive.append(payload(i, 300)).expect("queued"))
+        .map(|ticket| ticket.wait().expect("durable"))
+        .max()
+        .expect("five");
+    drive.trim(last).expect("trims");
+    let stats = drive.stats().expect("stats");
+    assert_eq!(
+        stats.lsn_covered, last,
+        "the trim point covers what it released"
+    );
+    drive.close();
+    drop(drive);
+    let reopened = ring.open(options).expect("reopens");
+    std::thread::sleep(Duration::from_millis(100));
+    let stats = reopened.stats().expect("stats");
+    assert_eq!(stats.lsn_covered, last);
+    assert_eq!(stats.tail_markers, 0, "nothing live, nothing to cover");
+}
+scenario!(a_fully_trimmed_log_needs_no_tail_marker);
+
+/// Review finding: every append waiting for room had the oldest one's deadline. Each waits
+/// its own `WhenFull::Wait` time, counted from when it was queued.
+fn each_append_waits_for_room_its_own_time(backend: Backend) {
+    let ring = TestRing::new(backend, &Shape::small());
+    let wait = Duration::from_millis(600);
+    let options = DriveOptions {
+        when_full: WhenFull::Wait(wait),
+        ..DriveOptions::default()
+    };
+    let drive = ring.open(options).expect("opens");
+    // Fill the ring.
+    let mut round = 0;
+    loop {
+        let ticket = drive.append(payload(round, 30_000)).expect("queued");
+        if ticket.wait_timeout(Duration::from_millis(200)).is_none() {
+            // Full: this one waits; let it run out.
+            assert!(matches!(ticket.wait(), Err(AppendError::RingFull { .. })));
+            break;
+        }
+        round += 1;
+    }
+    let first = drive.append(payload(1, 30_000)).expect("queued");
+    let first_at = std::time::Instant::now();
+    std::thread::sleep(Duration::from_millis(300));
+    let second = drive.append(payload(2, 30_000)).expect("queued");
+    let second_at = std::time::Instant::now();
+    assert!(matches!(first.wait(), Err(AppendError::RingFull { .. })));
+    assert!(first_at.elapsed() >= wait);
+    assert_eq!(
+        second.try_outcome(),
+        None,
+        "the second append still has {:?} of its own wait",
+        wait.saturating_sub(second_at.elapsed())
+    );
+    assert!(matches!(second.wait(), Err(AppendError::RingFull { .. })));
+    assert!(second_at.elapsed() >= wait);
+}
+scenario!(each_append_waits_for_room_its_own_time);
+
+/// A backend for the review's failure paths: the simulated device, refusing its N-th write
+/// submission, or failing its N-th batch flush with EIO and every wait after it (a device that
+/// stops answering once the drive has already failed).
+struct BrokenDevice {
+    device: sealog_fault::SimDevice,
+    writes: u64,
+    refuse_write: Option<u64>,
+    batch_flushes: u64,
+    fail_batch_flush: Option<u64>,
+    waits_fail: bool,
+}
+
+impl sealog::io::IoBackend for BrokenDevice {
+    fn pool(&mut self) -> &mut sealog::pool::BufferPool {
+        self.device.pool()
+    }
+    fn size_bytes(&self) -> u64 {
+        self.device.size_bytes()
+    }
+    fn submit_write(
+        &mut self,
+        tag: sealog::io::Tag,
+        ring_offset: u64,
+        buffer: usize,
+        buffer_offset: usize,
+        len: u32,
+        sync: sealog::io::WriteSync,
+    ) -> std::io::Result<()> {
+        self.writes += 1;
+        if self.refuse_write == Some(self.writes) {
+            return Err(std::io::Error::from_raw_os_error(EBUSY));
+        }
+        self.device
+            .submit_write(tag, ring_offset, buffer, buffer_offset, len, sync)
+    }
+    fn submit_flush(
+        &mut self,
+        tag: sealog::io::Tag,
+        ring_offset: u64,
+        order: sealog::io::FlushOrder,
+    ) -> std::io::Result<()> {
+        self.device.submit_flush(tag, ring_offset, order)
+    }
+    fn submit_read(
+        &mut self,
+        tag: sealog::io::Tag,
+        ring_offset: u64,
+        buffer: usize,
+        len: u32,
+    ) -> std::io::Result<()> {
+        self.device.submit_read(tag, ring_offset, buffer, len)
+    }
+    fn wait(
+        &mut self,
+        min_complete: usize,
+        out: &mut Vec<sealog::io::Completion>,
+    ) -> std::io::Result<()> {
+        if self.waits_fail {
+            return Err(std::io::Error::from_raw_os_error(EIO));
+        }
+        let before = out.len();
+        self.device.wait(min_complete, out)?;
+        for completion in &mut out[before..] {
+            // A batch flush's tag: kind 1 in the low three bits (the engine's `Op`).
+            if completion.tag & 7 == 1 {
+                self.batch_flushes += 1;
+                if self.fail_batch_flush == Some(self.batch_flushes) {
+                    completion.result = Err(EIO);
+                    self.waits_fail = true;
+                }
+            }
+        }
+        Ok(())
+    }
+    fn waker(&self) -> sealog::io::Waker {
+        self.device.waker()
+    }
+}
+
+/// Errnos, without a libc dependency in the tests.
+const EIO: i32 = 5;
+const EBUSY: i32 = 16;
+
+fn open_broken(refuse_write: Option<u64>, fail_batch_flush: Option<u64>) -> sealog::Drive {
+    let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
+    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([9; 16]));
+    sealog::Drive::open_with(
+        std::path::Path::new("broken"),
+        geometry,
+        DriveOptions::default(),
+        move || {
+            let device = sealog_fault::SimDevice::new(
+                image,
+                FaultConfig::none(),
+                3,
+                sealog::drive::buffer_count(&geometry),
+                sealog::drive::buffer_bytes(&geometry),
+                4096,
+            )?;
+            Ok(BrokenDevice {
+                device,
+                writes: 0,
+                refuse_write,
+                batch_flushes: 0,
+                fail_batch_flush,
+                waits_fail: false,
+            })
+        },
+    )
+    .expect("opens")
+}
+
+/// Review findings: a backend that refuses a submission, or whose waits fail after the drive
+/// already failed, left the drive waiting on it forever (and `close` never returned). Either
+/// way the drive fail-stops, every ticket completes, and close returns.
+#[test]
+fn a_broken_backend_fails_the_drive_and_close_returns() {
+    // Recovery writes the control block first (write 1): refuse a batch's write.
+    for (refuse_write, fail_batch_flush) in [(Some(4), None), (None, Some(2))] {
+        let drive = Arc::new(open_broken(refuse_write, fail_batch_flush));
+        let outcomes = within("appends on a broken backend", Duration::from_secs(30), {
+            let drive = Arc::clone(&drive);
+            move || {
+                let tickets: Vec<_> = (0..40u64)
+                    .filter_map(|i| drive.append(payload(i, 5000)).ok())
+                    .collect();
+                tickets
+                    .into_iter()
+                    .map(|ticket| ticket.wait())
+                    .collect::<Vec<_>>()
+            }
+        });
+        assert!(
+            outcomes
+                .iter()
+                .any(|outcome| matches!(outcome, Err(AppendError::Failed(_)))),
+            "the drive failed: {outcomes:?}"
+        );
+        within(
+            "close of a broken drive",
+            Duration::from_secs(30),
+            move || drive.close(),
+        );
+    }
+}
+
+/// Review finding: a hand-stepped core took any append request, and encoding a padding record
+/// or an oversized payload panicked the drive. Both are refused with a typed error.
+#[test]
+fn a_core_refuses_appends_the_handle_would_refuse() {
+    use sealog::drive::{buffer_bytes, buffer_count};
+    use sealog::{DriveCore, Request, Wait};
+
+    let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
+    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([4; 16]));
+    let device = sealog_fault::SimDevice::new(
+        image,
+        FaultConfig::none(),
+        1,
+        buffer_count(&geometry),
+        buffer_bytes(&geometry),
+        4096,
+    )
+    .expect("a device");
+    let mut core = DriveCore::recover(device, std::path::Path::new("core"), &Default::default())
+        .expect("opens");
+    let (padding, padding_ticket) = Request::append(Kind::Padding, vec![0; 10]);
+    let limit = geometry.payload_size_max_bytes() as usize;
+    let (oversized, oversized_ticket) = Request::append(Kind::Data, vec![0; limit + 1]);
+    let (fine, fine_ticket) = Request::append(Kind::Data, vec![1; 10]);
+    for request in [padding, oversized, fine] {
+        core.submit(request);
+    }
+    while !fine_ticket.is_complete() {
+        core.step(Wait::ForCompletion);
+    }
+    assert!(matches!(
+        padding_ticket.try_outcome(),
+        Some(Err(AppendError::ReservedKind { .. }))
+    ));
+    assert!(matches!(
+        oversized_ticket.try_outcome(),
+        Some(Err(AppendError::PayloadTooLarge { .. }))
+    ));
+    assert_eq!(fine_ticket.wait(), Ok(1));
+}
+
+/// Review finding: a huge channel capacity panicked inside `Drive::open`.
+#[test]
+fn an_option_out_of_range_is_a_typed_error() {
+    let ring = TestRing::new(Backend::Simulated, &Shape::small());
+    for capacity in [0, usize::MAX] {
+        let options = DriveOptions {
+            channel_capacity: capacity,
+            ..DriveOptions::default()
+        };
+        assert!(matches!(
+            ring.open(options),
+            Err(sealog::OpenError::Options {
+                option: "channel_capacity",
+                ..
+            })
+        ));
+    }
 }

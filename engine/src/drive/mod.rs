@@ -9,11 +9,13 @@
 //! [`DriveClosed`]), and a client that sends after the thread stopped drains the channel
 //! itself. No call ever waits on a drive that is gone.
 //!
-//! - [`core`]: the state machine (group commit, acknowledgements, fail-stop, tail markers);
+//! - [`core`]: the state machine (its loop, requests, the clock, fail-stop);
+//! - [`appends`]: group commit, acknowledgements, ring-full backpressure, tail markers;
 //! - [`recover`]: recovery on open through the backend;
 //! - [`reads`] and [`trim`]: the read and trim paths of the state machine;
 //! - [`op`]: the typed operations and their tags; [`buffers`]: the pool's lanes.
 
+mod appends;
 mod buffers;
 mod core;
 mod op;
@@ -82,7 +84,8 @@ pub struct DriveOptions {
     pub recovery: RecoveryMode,
     /// Pin the drive thread to this CPU.
     pub cpu: Option<usize>,
-    /// Capacity of the client channel (requests queued before `append` blocks).
+    /// Capacity of the client channel (requests queued before `append` blocks), from 1 to
+    /// [`CHANNEL_CAPACITY_MAX`].
     pub channel_capacity: usize,
     /// How long the drive thread spins on the completion queue before it blocks in the kernel
     /// (microseconds; 0 blocks at once).
@@ -139,6 +142,10 @@ pub const SPIN_BEFORE_BLOCK_US_DEFAULT: u64 = 250;
 /// Default gathering window of group commit, in microseconds (see
 /// [`DriveOptions::group_gather_us`] and the benchmark's figures in its doc).
 pub const GROUP_GATHER_US_DEFAULT: u64 = 100;
+
+/// The largest client channel a drive accepts (requests queued before `append` blocks): a
+/// bound on the memory a slow drive lets its clients pile up, far above any useful depth.
+pub const CHANNEL_CAPACITY_MAX: usize = 1 << 24;
 
 /// Default idle time before a tail marker, in microseconds: half of the 100 ms DESIGN allows,
 /// and two orders of magnitude above a busy writer's gap between batches, so a busy log never
@@ -199,8 +206,10 @@ pub struct QueueDepths {
     pub reads_waiting: usize,
     /// Reads on the device.
     pub reads_in_flight: usize,
-    /// Trims waiting (one more may be on the device).
+    /// Trims waiting.
     pub trims_waiting: usize,
+    /// A trim's control block is on the device.
+    pub trim_in_flight: bool,
 }
 
 /// The answer to a read: the entry asked for, then the rest of its batch (an iterator keeps
@@ -358,6 +367,14 @@ impl Drive {
         B: IoBackend + 'static,
         F: FnOnce() -> io::Result<B> + Send + 'static,
     {
+        if !(1..=CHANNEL_CAPACITY_MAX).contains(&options.channel_capacity) {
+            return Err(OpenError::Options {
+                path: path.to_path_buf(),
+                option: "channel_capacity",
+                value: options.channel_capacity as u64,
+                limit: CHANNEL_CAPACITY_MAX as u64,
+            });
+        }
         let (sender, receiver) = crossbeam_channel::bounded(options.channel_capacity);
         let leftovers = receiver.clone();
         let (opened_sender, opened_receiver) = mpsc::channel();
@@ -520,16 +537,18 @@ impl Drive {
         answer.recv().map_err(|_| DriveClosed)
     }
 
-    /// Stops the drive thread after it has finished what is queued and in flight, with a
-    /// tail marker when acknowledged entries are not yet covered by a durable watermark.
+    /// Stops the drive thread after it has finished what was queued and in flight when the
+    /// close arrived (requests after it get [`DriveClosed`]), with a tail marker when
+    /// acknowledged entries are not yet covered by a durable watermark. Returns once the thread
+    /// has stopped, from whichever thread calls it (a second caller waits for the first).
     pub fn close(&self) {
         let _ = self.send(Request(RequestKind::Close));
-        let thread = self
+        let mut thread = self
             .thread
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        if let Some(thread) = thread {
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Joined under the lock, so a concurrent close returns only after the thread stopped.
+        if let Some(thread) = thread.take() {
             let _ = thread.join();
         }
     }
@@ -588,19 +607,34 @@ fn drive_thread<B, F>(
         return;
     }
     drive.set_thread_timers(options);
+    // Whatever way this thread ends from here (returning, or unwinding from anywhere below),
+    // the guard marks the drive stopped and drops what is left in the channel.
+    let _stop = StopGuard { stopped, receiver };
     let outcome = catch_unwind(AssertUnwindSafe(|| drive.run(receiver, sleeping)));
-    // From here on no request is taken: clients see `stopped` and stop sending, and a
-    // request that lands after the drain below is dropped by its sender (see `Drive::send`).
-    stopped.store(true, Ordering::SeqCst);
-    fence(Ordering::SeqCst);
     if let Err(panic) = outcome {
         let message = panic_message(panic.as_ref());
         tracing::error!(path = %path.display(), "the drive thread panicked: {message}");
         drive.fail_all(DriveFailure::ThreadPanicked { message });
     }
-    while receiver.try_recv().is_ok() {}
     // Dropping the core drops whatever it still holds; each completer completes its ticket.
     drop(drive);
+}
+
+/// Marks the drive stopped and drops every request left in its channel, when the drive thread
+/// ends for whatever reason (its drop runs on a panic too). From then on no request is taken:
+/// clients see `stopped` and stop sending, and a request that lands after the drain is dropped
+/// by its sender (see `Drive::send`), which completes its ticket or reply with `DriveClosed`.
+struct StopGuard<'a> {
+    stopped: &'a AtomicBool,
+    receiver: &'a Receiver<Request>,
+}
+
+impl Drop for StopGuard<'_> {
+    fn drop(&mut self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        while self.receiver.try_recv().is_ok() {}
+    }
 }
 
 /// The text of a panic's payload.

@@ -6,19 +6,15 @@
 //! serve anything unacknowledged. A failed or damaged read is that read's outcome only; it
 //! never stops the drive.
 
-use std::sync::mpsc;
-
 use sealog_wal::validate::{check_batch, BatchExpectation, IncarnationRule};
 use sealog_wal::Check;
 
 use super::buffers::Lane;
 use super::core::{DriveCore, IndexedBatch};
 use super::op::Op;
-use super::ReadEntries;
-use crate::error::{errno_text, ReadError};
+use super::{ReadEntries, ReadSender};
+use crate::error::{errno_text, IoOperation, ReadError};
 use crate::io::{Completion, IoBackend};
-
-type ReadSender = mpsc::Sender<Result<ReadEntries, ReadError>>;
 
 /// A read waiting for a buffer.
 pub(super) struct ReadRequest {
@@ -82,24 +78,6 @@ impl<B: IoBackend> DriveCore<B> {
             .expect("reads start only while the read lane has a buffer");
         let sequence = self.next_sequence();
         let ring_offset = self.geometry.ring_offset(batch.position);
-        if let Err(error) = self.backend.submit_read(
-            Op::Read { sequence }.tag(),
-            ring_offset,
-            buffer,
-            batch.bytes,
-        ) {
-            // The device refused the read: this read's outcome, not the drive's.
-            self.lanes.release(Lane::Read, buffer);
-            self.reads_served += 1;
-            let errno = error.raw_os_error().unwrap_or(libc::EIO);
-            let _ = reply.send(Err(ReadError::Io {
-                lsn,
-                ring_offset,
-                errno,
-                message: errno_text(errno),
-            }));
-            return;
-        }
         self.reads.push(PendingRead {
             sequence,
             buffer,
@@ -107,12 +85,23 @@ impl<B: IoBackend> DriveCore<B> {
             lsn,
             reply: Some(reply),
         });
+        let submitted = self.backend.submit_read(
+            Op::Read { sequence }.tag(),
+            ring_offset,
+            buffer,
+            batch.bytes,
+        );
+        if let Err(error) = submitted {
+            // The backend could not take it: it is broken as a whole (this read's reply gets
+            // the drive's failure), and nothing it holds can be trusted to complete.
+            self.device_broken(IoOperation::Submit, ring_offset, &error);
+        }
     }
 
     /// A read finished: check what it read and answer it.
     pub(super) fn on_read_completion(&mut self, sequence: u64, completion: Completion) {
         let Some(position) = self.reads.iter().position(|read| read.sequence == sequence) else {
-            // Only reads abandoned after a failed wait complete unknown (see `fail`).
+            // Only reads abandoned by a broken backend complete unknown.
             debug_assert!(self.failed.is_some(), "a completion for no read in flight");
             return;
         };

@@ -325,10 +325,14 @@ impl<B: IoBackend> DriveCore<B> {
             incarnation: plan.incarnation,
             cursor: plan.cursor,
             lsn_durable,
+            // What a recovered watermark, the plan's marker or the trim point covers.
             lsn_covered: if marker_written {
                 lsn_durable
             } else {
-                report.watermark_max.min(lsn_durable)
+                report
+                    .watermark_max
+                    .max(plan.control.trim_lsn)
+                    .min(lsn_durable)
             },
             tail_markers: u64::from(marker_written),
             index,

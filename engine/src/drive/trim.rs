@@ -4,17 +4,15 @@
 //! Trims never need log space, so a full ring can always be trimmed. One trim is on the device
 //! at a time, with the control lane's buffer it owns; the others wait in arrival order.
 
-use std::sync::mpsc;
-
 use sealog_wal::format::ControlBlock;
 
+use super::appends::OpState;
 use super::buffers::Lane;
 use super::core::DriveCore;
 use super::op::Op;
+use super::TrimSender;
 use crate::error::{DriveFailure, IoOperation, TrimError};
 use crate::io::{Completion, FlushOrder, IoBackend, WriteSync};
-
-type TrimSender = mpsc::Sender<Result<(), TrimError>>;
 
 /// A trim waiting for the one before it.
 pub(super) struct TrimRequest {
@@ -31,8 +29,15 @@ pub(super) struct PendingTrim {
     lsn: u64,
     /// Taken when the reply is sent early (the drive failed while the trim was on the device).
     pub(super) reply: Option<TrimSender>,
-    write_completed: bool,
-    flush_pending: bool,
+    write: OpState,
+    flush: OpState,
+}
+
+impl PendingTrim {
+    /// The device is done with both of its operations (so its buffer is free).
+    fn finished(&self) -> bool {
+        self.write != OpState::Pending && self.flush != OpState::Pending
+    }
 }
 
 impl<B: IoBackend> DriveCore<B> {
@@ -66,11 +71,7 @@ impl<B: IoBackend> DriveCore<B> {
             Some(batch) => (batch.position, batch.first_lsn, batch.incarnation),
             None => match self.inflight_front() {
                 Some(front) => front,
-                None => (
-                    self.cursor_position(),
-                    self.lsn_durable + 1,
-                    self.incarnation(),
-                ),
+                None => (self.cursor.position, self.lsn_durable + 1, self.incarnation),
             },
         };
         let control = ControlBlock {
@@ -89,7 +90,16 @@ impl<B: IoBackend> DriveCore<B> {
         control.encode(&mut self.backend.pool().buffer_mut(buffer)[..block]);
         let offset = self.geometry.control_offset(control.copy());
         let sequence = self.next_sequence();
-        let written = self.backend.submit_write(
+        self.trim_in_flight = Some(PendingTrim {
+            sequence,
+            buffer,
+            control,
+            lsn,
+            reply: Some(reply),
+            write: OpState::Pending,
+            flush: OpState::Pending,
+        });
+        let mut submitted = self.backend.submit_write(
             Op::ControlWrite { sequence }.tag(),
             offset,
             buffer,
@@ -97,31 +107,16 @@ impl<B: IoBackend> DriveCore<B> {
             block as u32,
             WriteSync::None,
         );
-        let flushed = written.as_ref().ok().map(|()| {
-            self.backend.submit_flush(
+        if submitted.is_ok() {
+            submitted = self.backend.submit_flush(
                 Op::ControlFlush { sequence }.tag(),
                 offset,
                 FlushOrder::AfterPreviousWrite,
-            )
-        });
-        self.trim_in_flight = Some(PendingTrim {
-            sequence,
-            buffer,
-            control,
-            lsn,
-            reply: Some(reply),
-            write_completed: written.is_err(),
-            flush_pending: matches!(flushed, Some(Ok(()))),
-        });
-        let refused = match (written, flushed) {
-            (Err(error), _) => Some((IoOperation::Write, error)),
-            (Ok(()), Some(Err(error))) => Some((IoOperation::Flush, error)),
-            _ => None,
-        };
-        if let Some((operation, error)) = refused {
-            let errno = error.raw_os_error().unwrap_or(libc::EIO);
-            self.fail(DriveFailure::io(operation, offset, errno));
-            self.finish_failed_trim();
+            );
+        }
+        if let Err(error) = submitted {
+            // The backend could not take it: nothing it holds can be trusted to complete.
+            self.device_broken(IoOperation::Submit, offset, &error);
         }
     }
 
@@ -141,10 +136,14 @@ impl<B: IoBackend> DriveCore<B> {
             debug_assert!(self.failed.is_some(), "a completion for no trim in flight");
             return;
         };
+        let state = match completion.result {
+            Ok(_) => OpState::Done,
+            Err(_) => OpState::Failed,
+        };
         if is_flush {
-            trim.flush_pending = false;
+            trim.flush = state;
         } else {
-            trim.write_completed = true;
+            trim.write = state;
         }
         let offset = self.geometry.control_offset(trim.control.copy());
         if let Err(errno) = completion.result {
@@ -155,14 +154,23 @@ impl<B: IoBackend> DriveCore<B> {
             };
             self.fail(DriveFailure::io(operation, offset, errno));
         }
+        let Some(trim) = self.trim_in_flight.as_ref() else {
+            return;
+        };
         if self.failed.is_some() {
-            self.finish_failed_trim();
+            // The trim's buffer goes back once the device is done with it.
+            if trim.finished() {
+                let trim = self.trim_in_flight.take().expect("checked");
+                self.lanes.release(Lane::Control, trim.buffer);
+            }
             return;
         }
-        if !is_flush {
+        // Durable once both the write and the flush behind it succeeded, in whatever order
+        // their completions arrive.
+        if (trim.write, trim.flush) != (OpState::Done, OpState::Done) {
             return;
         }
-        let trim = self.trim_in_flight.take().expect("matched above");
+        let trim = self.trim_in_flight.take().expect("checked");
         self.lanes.release(Lane::Control, trim.buffer);
         self.control = trim.control;
         while self
@@ -172,21 +180,11 @@ impl<B: IoBackend> DriveCore<B> {
         {
             self.index.pop_front();
         }
+        // Trimmed entries need no watermark: damage to them is never a question again.
+        self.lsn_covered = self.lsn_covered.max(trim.lsn);
         self.on_head_moved();
         if let Some(reply) = trim.reply {
             let _ = reply.send(Ok(()));
-        }
-    }
-
-    /// After a failure: the trim's buffer goes back once the device is done with it.
-    fn finish_failed_trim(&mut self) {
-        if self
-            .trim_in_flight
-            .as_ref()
-            .is_some_and(|trim| trim.write_completed && !trim.flush_pending)
-        {
-            let trim = self.trim_in_flight.take().expect("checked");
-            self.lanes.release(Lane::Control, trim.buffer);
         }
     }
 }

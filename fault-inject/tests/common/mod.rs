@@ -150,17 +150,18 @@ impl TestRing {
         match self.backend {
             Backend::Uring => Drive::open(&self.path, options),
             Backend::Simulated => {
-                let image = self
-                    .image
-                    .lock()
-                    .expect("image lock")
-                    .take()
-                    .expect("the ring is not open elsewhere");
                 let geometry = self.geometry;
                 let faults = self.faults;
                 let seed = self.seed;
                 let sink = Arc::clone(&self.image);
                 Drive::open_with(&self.path, geometry, options, move || {
+                    // Taken on the drive thread, so an open refused before it starts leaves
+                    // the ring's bytes where they were.
+                    let image = sink
+                        .lock()
+                        .expect("image lock")
+                        .take()
+                        .expect("the ring is not open elsewhere");
                     let mut device = SimDevice::new(
                         image,
                         faults,

@@ -1,0 +1,440 @@
+//! The append path of the drive's state machine: group commit (queued appends gathered into
+//! one batch per write while earlier batches' writes and flushes are in flight, up to the
+//! ring's window), acknowledgements in LSN order once a batch's flush (or dsync write)
+//! succeeded, ring-full backpressure, and tail markers: a one-block batch carrying the current
+//! watermark, written once the log has been idle for a while with acknowledged entries that no
+//! durable watermark covers yet, and on clean close, in ring space data batches leave for it.
+
+use std::time::{Duration, Instant};
+
+use sealog_wal::batch::{BatchBuilder, BatchStart};
+use sealog_wal::format::ENTRY_HEADER_SIZE;
+use sealog_wal::{EncodeError, Kind, Position};
+
+use super::buffers::Lane;
+use super::core::{DriveCore, IndexedBatch};
+use super::op::Op;
+use super::{Durability, WhenFull};
+use crate::error::{AppendError, DriveFailure, IoOperation};
+use crate::io::{Completion, FlushOrder, IoBackend, WriteSync};
+use crate::ticket::TicketCompleter;
+
+/// An append waiting for a batch.
+pub(super) struct QueuedAppend {
+    pub(super) kind: Kind,
+    pub(super) payload: Vec<u8>,
+    pub(super) completer: TicketCompleter,
+    /// When it was queued: a full ring's `WhenFull::Wait` counts from here, per append.
+    pub(super) queued_at: Instant,
+}
+
+impl QueuedAppend {
+    /// Bytes a payload takes in a batch, its header included.
+    pub(super) fn bytes_in_batch(payload_len: usize) -> u64 {
+        payload_len as u64 + ENTRY_HEADER_SIZE as u64
+    }
+}
+
+/// What a batch in flight carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum BatchPurpose {
+    /// Records of clients' appends.
+    Data,
+    /// A tail marker: no records, only the watermark.
+    TailMarker,
+}
+
+/// Where one operation of a batch (or trim) stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OpState {
+    /// On the device.
+    Pending,
+    /// Completed successfully.
+    Done,
+    /// Completed with an error (or cancelled behind one).
+    Failed,
+}
+
+/// A batch written and not yet acknowledged.
+pub(super) struct Inflight {
+    sequence: u64,
+    purpose: BatchPurpose,
+    buffer: usize,
+    pub(super) position: Position,
+    bytes: u32,
+    pub(super) first_lsn: u64,
+    next_lsn: u64,
+    watermark: u64,
+    ring_offset: u64,
+    write: OpState,
+    /// The flush linked behind the write, when the durability mode has one.
+    flush: Option<OpState>,
+    payload_bytes: u64,
+    submitted: Instant,
+}
+
+impl Inflight {
+    /// The batch's bytes are durable: its write succeeded, and so did its flush if it has one
+    /// (whatever order their completions arrive in).
+    fn durable(&self) -> bool {
+        self.write == OpState::Done && self.flush.is_none_or(|flush| flush == OpState::Done)
+    }
+
+    /// The device is done with every operation of the batch (so its buffer is free).
+    fn finished(&self) -> bool {
+        self.write != OpState::Pending && self.flush != Some(OpState::Pending)
+    }
+}
+
+impl<B: IoBackend> DriveCore<B> {
+    /// Starts data batches up to the window while appends are queued and worth a batch, then
+    /// fails the appends whose wait for room is over.
+    pub(super) fn start_batches(&mut self) {
+        while !self.queue.is_empty()
+            && !self.ring_full
+            && self.inflight.len() < self.geometry.window_batches_max as usize
+            && self.lanes.has_free(Lane::Batch)
+            && self.batch_worth_starting()
+            && self.failed.is_none()
+        {
+            if !self.start_batch(BatchPurpose::Data) {
+                break;
+            }
+        }
+        self.expire_full_waits();
+    }
+
+    /// Group commit: with nothing in flight a batch starts at once (a lone client sees one
+    /// write plus one flush); with batches in flight, the queue keeps gathering until it holds
+    /// half a batch's worth, so a deep queue makes few large batches rather than many small
+    /// ones that fill the window.
+    ///
+    /// When the device has just gone idle, the next batch waits (within the gathering window)
+    /// for the group it expects: every append queued when the last batch completed plus every
+    /// append that batch acknowledged, since in a closed loop those writers come straight back.
+    fn batch_worth_starting(&self) -> bool {
+        if self.queued_bytes >= u64::from(self.geometry.batch_size_max_bytes) / 2 {
+            return true;
+        }
+        if !self.inflight.is_empty() {
+            return false;
+        }
+        match self.gather_until {
+            None => true,
+            Some(until) => {
+                self.queue.len() as u64 >= self.expected_group || Instant::now() >= until
+            }
+        }
+    }
+
+    /// Whether appends are queued, nothing is in flight and the next batch is still gathering.
+    pub(super) fn gathering(&self) -> bool {
+        self.gather_until.is_some()
+            && self.failed.is_none()
+            && !self.ring_full
+            && !self.queue.is_empty()
+            && !self.is_busy()
+            && !self.batch_worth_starting()
+    }
+
+    /// With the ring full: appends fail with [`AppendError::RingFull`] at once
+    /// (`WhenFull::Fail`), or the oldest ones whose own wait ran out (`WhenFull::Wait`).
+    fn expire_full_waits(&mut self) {
+        if !self.ring_full {
+            return;
+        }
+        let next_lsn = self.cursor.next_lsn;
+        let now = Instant::now();
+        while let Some(oldest) = self.queue.front() {
+            let expired = match self.when_full {
+                WhenFull::Fail => true,
+                WhenFull::Wait(timeout) => {
+                    now.saturating_duration_since(oldest.queued_at) >= timeout
+                }
+            };
+            if !expired {
+                break;
+            }
+            let append = self.queue.pop_front().expect("the front exists");
+            self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload.len());
+            append
+                .completer
+                .complete(Err(AppendError::RingFull { next_lsn }));
+        }
+        if self.queue.is_empty() {
+            self.ring_full = false;
+        }
+    }
+
+    /// A trim moved the head: space a data batch or the last tail marker found no room in may
+    /// be free now, so appends waiting for room try again at once.
+    pub(super) fn on_head_moved(&mut self) {
+        self.tail_marker_refused = false;
+        self.ring_full = false;
+    }
+
+    /// Whether some acknowledged entry is not yet covered by a durable watermark (nor by the
+    /// trim point), with no batch in flight that will cover it and no data batch about to.
+    pub(super) fn needs_tail_marker(&self) -> bool {
+        self.failed.is_none()
+            && !self.tail_marker_refused
+            && self.inflight.is_empty()
+            && (self.queue.is_empty() || self.ring_full)
+            && self.lsn_durable > self.lsn_covered
+    }
+
+    /// Writes a tail marker if one is needed (see [`DriveCore::needs_tail_marker`]); returns
+    /// whether one started.
+    pub(super) fn start_tail_marker(&mut self) -> bool {
+        if !self.needs_tail_marker() || !self.lanes.has_free(Lane::Batch) {
+            return false;
+        }
+        self.start_batch(BatchPurpose::TailMarker)
+    }
+
+    /// Encodes a batch (queued appends, or none for a tail marker) into a batch buffer and
+    /// submits its write (and flush). Returns false when nothing could start (ring full).
+    fn start_batch(&mut self, purpose: BatchPurpose) -> bool {
+        let geometry = self.geometry;
+        let head = self.control.head;
+        // Data batches leave the block before a segment that cannot be entered yet for a
+        // marker, so a tail marker can always be written.
+        let slot = match purpose {
+            BatchPurpose::Data => self.cursor.data_slot(&geometry, head, self.incarnation),
+            BatchPurpose::TailMarker => self.cursor.marker_slot(&geometry, head, self.incarnation),
+        };
+        let slot = match slot {
+            Ok(slot) => slot,
+            Err(_) => {
+                match purpose {
+                    BatchPurpose::Data => self.ring_full = true,
+                    BatchPurpose::TailMarker => self.tail_marker_refused = true,
+                }
+                return false;
+            }
+        };
+        let Some(buffer) = self.lanes.acquire(Lane::Batch) else {
+            return false;
+        };
+        let block = geometry.block_size_bytes as usize;
+        let ring_id = self.control.ring_id;
+        let watermark = self.lsn_durable;
+        let start = BatchStart {
+            ring_id,
+            position: slot.position,
+            first_lsn: self.cursor.next_lsn,
+            watermark,
+            incarnation: self.incarnation,
+            block_size_bytes: geometry.block_size_bytes,
+            capacity_bytes: slot.capacity_bytes,
+            payload_size_max_bytes: geometry.payload_size_max_bytes(),
+        };
+        let pool = self.backend.pool();
+        let bytes = pool.buffer_mut(buffer);
+        if let Some(header) = slot.segment_header {
+            header.encode(ring_id, &mut bytes[..block]);
+        }
+        let mut builder = BatchBuilder::new(&mut bytes[block..], start);
+        let mut taken = 0usize;
+        let mut payload_bytes = 0u64;
+        if purpose == BatchPurpose::Data {
+            for append in self.queue.iter() {
+                match builder.push(append.kind, &append.payload) {
+                    Ok(_) => {
+                        taken += 1;
+                        payload_bytes += append.payload.len() as u64;
+                    }
+                    Err(EncodeError::BatchFull { .. }) => break,
+                    Err(error) => unreachable!("appends are checked when queued: {error}"),
+                }
+            }
+            if taken == 0 {
+                // Not one record fits in what is left of this segment: move to the next one,
+                // unless it still holds live entries (then the ring is full for now).
+                self.lanes.release(Lane::Batch, buffer);
+                if self.cursor.skip_for_data(&geometry, head).is_err() {
+                    self.ring_full = true;
+                    return false;
+                }
+                return true;
+            }
+        }
+        let batch = builder.finish();
+        if purpose == BatchPurpose::Data {
+            self.ring_full = false;
+            self.gather_until = None;
+            if let Some(since) = self.idle_since.take() {
+                let _ = self
+                    .idle_gap_us
+                    .record((since.elapsed().as_micros() as u64).max(1));
+            }
+            for append in self.queue.drain(..taken) {
+                self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload.len());
+                self.waiters.push_back(append.completer);
+            }
+        }
+        let (write_offset, write_len, buffer_offset) = match slot.segment_header {
+            Some(_) => (
+                slot.write_ring_offset(&geometry),
+                batch.bytes + block as u32,
+                0,
+            ),
+            None => (slot.write_ring_offset(&geometry), batch.bytes, block),
+        };
+        let sequence = self.next_sequence();
+        let sync = match self.durability {
+            Durability::Dsync => WriteSync::Dsync,
+            Durability::Fdatasync | Durability::NoSyncBenchmarkOnly => WriteSync::None,
+        };
+        let has_flush = self.durability == Durability::Fdatasync;
+        self.inflight.push_back(Inflight {
+            sequence,
+            purpose,
+            buffer,
+            position: batch.position,
+            bytes: batch.bytes,
+            first_lsn: batch.first_lsn,
+            next_lsn: batch.next_lsn(),
+            watermark,
+            ring_offset: write_offset,
+            write: OpState::Pending,
+            flush: has_flush.then_some(OpState::Pending),
+            payload_bytes,
+            submitted: Instant::now(),
+        });
+        self.cursor.advance(&geometry, batch.bytes, batch.records);
+        self.lsn_appended = self.cursor.next_lsn - 1;
+        let mut submitted = self.backend.submit_write(
+            Op::BatchWrite { sequence }.tag(),
+            write_offset,
+            buffer,
+            buffer_offset,
+            write_len,
+            sync,
+        );
+        if submitted.is_ok() && has_flush {
+            submitted = self.backend.submit_flush(
+                Op::BatchFlush { sequence }.tag(),
+                write_offset,
+                FlushOrder::AfterPreviousWrite,
+            );
+        }
+        if let Err(error) = submitted {
+            // The backend could not take it: nothing it holds can be trusted to complete.
+            self.device_broken(IoOperation::Submit, write_offset, &error);
+        }
+        true
+    }
+
+    /// A batch's write or flush completed.
+    pub(super) fn on_batch_completion(
+        &mut self,
+        sequence: u64,
+        is_write: bool,
+        completion: Completion,
+    ) {
+        let Some(position) = self
+            .inflight
+            .iter()
+            .position(|batch| batch.sequence == sequence)
+        else {
+            // Only batches abandoned by a broken backend complete unknown.
+            debug_assert!(self.failed.is_some(), "a completion for no batch in flight");
+            return;
+        };
+        let state = match completion.result {
+            Ok(_) => OpState::Done,
+            Err(_) => OpState::Failed,
+        };
+        let batch = &mut self.inflight[position];
+        let operation = if is_write {
+            batch.write = state;
+            IoOperation::Write
+        } else {
+            batch.flush = Some(state);
+            IoOperation::Flush
+        };
+        if let Err(errno) = completion.result {
+            let ring_offset = batch.ring_offset;
+            self.fail(DriveFailure::io(operation, ring_offset, errno));
+        }
+        if self.failed.is_some() {
+            // Nothing is acknowledged after a failure; a batch's buffer goes back once the
+            // device is done with all of its operations.
+            self.release_finished_batches();
+            return;
+        }
+        self.lsn_written = self
+            .inflight
+            .iter()
+            .take_while(|batch| batch.write == OpState::Done)
+            .last()
+            .map_or(self.lsn_written, |batch| batch.next_lsn - 1)
+            .max(self.lsn_written);
+        self.acknowledge();
+    }
+
+    /// After a failure: batches the device is done with give their buffers back.
+    pub(super) fn release_finished_batches(&mut self) {
+        let lanes = &mut self.lanes;
+        self.inflight.retain(|batch| {
+            if batch.finished() {
+                lanes.release(Lane::Batch, batch.buffer);
+            }
+            !batch.finished()
+        });
+    }
+
+    /// Acknowledges durable batches from the front, in LSN order.
+    fn acknowledge(&mut self) {
+        let mut acknowledged = 0u64;
+        let mut data_batch_acknowledged = false;
+        while self.inflight.front().is_some_and(Inflight::durable) {
+            let batch = self.inflight.pop_front().expect("front");
+            self.lanes.release(Lane::Batch, batch.buffer);
+            // The batch's watermark is on the device now.
+            self.lsn_covered = self.lsn_covered.max(batch.watermark);
+            if batch.purpose == BatchPurpose::TailMarker {
+                self.tail_markers += 1;
+                continue;
+            }
+            data_batch_acknowledged = true;
+            self.tail_marker_refused = false;
+            let records = batch.next_lsn - batch.first_lsn;
+            acknowledged += records;
+            for lsn in batch.first_lsn..batch.next_lsn {
+                let completer = self.waiters.pop_front().expect("a ticket per record");
+                completer.complete(Ok(lsn));
+            }
+            self.lsn_durable = batch.next_lsn - 1;
+            self.appends += records;
+            self.payload_bytes += batch.payload_bytes;
+            self.batches += 1;
+            let _ = self.batch_entries.record(records);
+            let latency = batch.submitted.elapsed().as_micros() as u64;
+            let _ = self.sync_latency_us.record(latency.max(1));
+            self.index.push_back(IndexedBatch {
+                position: batch.position,
+                first_lsn: batch.first_lsn,
+                next_lsn: batch.next_lsn,
+                bytes: batch.bytes,
+                incarnation: self.incarnation,
+            });
+        }
+        if data_batch_acknowledged && self.inflight.is_empty() {
+            let now = Instant::now();
+            self.idle_since = Some(now);
+            if self.group_gather_us > 0 {
+                self.expected_group = self.queue.len() as u64 + acknowledged;
+                self.gather_until = now.checked_add(Duration::from_micros(self.group_gather_us));
+            }
+        }
+    }
+
+    /// Where the oldest batch on the device starts: its position, first LSN and incarnation.
+    pub(super) fn inflight_front(&self) -> Option<(Position, u64, u32)> {
+        self.inflight
+            .front()
+            .map(|batch| (batch.position, batch.first_lsn, self.incarnation))
+    }
+}
