@@ -10,7 +10,9 @@
 //!    acknowledged) become durable before anyone reads them;
 //! 2. write the new control block (the new incarnation, the cut, the trim point and head) to
 //!    the copy not current, then flush it: from then on nothing of an older incarnation at or
-//!    after the cut counts, so a crash in the steps after it recovers the same log;
+//!    after the cut counts, and the new incarnation is above every one replay found or applied
+//!    ([`RecoveryReport::incarnation_max`]), so a crash in the steps after it recovers the same
+//!    log;
 //! 3. zero each range of the dirty region after the cut ([`Invalidate::ranges`]), flushing
 //!    each: nothing written there before the cut can line up behind new entries (rule 6);
 //! 4. when live acknowledged entries are not covered by any recovered watermark, a tail

@@ -11,7 +11,8 @@
 //!    the decision table ([`crate::decision`]): accept the batch, move on to the next segment,
 //!    or stop.
 //! 3. At the first boundary that does not continue the log (the "break" at position `E`, where
-//!    LSN `e` was expected), probe every block from `E` to the head's segment on the next lap for
+//!    LSN `e` was expected), probe every block from `E` to the head's segment on the next lap (or,
+//!    when nothing before `E` is live, to `E`'s segment on the next lap: the head moves to `E`) for
 //!    valid records of this log. Their watermarks and positions tell a torn tail (only
 //!    never-acknowledged data lost, within the in-flight window) from corruption (a later
 //!    watermark covers `e`, or valid data lies beyond the window). Blocks the probe cannot read
@@ -312,7 +313,8 @@ pub struct Dropped {
 pub struct Invalidate {
     /// First byte (the cut).
     pub start: Position,
-    /// One past the last byte; never in the head's segment on the next lap.
+    /// One past the last byte; never in the head's segment on the next lap (the head the
+    /// writer's plan leaves: the cut, when nothing before it is live).
     pub end: Position,
 }
 
@@ -385,8 +387,12 @@ pub struct RecoveryReport {
     pub next_position: Position,
     /// The highest watermark among recovered batches.
     pub watermark_max: u64,
-    /// The highest incarnation in the control block or any recovered batch; a writer opens
-    /// with one more.
+    /// The highest incarnation in the control block (its head and cut incarnations included),
+    /// any recovered batch, or any record of this log (not stale) found after the log's end;
+    /// a writer opens with one more, so once its control block (with the cut) is durable,
+    /// every record replay found at or after the cut is of an older incarnation, and stale,
+    /// even before the region after the cut is zeroed (a crash in the middle of recovery
+    /// recovers the same log: rule 5, I-6).
     pub incarnation_max: u32,
     /// Batches recovered (tail markers and batches below the trim point included).
     pub batches: u64,
@@ -799,13 +805,15 @@ impl BatchCounter {
 }
 
 /// Where the walk broke: the cut, the LSN expected there, the first live LSN a cut there
-/// drops, and the check that failed.
+/// drops, the check that failed, and where the probe and the invalidation after the cut stop
+/// ([`Scanner::break_end`]).
 #[derive(Clone, Copy, Debug)]
 struct Break {
     cut: Position,
     expected_lsn: u64,
     drop_lsn: u64,
     failure: Failure,
+    end: Position,
 }
 
 /// How many runs of unreadable blocks a report lists (the count covers them all).
@@ -1023,6 +1031,8 @@ struct Probe {
     stale_records: u64,
     /// End of the furthest stale record (older incarnation) found: invalidation covers it.
     stale_end_max: Option<Position>,
+    /// The highest incarnation among the valid records found (stale ones excluded).
+    incarnation_max: u32,
     unreadable: UnreadableFound,
 }
 
@@ -1166,7 +1176,15 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             next_lsn: expected_lsn,
             next_position: cursor,
             watermark_max: 0,
-            incarnation_max: self.control.incarnation,
+            // Every incarnation the control block names, the floors it sets included: a
+            // crafted block can record a head or cut incarnation above its own, and a writer's
+            // new incarnation must be above every floor this replay applied, or its cut would
+            // let records this replay found stale count again after a crash (rule 5).
+            incarnation_max: self
+                .control
+                .incarnation
+                .max(self.control.head_incarnation)
+                .max(self.control.cut_incarnation),
             batches: 0,
             entries: 0,
             payload_bytes: 0,
@@ -1269,11 +1287,16 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let trim_lsn = self.control.trim_lsn;
         // The first live LSN a cut here would drop (trim LSN < u64::MAX / 2: validated).
         let drop_lsn = expected_lsn.max(trim_lsn + 1);
+        // Entries before the cut stay live exactly when the walk accepted one above the trim
+        // point (every row ends the log at the cut, with `next_lsn` at most `trim_lsn + 1` when
+        // it did not).
+        let live_before_cut = expected_lsn > trim_lsn + 1;
         let at_break = Break {
             cut,
             expected_lsn,
             drop_lsn,
             failure,
+            end: self.break_end(cut, live_before_cut),
         };
         let probe = self.probe(&at_break, lineage_incarnation);
         let unread = probe
@@ -1298,6 +1321,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         report.end_check = failure.check;
         report.row_hits = self.row_hits;
         report.stale_records = probe.stale_records;
+        // A writer's new incarnation must be above every record found after the cut, so that
+        // its cut makes them all stale the moment its control block is durable.
+        report.incarnation_max = report.incarnation_max.max(probe.incarnation_max);
         // Blocks the walk found unreadable in segment tails it skipped come first (log order).
         report.unreadable_blocks += probe.unreadable.blocks;
         let room = UNREADABLE_RUNS_REPORTED.saturating_sub(report.unreadable_runs.len());
@@ -1386,7 +1412,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         }
         if report.outcome != Outcome::Clean || probe.stale_records > 0 {
             let dirty_end = found_end.max(probe.stale_end_max.unwrap_or(cut));
-            report.invalidate = Some(self.invalidate_region(cut, dirty_end));
+            report.invalidate = Some(self.invalidate_region(cut, dirty_end, at_break.end));
         }
         // `next_lsn > trim_lsn + 1 >= 1` whenever `first_lsn` is set: no underflow.
         report.first_lsn = (report.next_lsn > report.trim_lsn + 1).then_some(report.trim_lsn + 1);
@@ -1395,11 +1421,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     }
 
     /// The region after a cut that may hold bytes of this log: everything found, then an
-    /// in-flight window (with room for segment changes) past it, never into the head's segment
-    /// on the next lap.
-    fn invalidate_region(&self, cut: Position, found_end: Position) -> Invalidate {
+    /// in-flight window (with room for segment changes) past it, never past `limit` (where the
+    /// probe stopped: [`Scanner::break_end`]).
+    fn invalidate_region(&self, cut: Position, found_end: Position, limit: Position) -> Invalidate {
         let geometry = self.geometry;
-        let limit = self.probe_end();
         // The writer's in-flight window at the crash ended its writes after the last record
         // found (in truncating mode that can be far past the cut): cover a window from there.
         let mut end = found_end.max(cut);
@@ -1445,7 +1470,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         }
     }
 
-    /// Where the probe and the invalidation stop: the head's segment on the next lap.
+    /// The head's segment on the next lap: the writer never enters it, so the walk stops there.
     fn probe_end(&self) -> Position {
         let head = self.control.head;
         Position {
@@ -1453,6 +1478,32 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             segment: head.segment,
             offset: 0,
         }
+    }
+
+    /// Where the probe after a break at `cut`, and the region a writer invalidates after it,
+    /// stop: as far as the next open, after a writer carried out the recovery plan, will probe,
+    /// so that it finds nothing this replay did not account for (rule 5, I-6). While entries
+    /// before the cut stay live, the plan keeps the head, and that is the head's segment on the
+    /// next lap ([`Scanner::probe_end`]). When none does, the plan moves the head to the cut
+    /// ([`crate::recovery::plan`]) and the next open probes to the cut's segment on the next
+    /// lap: further, over the part of the ring this head kept the writer out of. That part
+    /// can still hold valid records of this lap (written under a newer control block since
+    /// lost, or crafted) of an incarnation no cut makes stale, so it is probed (and
+    /// invalidated) here too.
+    fn break_end(&self, cut: Position, live_before_cut: bool) -> Position {
+        let head_end = self.probe_end();
+        if live_before_cut {
+            return head_end;
+        }
+        // The head's lap is at most u32::MAX - 2 (`validate_control`) and the walk goes at most
+        // a lap and a segment past it, so only a crafted ring of tail markers walked to lap
+        // u32::MAX gets here with no next lap: it probes nothing after its cut.
+        let cut_end = Position {
+            lap: cut.lap.saturating_add(1),
+            segment: cut.segment,
+            offset: 0,
+        };
+        cut_end.max(head_end)
     }
 
     /// The failure of the segment header after `cursor`'s segment, when it is damaged or
@@ -1699,9 +1750,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         }
     }
 
-    /// Reads every block from the break `cut` to the head's segment on the next lap and
-    /// collects what valid records of this log say about the break. Records are packed at any
-    /// byte offset, so each block is searched for the entry magic at every offset (including a
+    /// Reads every block from the break `cut` to `end` ([`Scanner::break_end`]) and collects
+    /// what valid records of this log say about the break. Records are packed at any byte
+    /// offset, so each block is searched for the entry magic at every offset (including a
     /// header that runs into the next block); a hit counts only if its header checks out and
     /// records exactly the place it was found. One pass, linear in the bytes probed.
     fn probe(&mut self, at_break: &Break, mut lineage_incarnation: u32) -> Probe {
@@ -1710,10 +1761,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             expected_lsn,
             drop_lsn,
             failure,
+            end,
         } = *at_break;
         let geometry = self.geometry;
         let block = geometry.block_size_bytes;
-        let end = self.probe_end();
         let ring_id = self.ring_id;
         let payload_max = u64::from(geometry.payload_size_max_bytes());
         let magic = ENTRY_MAGIC.to_le_bytes();
@@ -1798,6 +1849,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     continue;
                 }
                 lineage_incarnation = header.incarnation;
+                probe.incarnation_max = probe.incarnation_max.max(header.incarnation);
                 if broken_batch != Some(header.batch_first_lsn()) {
                     unreadable.log_goes_on(place);
                 }

@@ -13,13 +13,32 @@
 //!    accepted, and the probe's per-record search of the batches seen made replay crawl;
 //! 8. a control block (valid CRC) with a sequence near u64::MAX was accepted, and the next
 //!    control write (`sequence + 1`, in the engine and the model) overflowed and panicked.
+//!
+//! And by the structure-aware fuzzer (`fuzz_rings`, seed 20261130, case 296730: recovery was
+//! not idempotent, rule 5 and I-6):
+//!
+//! 9. when a cut left nothing live, the writer's plan moved the head to the cut, and the next
+//!    open probed further than this one had (to the cut's segment on the next lap, not the old
+//!    head's): valid records there that no incarnation rule made stale (written under a newer
+//!    control block since lost, or crafted with incarnation u32::MAX) were never seen, never
+//!    zeroed, and made the next open fail (or this one end clean with acknowledged data lost);
+//! 10. a writer's new incarnation was one above the control block's and the recovered
+//!     batches', not above the records the probe found after the cut (nor a crafted control
+//!     block's head or cut incarnation, floors replay applied): after a crash right after the
+//!     recovery's control block, before the region after the cut was zeroed, those records
+//!     counted again and the next open recovered another log, or failed (found once the
+//!     fuzzer checked that crash too).
 
 mod common;
 
 use common::*;
-use sealog_wal::format::{ControlBlock, CONTROL_SEQUENCE_LIMIT, WINDOW_BATCHES_LIMIT};
+use sealog_wal::format::{ControlBlock, Position, CONTROL_SEQUENCE_LIMIT, WINDOW_BATCHES_LIMIT};
+use sealog_wal::fuzz::{case_seed, run_case, Bases, CaseResult, Choices, ModelCheck};
 use sealog_wal::model::{BlockFate, ModelWriter};
-use sealog_wal::{Check, Evidence, Geometry, GeometryError, Outcome, ReplayError, ReplayOptions};
+use sealog_wal::recovery::Written;
+use sealog_wal::{
+    Check, Evidence, Geometry, GeometryError, Outcome, ReplayError, ReplayOptions, Step,
+};
 
 /// Rewrites both control copies with `change` applied to the newest.
 fn patch_control(image: &mut [u8], change: impl Fn(&mut ControlBlock)) {
@@ -307,4 +326,224 @@ fn a_control_sequence_past_the_limit_is_a_typed_error_never_an_overflow() {
         .next_sequence(),
         Ok(42)
     );
+}
+
+/// Two segments of three data blocks, batches of up to two blocks.
+fn two_segment_geometry() -> Geometry {
+    Geometry {
+        block_size_bytes: BLOCK as u32,
+        segment_size_bytes: 4 * BLOCK as u64,
+        segment_count: 2,
+        batch_size_max_bytes: 2 * BLOCK as u32,
+        window_batches_max: 1,
+        window_bytes_max: 3 * BLOCK as u64,
+    }
+}
+
+/// A ring whose newest control block is lost (a misdirected write or rot zeroed its copy), so
+/// replay reads the copy before it, whose head lags behind where the writer went since; and
+/// the first block of the batch after that head is zeroed. Two blocks of damage, no crafted
+/// field. What it holds, on the two-segment ring:
+///
+/// - segment 0, lap 1: LSN 1 (blocks 1-2), trimmed; the older control block's head is block 3
+///   (incarnation 1, LSN 2 next);
+/// - segment 1, lap 1: LSN 2 (blocks 1-2, its first block zeroed), written by incarnation 2,
+///   whose (lost) control block had moved the head here;
+/// - segment 0, lap 2: LSN 3 (blocks 1-2), incarnation 2, watermark 2: LSN 2 was acknowledged.
+///
+/// The older head's segment on the next lap is segment 0, lap 2, so the walk from it cannot
+/// reach LSN 3; but nothing is live at the break (segment 1, block 1), so a writer's plan moves
+/// the head there, and the next open reads on to segment 1, lap 2: LSN 3 included.
+fn lost_control_block_and_a_zeroed_block() -> Vec<u8> {
+    let geometry = two_segment_geometry();
+    let mut first = new_writer(geometry); // incarnation 1
+    first.append(&[&payload(1, 1, 5000)]).expect("room"); // LSN 1: blocks 1-2
+    first.flush();
+    first.trim(1); // nothing live: the head is the cursor, block 3
+                   // LSN 2 does not fit the one block left: the writer moves to segment 1, whose header says
+                   // the log goes on there at LSN 2, and the power fails with only that header written.
+    first.append(&[&payload(2, 1, 5000)]).expect("room");
+    let image = first.crash(&mut |_, block| {
+        if block == 0 {
+            BlockFate::New
+        } else {
+            BlockFate::Zero
+        }
+    });
+    // Incarnation 2 finds nothing live after a skip to segment 1: its control block moves the
+    // head to the cut there.
+    let (mut second, report, entries) = ModelWriter::open(image, &strict()).expect("opens");
+    assert!(entries.is_empty());
+    let segment_1 = Position {
+        lap: 1,
+        segment: 1,
+        offset: BLOCK as u32,
+    };
+    assert_eq!(report.next_position, segment_1);
+    second.append(&[&payload(2, 2, 5000)]).expect("room"); // LSN 2: segment 1, blocks 1-2
+    second.flush();
+    second.append(&[&payload(3, 2, 5000)]).expect("room"); // LSN 3: segment 0, lap 2
+    second.flush();
+    let written = second.written();
+    assert_eq!(written[1].position.lap, 2);
+    assert_eq!(written[1].watermark, 2);
+    let mut image = second.durable().to_vec();
+    let newest = sealog_wal::read_control(&mut &image[..]).expect("valid");
+    assert_eq!((newest.incarnation, newest.head), (2, segment_1));
+    let at = newest.copy() as usize * BLOCK;
+    image[at..at + BLOCK].fill(0);
+    let at = written[0].ring_offset as usize;
+    image[at..at + BLOCK].fill(0);
+    let older = sealog_wal::read_control(&mut &image[..]).expect("the older copy");
+    assert_eq!(older.incarnation, 1);
+    assert!(older.head < segment_1);
+    image
+}
+
+#[test]
+fn a_cut_that_leaves_nothing_live_probes_as_far_as_the_next_open_reads() {
+    let image = lost_control_block_and_a_zeroed_block();
+    // LSN 3's watermark says LSN 2 was acknowledged: strict replay names the loss (it used to
+    // stop probing at the older head's segment on the next lap, end clean with nothing, and
+    // leave LSN 3 for the next open to find).
+    match replay_image(&image, &strict()).0 {
+        Err(ReplayError::Corruption(found)) => {
+            assert_eq!(found.lsn, 2, "{found}");
+            assert!(
+                matches!(
+                    found.evidence,
+                    Evidence::WatermarkCovers {
+                        lsn: 3,
+                        watermark: 2,
+                        ..
+                    }
+                ),
+                "{found}"
+            );
+        }
+        other => panic!("the loss of acknowledged LSN 2 must be reported, got {other:?}"),
+    }
+    // Truncating mode cuts there, and what its writer leaves is a clean log that any later
+    // open recovers the same (rule 5): LSN 3 was seen, so it was zeroed.
+    let (writer, report, entries) = ModelWriter::open(image, &salvage()).expect("salvage opens");
+    assert_eq!(report.outcome, Outcome::Truncated);
+    assert_eq!((entries.len(), report.next_lsn), (0, 2));
+    for options in [strict(), salvage()] {
+        let (again, entries) = replay_image(writer.durable(), &options);
+        let again = again.expect("a second open recovers the same log");
+        assert_eq!((entries.len(), again.next_lsn), (0, 2));
+        assert_eq!(again.outcome, Outcome::Clean);
+    }
+}
+
+/// `image` after a crash in the middle of a writable open of it that replay reported as
+/// `report`: the recovery plan (checked to take `incarnation`) carried out up to its control
+/// block (the steps before it only flush), nothing after it; the region after the cut is not
+/// zeroed yet.
+fn crashed_after_control_block(
+    image: &[u8],
+    report: &sealog_wal::RecoveryReport,
+    incarnation: u32,
+) -> Vec<u8> {
+    let plan = sealog_wal::plan(report).expect("a plan");
+    assert_eq!(plan.incarnation, incarnation);
+    let (ring_offset, bytes) = plan
+        .steps
+        .iter()
+        .find_map(|step| match step {
+            Step::Write {
+                ring_offset,
+                bytes,
+                what: Written::ControlBlock,
+            } => Some((*ring_offset as usize, bytes)),
+            _ => None,
+        })
+        .expect("the plan writes a control block");
+    let mut crashed = image.to_vec();
+    crashed[ring_offset..ring_offset + bytes.len()].copy_from_slice(bytes);
+    crashed
+}
+
+#[test]
+fn a_crash_right_after_the_recovery_control_block_recovers_the_same_log() {
+    let image = lost_control_block_and_a_zeroed_block();
+    let (result, _) = replay_image(&image, &salvage());
+    let report = result.expect("salvage cuts");
+    assert_eq!(report.outcome, Outcome::Truncated);
+    // LSN 3, found after the cut, was written by incarnation 2: the next one is 3, so the cut
+    // makes it stale as soon as the control block is durable.
+    assert_eq!(report.incarnation_max, 2);
+    let crashed = crashed_after_control_block(&image, &report, 3);
+    for options in [strict(), salvage()] {
+        let (again, entries) = replay_image(&crashed, &options);
+        let again = again.expect("the open after the crash recovers the same log");
+        assert_eq!((entries.len(), again.next_lsn), (0, 2));
+        assert_eq!(again.outcome, Outcome::Clean);
+        assert_eq!(again.end_check, Check::NotWritten);
+    }
+}
+
+#[test]
+fn the_next_incarnation_is_above_every_floor_the_control_block_sets() {
+    // Three batches of incarnation 3 at the head.
+    let mut writer = new_writer(small_geometry());
+    for _ in 0..2 {
+        writer = ModelWriter::open(writer.durable().to_vec(), &strict())
+            .expect("reopens")
+            .0;
+    }
+    assert_eq!(writer.incarnation(), 3);
+    for _ in 0..3 {
+        append(&mut writer, 2, 300, 1);
+        writer.flush();
+    }
+    // A control block (valid CRC) whose cut, at the head, names incarnation 10, above its own
+    // (1) and its head's (1): replay takes the batches there for stale, and the log is empty.
+    let mut image = writer.durable().to_vec();
+    patch_control(&mut image, |control| {
+        control.incarnation = 1;
+        control.head_incarnation = 1;
+        control.cut = control.head;
+        control.cut_incarnation = 10;
+    });
+    let (result, entries) = replay_image(&image, &strict());
+    let report = result.expect("replays");
+    assert_eq!((entries.len(), report.next_lsn), (0, 1));
+    assert!(report.stale_records >= 6, "{report:?}");
+    assert_eq!(report.incarnation_max, 10);
+    // A writer's control block (incarnation 11, with its own cut there) then the power fails:
+    // the batches of incarnation 3 are still stale (with incarnation 2 they were the log).
+    let crashed = crashed_after_control_block(&image, &report, 11);
+    let (again, entries) = replay_image(&crashed, &strict());
+    let again = again.expect("the open after the crash recovers the same log");
+    assert_eq!((entries.len(), again.next_lsn), (0, 1));
+}
+
+/// The fuzzer's case itself, rebuilt by the harness: a stale block breaks the first live batch
+/// (LSN 111's watermark says LSN 106 was acknowledged), a data block copied over segment 1's
+/// header and then over control copy 0 makes replay read the older copy (whose head lags a
+/// segment behind), and a record in segment 1 beyond that head's reach was crafted with
+/// incarnation u32::MAX. The truncating open's writer cut with nothing live; the next open
+/// probed on into segment 1 and took that record's watermark for proof of a loss. Now the
+/// first open probes as far and finds it: no incarnation is left above it, so a writer's open
+/// is refused with a typed error (the model check's `Refused`), never a second open that fails.
+#[test]
+fn fuzz_case_296730_of_seed_20261130_is_recovered_idempotently_or_refused() {
+    let seed = 20_261_130;
+    let case = run_case(
+        &mut Bases::new(seed, 512),
+        &mut Choices::from_seed(case_seed(seed, 296_730)),
+    );
+    assert_eq!(case.base, "workload 719641491313560711");
+    assert_eq!(
+        format!("{:?}", case.mutations),
+        "[StaleBlock { block: 6, snapshot: 4 }, EntryHeader { ring_offset: 114688, edits: \
+         [(Incarnation, 4294967295)] }, DuplicateBlock { from: 32, to: 18 }, DuplicateBlock { \
+         from: 18, to: 0 }]",
+        "the harness rebuilds the case the fuzzer found"
+    );
+    match case.result {
+        CaseResult::Passed(observed) => assert_eq!(observed.model, ModelCheck::Refused),
+        other => panic!("{other:?}"),
+    }
 }

@@ -6,7 +6,8 @@
 //! replay is deterministic; strict `Ok` implies truncating `Ok` with the same report, and
 //! strict corruption implies a truncating cut naming the same damage; and where replay opens,
 //! the model writer's open recovers the same entries, and opening again after it the same
-//! entries again (I-3, I-5, I-6 of RELIABILITY.md). Images are replayed through
+//! entries again, as does opening after a crash in the middle of it, right after its control
+//! block (I-3, I-5, I-6 of RELIABILITY.md). Images are replayed through
 //! [`FailingSource`], so their unreadable blocks fail with EIO. It owns no generation and no
 //! mutation.
 
@@ -15,6 +16,7 @@ use crate::decision::{decide, row_index, Decision, Facts, ROWS};
 use crate::error::ReplayError;
 use crate::format::{Position, CONTROL_SEQUENCE_LIMIT};
 use crate::model::ModelWriter;
+use crate::recovery::{self, Step, Written};
 use crate::replay::{
     replay, Check, Outcome, RecoveryMode, RecoveryReport, ReplayOptions, UNREADABLE_RUNS_REPORTED,
 };
@@ -30,7 +32,8 @@ pub type RowHits = [u64; ROWS.len()];
 pub enum ModelCheck {
     /// Neither mode opened the image (or truncating mode opened it without a cut): no check.
     NotRun,
-    /// Opened twice with the same entries as replay.
+    /// Opened twice with the same entries as replay, and once more after a crash right after
+    /// the first open's control block.
     Reopened,
     /// Refused with a typed error replay's report predicts (the incarnation is exhausted).
     Refused,
@@ -497,8 +500,11 @@ fn model_writer_cannot_bump(sequence: u64) -> bool {
 }
 
 /// Where replay opens the image (strict, or truncating with a cut), the model writer's open
-/// must recover the same entries, and a second open of what it left the same entries again.
-/// The model writer replays bytes: an image with unreadable blocks is not checked.
+/// must recover the same entries, and a second open of what it left the same entries again; so
+/// must an open after a crash in the middle of the first, right after its control block (the
+/// new incarnation and the cut) is durable and before anything after it (the zeroing of the
+/// region after the cut, the tail marker). The model writer replays bytes: an image with
+/// unreadable blocks is not checked.
 fn check_model_writer(
     image: &Image,
     strict: (&Result<RecoveryReport, ReplayError>, &Visited),
@@ -539,6 +545,26 @@ fn check_model_writer(
             visited.len()
         ));
     }
+    let crashed = crashed_after_control(&image.bytes, &first)?;
+    match replay_image(&crashed, &Unreadable::none(), RecoveryMode::Strict) {
+        (Ok(second), entries) if entries == *visited && second.next_lsn == report.next_lsn => {}
+        (result, entries) => {
+            return Err(format!(
+                "after a crash right after the control block of the model writer's {mode:?} \
+                 open, the next open {} (first: {} entries to LSN {})",
+                result.map_or_else(
+                    |error| format!("fails: {error}"),
+                    |second| format!(
+                        "recovered {} entries to LSN {}: {second:?}",
+                        entries.len(),
+                        second.next_lsn
+                    )
+                ),
+                visited.len(),
+                report.next_lsn
+            ))
+        }
+    }
     let again = ModelWriter::open(writer.durable().to_vec(), &ReplayOptions::default());
     match again {
         Ok((_, second, entries)) if entries == *visited && second.next_lsn == report.next_lsn => {
@@ -557,6 +583,33 @@ fn check_model_writer(
             "a second open after the model writer's {mode:?} open fails: {error}"
         )),
     }
+}
+
+/// The image after a crash in the middle of a writable open of `image` that replay reported as
+/// `report`: its recovery plan carried out up to its control block (the steps before it only
+/// flush), nothing after it.
+fn crashed_after_control(image: &[u8], report: &RecoveryReport) -> Result<Vec<u8>, String> {
+    let plan = recovery::plan(report)
+        .map_err(|error| format!("the model writer opened, its plan fails: {error}"))?;
+    let (ring_offset, bytes) = plan
+        .steps
+        .iter()
+        .find_map(|step| match step {
+            Step::Write {
+                ring_offset,
+                bytes,
+                what: Written::ControlBlock,
+            } => Some((*ring_offset, bytes)),
+            _ => None,
+        })
+        .ok_or("the recovery plan writes no control block")?;
+    let mut crashed = image.to_vec();
+    let at = usize::try_from(ring_offset).map_err(|_| "a control block past memory")?;
+    crashed
+        .get_mut(at..at + bytes.len())
+        .ok_or("the control block lies past the image")?
+        .copy_from_slice(bytes);
+    Ok(crashed)
 }
 
 #[cfg(test)]
