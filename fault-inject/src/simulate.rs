@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -62,19 +63,25 @@ pub struct SimSummary {
     pub rounds: u32,
     /// Appends acknowledged.
     pub acknowledged: u64,
-    /// Recoveries that opened and were checked.
+    /// Recoveries that opened and were checked (the image of the last crash included).
     pub recoveries: u64,
-    /// Of those, recoveries after the drive had injected data faults: the strict rule (no
-    /// acknowledged entry a surviving watermark covers is lost) is all that protects them.
-    pub strict_recoveries: u64,
+    /// Of those, recoveries after the drive had injected data faults: the covered-entry rule
+    /// (no acknowledged entry a surviving watermark covers is lost) is all that protects the
+    /// acknowledged entries there; without data faults every acknowledged entry must be back.
+    pub recoveries_after_data_faults: u64,
     /// Entries read back after reopens and compared with what was submitted.
     pub checked: u64,
     /// Acknowledged entries a surviving watermark covered, checked to be in the log.
     pub covered_checked: u64,
     /// Live entries a read fault kept from being compared.
     pub unreadable: u64,
-    /// Opens refused with a corruption error after data faults (allowed, and counted).
-    pub corruption_detected: u64,
+    /// Opens refused as corrupt after data faults (allowed; it ends the seed).
+    pub refused_corrupt: u64,
+    /// Opens refused because recovery's own write or flush got an injected EIO (the seed goes
+    /// on with an open of the image that refusal left, a few times).
+    pub refused_io: u64,
+    /// Opens refused because both control copies were damaged or unreadable.
+    pub refused_control: u64,
     /// Faults the drive injected.
     pub faults: FaultCounts,
 }
@@ -200,7 +207,10 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
     let mut summary = SimSummary::default();
     // The incarnation of the last round's writer, whose surviving records say what is covered.
     let mut last_incarnation = None;
-    for round in 0..options.rounds {
+    let mut reopens = 0;
+    // One recovery more than rounds: the image of the last round's crash is checked too.
+    let mut round = 0;
+    while round <= options.rounds {
         let covered = last_incarnation.map_or(0, |incarnation| {
             surviving_watermark(&image, &geometry, ring_id, incarnation)
         });
@@ -214,31 +224,51 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         )
         .map_err(|error| violation(format!("cannot make the device: {error}")))?;
         let counts = device.counts_handle();
+        // A refused open drops the device: it leaves its power-cut image here.
+        let left = Arc::new(Mutex::new(None));
+        let mut device = device;
+        device.leave_image_on_drop(Arc::clone(&left));
         let opened = DriveCore::recover(device, Path::new("sim"), &drive_options);
         let round_counts = *counts.lock().expect("counts lock");
         let data_faults_so_far = summary.faults.data_faults + round_counts.data_faults;
         let mut core = match opened {
             Ok(core) => core,
-            Err(OpenError::Corrupt { .. }) if data_faults_so_far > 0 => {
-                // The drive damaged data and recovery said so: the allowed outcome.
-                summary.corruption_detected += 1;
-                return Ok(summary);
+            Err(error) => {
+                let refusal = allowed_refusal(&error, data_faults_so_far, &round_counts)
+                    .ok_or_else(|| violation(format!("round {round}: open failed: {error}")))?;
+                // The drive damaged data, or failed recovery's own I/O, and the open said so
+                // with a typed error: the allowed outcome, which ends the seed.
+                match refusal {
+                    Refusal::Corrupt => summary.refused_corrupt += 1,
+                    Refusal::Io => summary.refused_io += 1,
+                    Refusal::Control => summary.refused_control += 1,
+                }
+                summary.faults.data_faults += round_counts.data_faults;
+                summary.faults.io_errors += round_counts.io_errors;
+                // An EIO of recovery's own is transient: the machine reboots (a power cut)
+                // and opens again, a few times, with the checks as before. Damage ends the seed.
+                let image_left = left.lock().expect("image lock").take();
+                match (refusal, image_left) {
+                    (Refusal::Io, Some(left_image)) if reopens < REOPENS_AFTER_EIO_MAX => {
+                        reopens += 1;
+                        image = left_image;
+                        continue;
+                    }
+                    _ => return Ok(summary),
+                }
             }
-            Err(OpenError::Io { .. } | OpenError::Ring { .. }) if options.faults => {
-                // An injected EIO during recovery (a flush, or a read of the control block)
-                // stops the open with a typed error: allowed.
-                return Ok(summary);
-            }
-            Err(error) => return Err(violation(format!("round {round}: open failed: {error}"))),
         };
         let data_damaged = data_faults_so_far > 0;
         let checked = check_recovered(&mut core, &mut model, covered, data_damaged)
             .map_err(|what| violation(format!("round {round}: {what}")))?;
         summary.recoveries += 1;
-        summary.strict_recoveries += u64::from(data_damaged);
+        summary.recoveries_after_data_faults += u64::from(data_damaged);
         summary.checked += checked.compared;
         summary.covered_checked += checked.covered;
         summary.unreadable += checked.unreadable;
+        if round == options.rounds {
+            break;
+        }
         last_incarnation = Some(core.incarnation());
         let acknowledged = workload(&mut core, &mut model, &mut rng, seed, round, options);
         // Faults the drive injected in this round, recovery's reads and writes included.
@@ -249,8 +279,44 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
             acknowledged.map_err(|what| violation(format!("round {round}: {what}")))?;
         image = device.crash();
         summary.rounds += 1;
+        round += 1;
     }
     Ok(summary)
+}
+
+/// Opens after an injected EIO in recovery's own I/O, per seed, before the seed ends.
+const REOPENS_AFTER_EIO_MAX: u32 = 4;
+
+/// Why an open was refused, when the simulation allows it.
+enum Refusal {
+    /// Acknowledged data is damaged, and the drive did damage data.
+    Corrupt,
+    /// A write or flush of recovery's own failed with an injected EIO.
+    Io,
+    /// Both control block copies are damaged or unreadable, and the drive did damage data.
+    Control,
+}
+
+/// Whether a refused open is one the faults injected so far explain; `None` is a violation
+/// (a plan, sequence, geometry or head error, or any refusal with no fault to explain it).
+fn allowed_refusal(
+    error: &OpenError,
+    data_faults: u64,
+    round: &crate::device::FaultCounts,
+) -> Option<Refusal> {
+    use sealog_wal::ReplayError;
+    match error {
+        OpenError::Corrupt { .. } if data_faults > 0 => Some(Refusal::Corrupt),
+        OpenError::Io { .. } if round.io_errors > 0 => Some(Refusal::Io),
+        OpenError::Ring {
+            source:
+                ReplayError::ControlIo { .. }
+                | ReplayError::ControlCorrupt
+                | ReplayError::NotARing { .. },
+            ..
+        } if data_faults > 0 => Some(Refusal::Control),
+        _ => None,
+    }
 }
 
 /// What one recovery's check looked at.
@@ -293,7 +359,7 @@ fn check_recovered(
             report.trim_lsn
         ));
     }
-    if last < expected_last && !data_damaged && core.backend_mut().counts().data_faults == 0 {
+    if last < expected_last && !data_damaged {
         return Err(format!(
             "acknowledged LSN {expected_last} lost: recovery ended at {last} (trim {})",
             report.trim_lsn

@@ -24,11 +24,13 @@ fn run(seeds: impl Iterator<Item = (u64, SimOptions)>) -> (u64, SimSummary, Vec<
                 total.rounds += summary.rounds;
                 total.acknowledged += summary.acknowledged;
                 total.recoveries += summary.recoveries;
-                total.strict_recoveries += summary.strict_recoveries;
+                total.recoveries_after_data_faults += summary.recoveries_after_data_faults;
                 total.checked += summary.checked;
                 total.covered_checked += summary.covered_checked;
                 total.unreadable += summary.unreadable;
-                total.corruption_detected += summary.corruption_detected;
+                total.refused_corrupt += summary.refused_corrupt;
+                total.refused_io += summary.refused_io;
+                total.refused_control += summary.refused_control;
                 total.faults.data_faults += summary.faults.data_faults;
                 total.faults.io_errors += summary.faults.io_errors;
             }
@@ -77,20 +79,27 @@ fn simulation_seeds_keep_every_invariant() {
     println!("simulation seeds without faults: {}", fresh / 5);
     println!(
         "simulation: {count} runs, {} rounds, {} appends acknowledged, {} entries compared, \
-         {} data faults and {} I/O errors injected, {} opens refused as corrupt, {} violations",
+         {} data faults and {} I/O errors injected, opens refused: {} as corrupt, {} on \
+         recovery's own EIO, {} for damaged control blocks; {} violations",
         total.rounds,
         total.acknowledged,
         total.checked,
         total.faults.data_faults,
         total.faults.io_errors,
-        total.corruption_detected,
+        total.refused_corrupt,
+        total.refused_io,
+        total.refused_control,
         violations.len()
     );
     println!(
-        "simulation recoveries checked: {}, of which after data faults (strict rule only): {}; \
+        "simulation recoveries checked: {} (every crash image, the last included), of which \
+         after data faults (the covered-entry rule only): {}; \
          acknowledged entries covered by a surviving watermark checked: {}; entries a read \
          fault kept from comparison: {}",
-        total.recoveries, total.strict_recoveries, total.covered_checked, total.unreadable
+        total.recoveries,
+        total.recoveries_after_data_faults,
+        total.covered_checked,
+        total.unreadable
     );
     assert!(
         violations.is_empty(),
