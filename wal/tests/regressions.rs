@@ -359,9 +359,10 @@ fn lost_control_block_and_a_zeroed_block() -> Vec<u8> {
     let mut first = new_writer(geometry); // incarnation 1
     first.append(&[&payload(1, 1, 5000)]).expect("room"); // LSN 1: blocks 1-2
     first.flush();
-    first.trim(1); // nothing live: the head is the cursor, block 3
-                   // LSN 2 does not fit the one block left: the writer moves to segment 1, whose header says
-                   // the log goes on there at LSN 2, and the power fails with only that header written.
+    // Nothing live after this trim: the head is the cursor, block 3.
+    first.trim(1);
+    // LSN 2 does not fit the one block left: the writer moves to segment 1, whose header says
+    // the log goes on there at LSN 2, and the power fails with only that header written.
     first.append(&[&payload(2, 1, 5000)]).expect("room");
     let image = first.crash(&mut |_, block| {
         if block == 0 {
