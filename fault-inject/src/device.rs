@@ -191,6 +191,25 @@ impl SimDevice {
         })
     }
 
+    /// A drive holding `image` (all durable) of a ring with `geometry`, with the buffer pool
+    /// the engine's drive needs for it ([`sealog::drive::buffer_count`] buffers of
+    /// [`sealog::drive::buffer_bytes`]).
+    pub fn for_ring(
+        image: Vec<u8>,
+        geometry: &sealog_wal::Geometry,
+        config: FaultConfig,
+        seed: u64,
+    ) -> io::Result<SimDevice> {
+        SimDevice::new(
+            image,
+            config,
+            seed,
+            sealog::drive::buffer_count(geometry),
+            sealog::drive::buffer_bytes(geometry),
+            geometry.block_size_bytes as usize,
+        )
+    }
+
     /// When the device is dropped (with the drive that owns it), it puts the image a power cut
     /// at that moment leaves into `sink`: how a test gets the ring back from a drive thread.
     pub fn leave_image_on_drop(&mut self, sink: Arc<Mutex<Option<Vec<u8>>>>) {

@@ -12,7 +12,6 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sealog::drive::{buffer_bytes, buffer_count};
 use sealog::{AppendError, DriveCore, DriveOptions, Request, Wait};
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, Kind, ReplayOptions, RingId};
@@ -94,15 +93,8 @@ struct Enumerator {
 impl Enumerator {
     fn device(&mut self, image: Vec<u8>) -> SimDevice {
         let geometry = self.geometry;
-        SimDevice::new(
-            image,
-            FaultConfig::none(),
-            self.rng.gen(),
-            buffer_count(&geometry),
-            buffer_bytes(&geometry),
-            geometry.block_size_bytes as usize,
-        )
-        .expect("a simulated device")
+        SimDevice::for_ring(image, &geometry, FaultConfig::none(), self.rng.gen())
+            .expect("a simulated device")
     }
 
     fn fail(&self, what: String) -> String {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sealog::drive::{buffer_bytes, buffer_count, ReadReply};
+use sealog::drive::ReadReply;
 use sealog::{
     AppendError, DriveCore, DriveOptions, DriveState, Durability, OpenError, ReadError, Request,
     Wait,
@@ -214,15 +214,8 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         let covered = last_incarnation.map_or(0, |incarnation| {
             surviving_watermark(&image, &geometry, ring_id, incarnation)
         });
-        let device = SimDevice::new(
-            image,
-            config,
-            rng.gen(),
-            buffer_count(&geometry),
-            buffer_bytes(&geometry),
-            geometry.block_size_bytes as usize,
-        )
-        .map_err(|error| violation(format!("cannot make the device: {error}")))?;
+        let device = SimDevice::for_ring(image, &geometry, config, rng.gen())
+            .map_err(|error| violation(format!("cannot make the device: {error}")))?;
         let counts = device.counts_handle();
         // A refused open drops the device: it leaves its power-cut image here.
         let left = Arc::new(Mutex::new(None));

@@ -633,14 +633,7 @@ fn a_panicking_drive_thread_strands_no_caller() {
         geometry,
         DriveOptions::default(),
         move || {
-            let device = SimDevice::new(
-                image,
-                FaultConfig::none(),
-                7,
-                sealog::drive::buffer_count(&geometry),
-                sealog::drive::buffer_bytes(&geometry),
-                4096,
-            )?;
+            let device = SimDevice::for_ring(image, &geometry, FaultConfig::none(), 7)?;
             Ok(PanicsOnWrite {
                 device,
                 writes: 0,
@@ -726,23 +719,13 @@ scenario!(a_full_ring_still_has_room_for_a_tail_marker);
 /// before its first append, so damage to them is corruption from then on.
 #[test]
 fn a_writable_open_covers_recovered_entries_with_a_tail_marker() {
-    use sealog::drive::{buffer_bytes, buffer_count};
     use sealog::{DriveCore, Request, Wait};
     use sealog_fault::SimDevice;
 
     let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
     let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([5; 16]));
-    let device = |image| {
-        SimDevice::new(
-            image,
-            FaultConfig::none(),
-            11,
-            buffer_count(&geometry),
-            buffer_bytes(&geometry),
-            4096,
-        )
-        .expect("a device")
-    };
+    let device =
+        |image| SimDevice::for_ring(image, &geometry, FaultConfig::none(), 11).expect("a device");
     let path = std::path::Path::new("recovery-marker");
     let options = DriveOptions::default();
     let mut core = DriveCore::recover(device(image), path, &options).expect("opens");
@@ -980,14 +963,8 @@ fn open_broken(refuse_write: Option<u64>, fail_batch_flush: Option<u64>) -> seal
         geometry,
         DriveOptions::default(),
         move || {
-            let device = sealog_fault::SimDevice::new(
-                image,
-                FaultConfig::none(),
-                3,
-                sealog::drive::buffer_count(&geometry),
-                sealog::drive::buffer_bytes(&geometry),
-                4096,
-            )?;
+            let device =
+                sealog_fault::SimDevice::for_ring(image, &geometry, FaultConfig::none(), 3)?;
             Ok(BrokenDevice {
                 device,
                 writes: 0,
@@ -1039,20 +1016,12 @@ fn a_broken_backend_fails_the_drive_and_close_returns() {
 /// or an oversized payload panicked the drive. Both are refused with a typed error.
 #[test]
 fn a_core_refuses_appends_the_handle_would_refuse() {
-    use sealog::drive::{buffer_bytes, buffer_count};
     use sealog::{DriveCore, Request, Wait};
 
     let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
     let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([4; 16]));
-    let device = sealog_fault::SimDevice::new(
-        image,
-        FaultConfig::none(),
-        1,
-        buffer_count(&geometry),
-        buffer_bytes(&geometry),
-        4096,
-    )
-    .expect("a device");
+    let device = sealog_fault::SimDevice::for_ring(image, &geometry, FaultConfig::none(), 1)
+        .expect("a device");
     let mut core = DriveCore::recover(device, std::path::Path::new("core"), &Default::default())
         .expect("opens");
     let (padding, padding_ticket) = Request::append(Kind::Padding, vec![0; 10]);

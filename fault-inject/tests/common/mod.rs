@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use sealog::drive::{buffer_bytes, buffer_count};
 use sealog::reader::RingReader;
 use sealog::storage::{plan_geometry, FormatOptions};
 use sealog::{Drive, DriveOptions, OpenError};
@@ -162,14 +161,7 @@ impl TestRing {
                         .expect("image lock")
                         .take()
                         .expect("the ring is not open elsewhere");
-                    let mut device = SimDevice::new(
-                        image,
-                        faults,
-                        seed,
-                        buffer_count(&geometry),
-                        buffer_bytes(&geometry),
-                        geometry.block_size_bytes as usize,
-                    )?;
+                    let mut device = SimDevice::for_ring(image, &geometry, faults, seed)?;
                     device.leave_image_on_drop(sink);
                     Ok(device)
                 })
