@@ -18,13 +18,30 @@ use sealog::{DriveState, WhenFull};
 use sealog_fault::FaultConfig;
 use sealog_wal::{Kind, ReplayError};
 
+/// Options whose tail marker is written after `idle_us` of idle time.
+fn marker_after_us(idle_us: u64) -> DriveOptions {
+    DriveOptions {
+        tail_marker_idle_us: idle_us,
+        ..DriveOptions::default()
+    }
+}
+
 /// Options for scenarios that count tail markers themselves: a timer long enough never to
 /// fire while the scenario runs.
 fn without_idle_markers() -> DriveOptions {
-    DriveOptions {
-        tail_marker_idle_us: 3_600_000_000,
-        ..DriveOptions::default()
-    }
+    marker_after_us(3_600_000_000)
+}
+
+/// Appends `count` payloads of `len` bytes (seeds from 0) and waits for them: the last LSN.
+fn append_and_wait(drive: &sealog::Drive, count: u64, len: usize) -> u64 {
+    let tickets: Vec<_> = (0..count)
+        .map(|seed| drive.append(payload(seed, len)).expect("queued"))
+        .collect();
+    tickets
+        .into_iter()
+        .map(|ticket| ticket.wait().expect("durable"))
+        .max()
+        .expect("at least one append")
 }
 
 fn appends_from_many_threads_are_acknowledged_in_order_and_replay(backend: Backend) {
@@ -202,12 +219,7 @@ scenario!(bad_input_is_typed);
 fn iterating_from_a_trimmed_lsn_says_where_the_log_starts(backend: Backend) {
     let ring = TestRing::new(backend, &Shape::small());
     let drive = ring.open_default();
-    let tickets: Vec<_> = (0..20)
-        .map(|i| drive.append(payload(i, 100)).expect("queued"))
-        .collect();
-    for ticket in tickets {
-        ticket.wait().expect("durable");
-    }
+    append_and_wait(&drive, 20, 100);
     drive.trim(10).expect("trims");
     let mut from_trimmed = drive.iter_from(4);
     assert_eq!(
@@ -369,17 +381,9 @@ scenario!(readers_and_writers_share_the_drive);
 /// covers every acknowledged entry; a second idle period with nothing new writes none.
 fn an_idle_log_gets_one_tail_marker(backend: Backend) {
     let ring = TestRing::new(backend, &Shape::small());
-    let options = DriveOptions {
-        tail_marker_idle_us: 20_000,
-        ..DriveOptions::default()
-    };
+    let options = marker_after_us(20_000);
     let drive = ring.open(options).expect("opens");
-    let tickets: Vec<_> = (0..5)
-        .map(|i| drive.append(payload(i, 200)).expect("queued"))
-        .collect();
-    for ticket in tickets {
-        ticket.wait().expect("durable");
-    }
+    append_and_wait(&drive, 5, 200);
     let stats = wait_for_stats(&drive, |stats| stats.tail_markers == 1);
     assert_eq!(stats.lsn_covered, stats.lsn_durable);
     std::thread::sleep(Duration::from_millis(100));
@@ -414,10 +418,7 @@ fn wait_for_stats(drive: &sealog::Drive, done: impl Fn(&sealog::Stats) -> bool) 
 /// without the log having been idle that long).
 fn a_busy_log_writes_no_tail_marker(backend: Backend) {
     let ring = TestRing::new(backend, &Shape::small());
-    let options = DriveOptions {
-        tail_marker_idle_us: 1_000_000,
-        ..DriveOptions::default()
-    };
+    let options = marker_after_us(1_000_000);
     let drive = ring.open(options).expect("opens");
     let started = std::time::Instant::now();
     let mut round = 0u64;
@@ -473,10 +474,7 @@ scenario!(damage_to_the_newest_entry_after_a_clean_close_is_corruption);
 /// marker: the ring holds the entry's batch and one marker.
 fn a_close_with_everything_covered_writes_no_marker(backend: Backend) {
     let ring = TestRing::new(backend, &Shape::small());
-    let options = DriveOptions {
-        tail_marker_idle_us: 10_000,
-        ..DriveOptions::default()
-    };
+    let options = marker_after_us(10_000);
     let drive = ring.open(options).expect("opens");
     drive
         .append(payload(1, 10))
@@ -687,10 +685,7 @@ fn a_panicking_drive_thread_strands_no_caller() {
 /// entry.
 fn a_full_ring_still_has_room_for_a_tail_marker(backend: Backend) {
     let ring = TestRing::new(backend, &Shape::small());
-    let options = DriveOptions {
-        tail_marker_idle_us: 20_000,
-        ..DriveOptions::default()
-    };
+    let options = marker_after_us(20_000);
     let drive = ring.open(options).expect("opens");
     let mut last = 0;
     let mut round = 0u64;
@@ -767,17 +762,9 @@ fn a_writable_open_covers_recovered_entries_with_a_tail_marker() {
 /// keep acknowledged entries uncovered.
 fn readers_do_not_hold_off_the_tail_marker(backend: Backend) {
     let ring = TestRing::new(backend, &Shape::small());
-    let options = DriveOptions {
-        tail_marker_idle_us: 10_000,
-        ..DriveOptions::default()
-    };
+    let options = marker_after_us(10_000);
     let drive = Arc::new(ring.open(options).expect("opens"));
-    let tickets: Vec<_> = (0..5)
-        .map(|i| drive.append(payload(i, 300)).expect("queued"))
-        .collect();
-    for ticket in tickets {
-        ticket.wait().expect("durable");
-    }
+    append_and_wait(&drive, 5, 300);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let readers: Vec<_> = (0..4)
         .map(|_| {
@@ -807,10 +794,7 @@ scenario!(readers_do_not_hold_off_the_tail_marker);
 /// drive says so in `lsn_covered`.
 fn a_fully_trimmed_log_needs_no_tail_marker(backend: Backend) {
     let ring = TestRing::new(backend, &Shape::small());
-    let options = DriveOptions {
-        tail_marker_idle_us: 5_000,
-        ..DriveOptions::default()
-    };
+    let options = marker_after_us(5_000);
     let drive = ring.open(without_idle_markers()).expect("opens");
     let last = (0..5)
         .map(|i| drive.append(payload(i, 300)).expect("queued"))
