@@ -5,8 +5,8 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use sealog::reader::RingReader;
@@ -84,17 +84,28 @@ fn assert_corrupt_at(ring: &Path, lsn: u64) {
     assert_eq!(dump.status.code(), Some(3), "{}", text(&dump.stderr));
 }
 
-#[test]
-fn damage_to_the_newest_entry_after_a_clean_close_is_corruption() {
+/// A formatted ring in a temporary directory (kept alive by the returned handle).
+fn fresh_ring() -> (tempfile::TempDir, PathBuf) {
     let directory = tempfile::tempdir().expect("tempdir");
     let ring = directory.path().join("ring");
     format_ring(&ring);
-    let mut child = sealog()
+    (directory, ring)
+}
+
+/// `sealog append` on `ring`, its stdin and stdout piped.
+fn writer(ring: &Path) -> Child {
+    sealog()
         .args(["append", ring.to_str().expect("utf-8")])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .expect("runs");
+        .expect("runs")
+}
+
+#[test]
+fn damage_to_the_newest_entry_after_a_clean_close_is_corruption() {
+    let (_directory, ring) = fresh_ring();
+    let mut child = writer(&ring);
     child
         .stdin
         .take()
@@ -112,15 +123,8 @@ fn damage_to_the_newest_entry_after_a_clean_close_is_corruption() {
 
 #[test]
 fn damage_to_the_newest_entry_after_an_idle_period_and_kill_9_is_corruption() {
-    let directory = tempfile::tempdir().expect("tempdir");
-    let ring = directory.path().join("ring");
-    format_ring(&ring);
-    let mut child = sealog()
-        .args(["append", ring.to_str().expect("utf-8")])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("runs");
+    let (_directory, ring) = fresh_ring();
+    let mut child = writer(&ring);
     let mut stdin = child.stdin.take().expect("stdin");
     stdin
         .write_all(b"first\nsecond\nthe newest entry\n")

@@ -565,81 +565,7 @@ fn a_failed_flush_stops_the_drive() {
 /// calls fail at once, and nothing waits on the drive that is gone.
 #[test]
 fn a_panicking_drive_thread_strands_no_caller() {
-    use sealog::io::{Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
-    use sealog_fault::SimDevice;
-
-    /// The simulated device, panicking on its `panic_at`-th write.
-    struct PanicsOnWrite {
-        device: SimDevice,
-        writes: u64,
-        panic_at: u64,
-    }
-
-    impl IoBackend for PanicsOnWrite {
-        fn pool(&mut self) -> &mut sealog::pool::BufferPool {
-            self.device.pool()
-        }
-        fn size_bytes(&self) -> u64 {
-            self.device.size_bytes()
-        }
-        fn submit_write(
-            &mut self,
-            tag: Tag,
-            ring_offset: u64,
-            buffer: usize,
-            buffer_offset: usize,
-            len: u32,
-            sync: WriteSync,
-        ) -> std::io::Result<()> {
-            self.writes += 1;
-            assert!(
-                self.writes != self.panic_at,
-                "injected panic in the backend"
-            );
-            self.device
-                .submit_write(tag, ring_offset, buffer, buffer_offset, len, sync)
-        }
-        fn submit_flush(
-            &mut self,
-            tag: Tag,
-            offset: u64,
-            order: FlushOrder,
-        ) -> std::io::Result<()> {
-            self.device.submit_flush(tag, offset, order)
-        }
-        fn submit_read(
-            &mut self,
-            tag: Tag,
-            offset: u64,
-            buffer: usize,
-            len: u32,
-        ) -> std::io::Result<()> {
-            self.device.submit_read(tag, offset, buffer, len)
-        }
-        fn wait(&mut self, min_complete: usize, out: &mut Vec<Completion>) -> std::io::Result<()> {
-            self.device.wait(min_complete, out)
-        }
-        fn waker(&self) -> Waker {
-            self.device.waker()
-        }
-    }
-
-    let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
-    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([3; 16]));
-    let drive = sealog::Drive::open_with(
-        std::path::Path::new("panics"),
-        geometry,
-        DriveOptions::default(),
-        move || {
-            let device = SimDevice::for_ring(image, &geometry, FaultConfig::none(), 7)?;
-            Ok(PanicsOnWrite {
-                device,
-                writes: 0,
-                panic_at: 5,
-            })
-        },
-    )
-    .expect("opens");
+    let drive = open_broken(Breakage::PanicOnWrite(5));
     let drive = Arc::new(drive);
     let outcomes = within("tickets of a panicked drive", Duration::from_secs(30), {
         let drive = Arc::clone(&drive);
@@ -856,15 +782,24 @@ fn each_append_waits_for_room_its_own_time(backend: Backend) {
 }
 scenario!(each_append_waits_for_room_its_own_time);
 
-/// A backend for the review's failure paths: the simulated device, refusing its N-th write
-/// submission, or failing its N-th batch flush with EIO and every wait after it (a device that
-/// stops answering once the drive has already failed).
+/// How a [`BrokenDevice`] breaks.
+#[derive(Clone, Copy)]
+enum Breakage {
+    /// It refuses its N-th write submission.
+    RefuseWrite(u64),
+    /// It fails its N-th batch flush with EIO, and every wait after it (a device that stops
+    /// answering once the drive has already failed).
+    FailBatchFlushThenWaits(u64),
+    /// It panics in its N-th write submission, on the drive thread.
+    PanicOnWrite(u64),
+}
+
+/// The simulated device, broken one way for the failure paths of the drive thread.
 struct BrokenDevice {
     device: sealog_fault::SimDevice,
+    breakage: Breakage,
     writes: u64,
-    refuse_write: Option<u64>,
     batch_flushes: u64,
-    fail_batch_flush: Option<u64>,
     waits_fail: bool,
 }
 
@@ -885,8 +820,12 @@ impl sealog::io::IoBackend for BrokenDevice {
         sync: sealog::io::WriteSync,
     ) -> std::io::Result<()> {
         self.writes += 1;
-        if self.refuse_write == Some(self.writes) {
-            return Err(std::io::Error::from_raw_os_error(EBUSY));
+        match self.breakage {
+            Breakage::RefuseWrite(n) if n == self.writes => {
+                return Err(std::io::Error::from_raw_os_error(EBUSY));
+            }
+            Breakage::PanicOnWrite(n) => assert!(n != self.writes, "injected panic"),
+            _ => {}
         }
         self.device
             .submit_write(tag, ring_offset, buffer, buffer_offset, len, sync)
@@ -922,7 +861,10 @@ impl sealog::io::IoBackend for BrokenDevice {
             // A batch flush's tag: kind 1 in the low three bits (the engine's `Op`).
             if completion.tag & 7 == 1 {
                 self.batch_flushes += 1;
-                if self.fail_batch_flush == Some(self.batch_flushes) {
+                if matches!(
+                    self.breakage,
+                    Breakage::FailBatchFlushThenWaits(n) if n == self.batch_flushes
+                ) {
                     completion.result = Err(EIO);
                     self.waits_fail = true;
                 }
@@ -939,7 +881,8 @@ impl sealog::io::IoBackend for BrokenDevice {
 const EIO: i32 = 5;
 const EBUSY: i32 = 16;
 
-fn open_broken(refuse_write: Option<u64>, fail_batch_flush: Option<u64>) -> sealog::Drive {
+/// A drive on a fresh small ring over a [`BrokenDevice`].
+fn open_broken(breakage: Breakage) -> sealog::Drive {
     let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
     let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([9; 16]));
     sealog::Drive::open_with(
@@ -951,10 +894,9 @@ fn open_broken(refuse_write: Option<u64>, fail_batch_flush: Option<u64>) -> seal
                 sealog_fault::SimDevice::for_ring(image, &geometry, FaultConfig::none(), 3)?;
             Ok(BrokenDevice {
                 device,
+                breakage,
                 writes: 0,
-                refuse_write,
                 batch_flushes: 0,
-                fail_batch_flush,
                 waits_fail: false,
             })
         },
@@ -968,8 +910,11 @@ fn open_broken(refuse_write: Option<u64>, fail_batch_flush: Option<u64>) -> seal
 #[test]
 fn a_broken_backend_fails_the_drive_and_close_returns() {
     // Recovery writes the control block first (write 1): refuse a batch's write.
-    for (refuse_write, fail_batch_flush) in [(Some(4), None), (None, Some(2))] {
-        let drive = Arc::new(open_broken(refuse_write, fail_batch_flush));
+    for breakage in [
+        Breakage::RefuseWrite(4),
+        Breakage::FailBatchFlushThenWaits(2),
+    ] {
+        let drive = Arc::new(open_broken(breakage));
         let outcomes = within("appends on a broken backend", Duration::from_secs(30), {
             let drive = Arc::clone(&drive);
             move || {
