@@ -65,6 +65,10 @@ struct Args {
     /// How long the drive thread spins for completions before it blocks (microseconds).
     #[arg(long, default_value_t = sealog::drive::SPIN_BEFORE_BLOCK_US_DEFAULT)]
     spin_us: u64,
+    /// How long a client waiting on its ticket spins before it parks (microseconds; at most
+    /// one client of a drive spins at a time).
+    #[arg(long, default_value_t = sealog::ticket::CLIENT_SPIN_US_DEFAULT)]
+    client_spin_us: u64,
     /// Group commit's gathering window, microseconds (0 disables).
     #[arg(long, default_value_t = sealog::drive::GROUP_GATHER_US_DEFAULT)]
     gather_us: u64,
@@ -229,6 +233,7 @@ fn run(args: &Args) -> Result<(), String> {
             spin_before_block_us: args.spin_us,
             sqpoll_idle_ms: args.sqpoll_idle_ms,
             group_gather_us: args.gather_us,
+            client_spin_us: args.client_spin_us,
             ..sealog::DriveOptions::default()
         };
         cells.push(sealog_cell(&ring, shape, workload, options)?);
@@ -369,6 +374,7 @@ fn run(args: &Args) -> Result<(), String> {
             "ring_block_bytes": ring_block_bytes,
             "durability": args.durability,
             "spin_before_block_us": args.spin_us,
+            "client_spin_us": args.client_spin_us,
             "sqpoll_idle_ms": args.sqpoll_idle_ms,
             "group_gather_us": args.gather_us,
             "batch_max_bytes": args.batch_max_bytes,

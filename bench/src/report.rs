@@ -35,6 +35,12 @@ pub struct Cell {
     pub batch_p50_us: f64,
     /// sealog: p50 of the device's idle gap between the last batch in flight and the next.
     pub idle_gap_p50_us: f64,
+    /// sealog: p50 of the handoff to the drive, microseconds from an append's call to the
+    /// submission of the batch carrying it (group commit's gathering included).
+    pub handoff_submit_p50_us: f64,
+    /// sealog: p50 of the handoff back, microseconds from an append's completion on the drive
+    /// thread to its waiting client running again.
+    pub handoff_wake_p50_us: f64,
     /// Peak resident memory of the process during this cell (its own high-water mark), bytes;
     /// 0 when the kernel could not reset the mark.
     pub peak_rss_bytes: u64,
@@ -151,6 +157,8 @@ impl Cell {
             "batch_entries": self.batch_entries,
             "batch_p50_us": self.batch_p50_us,
             "idle_gap_p50_us": self.idle_gap_p50_us,
+            "handoff_submit_p50_us": self.handoff_submit_p50_us,
+            "handoff_wake_p50_us": self.handoff_wake_p50_us,
             "syncs_per_sec": self.syncs_per_sec,
             "tail_markers": self.tail_markers,
             "cpu_seconds_per_gb": self.cpu_seconds_per_gb,
@@ -354,7 +362,7 @@ pub fn target_line(target: &Target) -> String {
 /// The group-commit table: how sealog's cells batched, per cell.
 pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
     let mut lines = vec![format!(
-        "{:<16} {:>8} {:>7} {:>6} {:>9} {:>10} {:>10} {:>9} {:>8} {:>9} {:>8}",
+        "{:<16} {:>8} {:>7} {:>6} {:>9} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>9} {:>8}",
         "group commit",
         "payload",
         "writers",
@@ -362,6 +370,8 @@ pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
         "entries",
         "batch p50",
         "idle p50",
+        "to-sub p50",
+        "wake p50",
         "syncs/s",
         "markers",
         "CPU s/GB",
@@ -369,7 +379,8 @@ pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
     )];
     for cell in cells.iter().filter(|cell| cell.engine == "sealog") {
         lines.push(format!(
-            "{:<16} {:>8} {:>7} {:>6} {:>9.1} {:>10.0} {:>10.0} {:>9.0} {:>8} {:>9.2} {:>8}",
+            "{:<16} {:>8} {:>7} {:>6} {:>9.1} {:>10.0} {:>10.0} {:>10.0} {:>9.0} {:>9.0} {:>8} \
+             {:>9.2} {:>8}",
             cell.engine,
             cell.payload_bytes,
             cell.writers,
@@ -377,6 +388,8 @@ pub fn group_commit_table(cells: &[Cell]) -> Vec<String> {
             cell.batch_entries,
             cell.batch_p50_us,
             cell.idle_gap_p50_us,
+            cell.handoff_submit_p50_us,
+            cell.handoff_wake_p50_us,
             cell.syncs_per_sec,
             cell.tail_markers,
             cell.cpu_seconds_per_gb,

@@ -11,7 +11,8 @@
 //! - [`io`]: the completion-based I/O seam; [`uring`] its io_uring backend (the only module
 //!   with `unsafe`); the simulated device that tests run the engine on is the
 //!   fault-injection crate's (`sealog-fault`);
-//! - [`ticket`]: append outcomes, waitable and awaitable;
+//! - [`ticket`]: append outcomes, waitable and awaitable, from a per-drive pool, parked on one
+//!   futex per drive;
 //! - [`pool`]: the aligned buffer pool;
 //! - [`reader`]: read-only access for verify, dump and inspect.
 

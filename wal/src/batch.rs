@@ -114,16 +114,30 @@ impl<'buf> BatchBuilder<'buf> {
     /// Adds a record and returns its LSN. A payload over the ring's limit is refused for good;
     /// [`EncodeError::BatchFull`] means "finish this batch and put it in the next one".
     pub fn push(&mut self, kind: Kind, payload: &[u8]) -> Result<u64, EncodeError> {
+        self.push_parts(kind, &[payload], payload_crc(payload))
+    }
+
+    /// Adds a record whose payload is `parts` in order (copied straight into the batch, never
+    /// concatenated elsewhere), with its CRC32C computed by the caller (on another thread, so
+    /// that the engine's drive thread only copies): `crc` must be [`payload_crc`] of the
+    /// concatenated parts, which debug builds check.
+    pub fn push_parts(
+        &mut self,
+        kind: Kind,
+        parts: &[&[u8]],
+        crc: u32,
+    ) -> Result<u64, EncodeError> {
         if kind == Kind::Padding {
             return Err(EncodeError::PaddingKind);
         }
-        if payload.len() as u64 > u64::from(self.start.payload_size_max_bytes) {
+        let payload_len: usize = parts.iter().map(|part| part.len()).sum();
+        if payload_len as u64 > u64::from(self.start.payload_size_max_bytes) {
             return Err(EncodeError::PayloadTooLarge {
-                payload_len: payload.len() as u64,
+                payload_len: payload_len as u64,
                 payload_size_max_bytes: self.start.payload_size_max_bytes,
             });
         }
-        let record_bytes = Self::record_bytes(payload.len());
+        let record_bytes = Self::record_bytes(payload_len);
         let free_bytes = u64::from(self.start.capacity_bytes - self.used_bytes);
         if record_bytes > free_bytes {
             return Err(EncodeError::BatchFull {
@@ -134,10 +148,19 @@ impl<'buf> BatchBuilder<'buf> {
         let lsn = self.start.first_lsn + u64::from(self.records);
         let index = self.records;
         // Checked above: payload_len is at most the payload limit, a u32.
-        let payload_len = u32::try_from(payload.len()).expect("payload below the u32 limit");
-        self.write_record(kind, lsn, index, payload_len, payload_crc(payload));
-        let payload_offset = self.used_bytes as usize + ENTRY_HEADER_SIZE;
-        self.buf[payload_offset..payload_offset + payload.len()].copy_from_slice(payload);
+        let payload_len = u32::try_from(payload_len).expect("payload below the u32 limit");
+        self.write_record(kind, lsn, index, payload_len, crc);
+        let mut offset = self.used_bytes as usize + ENTRY_HEADER_SIZE;
+        let payload_start = offset;
+        for part in parts {
+            self.buf[offset..offset + part.len()].copy_from_slice(part);
+            offset += part.len();
+        }
+        debug_assert_eq!(
+            payload_crc(&self.buf[payload_start..offset]),
+            crc,
+            "the caller's CRC is the payload's"
+        );
         self.used_bytes += ENTRY_HEADER_SIZE as u32 + payload_len;
         self.records += 1;
         Ok(lsn)
@@ -195,5 +218,67 @@ impl<'buf> BatchBuilder<'buf> {
             first_lsn: self.start.first_lsn,
             records: self.records,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::RingId;
+
+    fn start() -> BatchStart {
+        BatchStart {
+            ring_id: RingId([7; 16]),
+            position: Position {
+                lap: 1,
+                segment: 0,
+                offset: 4096,
+            },
+            first_lsn: 10,
+            watermark: 9,
+            incarnation: 3,
+            block_size_bytes: 4096,
+            capacity_bytes: 4 * 4096,
+            payload_size_max_bytes: 8000,
+        }
+    }
+
+    #[test]
+    fn a_record_pushed_in_parts_is_byte_for_byte_the_record_of_their_concatenation() {
+        let parts: [&[u8]; 4] = [b"header:", b"", &[0x42; 3000], b"trailer"];
+        let whole = parts.concat();
+        let mut from_parts = vec![0xeeu8; 4 * 4096];
+        let mut from_whole = vec![0x11u8; 4 * 4096];
+        let mut builder = BatchBuilder::new(&mut from_parts, start());
+        builder
+            .push_parts(Kind::Data, &parts, payload_crc(&whole))
+            .expect("fits");
+        builder
+            .push_parts(Kind::Data, &[], payload_crc(&[]))
+            .expect("fits");
+        let parted = builder.finish();
+        let mut builder = BatchBuilder::new(&mut from_whole, start());
+        builder.push(Kind::Data, &whole).expect("fits");
+        builder.push(Kind::Data, &[]).expect("fits");
+        let whole_batch = builder.finish();
+        assert_eq!(parted, whole_batch);
+        let bytes = parted.bytes as usize;
+        assert_eq!(from_parts[..bytes], from_whole[..bytes]);
+    }
+
+    #[test]
+    fn parts_over_the_payload_limit_are_refused_whole() {
+        let mut buffer = vec![0u8; 4 * 4096];
+        let mut builder = BatchBuilder::new(&mut buffer, start());
+        let half = vec![1u8; 4001];
+        let crc = payload_crc(&[half.as_slice(), half.as_slice()].concat());
+        assert_eq!(
+            builder.push_parts(Kind::Data, &[&half, &half], crc),
+            Err(EncodeError::PayloadTooLarge {
+                payload_len: 8002,
+                payload_size_max_bytes: 8000
+            })
+        );
+        assert_eq!(builder.records(), 0);
     }
 }

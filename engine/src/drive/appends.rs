@@ -7,8 +7,9 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use sealog_wal::batch::{BatchBuilder, BatchStart};
-use sealog_wal::format::ENTRY_HEADER_SIZE;
+use sealog_wal::format::{payload_crc, ENTRY_HEADER_SIZE};
 use sealog_wal::{EncodeError, Kind, Position};
 
 use super::buffers::Lane;
@@ -18,13 +19,68 @@ use super::{Durability, WhenFull};
 use crate::error::{AppendError, DriveFailure, IoOperation};
 use crate::io::{Completion, FlushOrder, IoBackend, WriteSync};
 use crate::ticket::TicketCompleter;
+use crate::uring::lend::LentParts;
+
+/// An append's payload as the client handed it over: the drive copies it once, into the
+/// registered buffer of the batch that carries it.
+pub(super) enum Payload {
+    /// A buffer the client gave away (freed on the drive thread once copied).
+    Owned(Vec<u8>),
+    /// Shared bytes the drive holds a reference to until it has copied them.
+    Shared(Bytes),
+    /// Borrowed slices whose client waits until they are copied (see [`LentParts`]).
+    Lent(LentParts),
+}
+
+impl Payload {
+    /// Its length in bytes.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Payload::Owned(bytes) => bytes.len(),
+            Payload::Shared(bytes) => bytes.len(),
+            Payload::Lent(parts) => parts.len(),
+        }
+    }
+
+    /// Its CRC32C, as the entry header stores it.
+    pub(super) fn crc(&self) -> u32 {
+        match self {
+            Payload::Owned(bytes) => payload_crc(bytes),
+            Payload::Shared(bytes) => payload_crc(bytes),
+            Payload::Lent(parts) => parts
+                .parts()
+                .iter()
+                .fold(0, |crc, part| crc32c::crc32c_append(crc, part)),
+        }
+    }
+
+    /// Its bytes, as the slices they are in.
+    fn with_parts<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> R {
+        match self {
+            Payload::Owned(bytes) => f(&[bytes]),
+            Payload::Shared(bytes) => f(&[bytes]),
+            Payload::Lent(parts) => f(parts.parts()),
+        }
+    }
+
+    /// The drive copied it: lent slices go back to their client with this turn's publication.
+    fn copied(self) {
+        if let Payload::Lent(mut parts) = self {
+            parts.mark_copied();
+        }
+    }
+}
 
 /// An append waiting for a batch.
 pub(super) struct QueuedAppend {
     pub(super) kind: Kind,
-    pub(super) payload: Vec<u8>,
+    pub(super) payload: Payload,
+    pub(super) payload_len: usize,
+    /// CRC32C of the payload, computed by the client.
+    pub(super) payload_crc: u32,
     pub(super) completer: TicketCompleter,
-    /// When it was queued: a full ring's `WhenFull::Wait` counts from here, per append.
+    /// When the client asked: a full ring's `WhenFull::Wait` counts from here, per append, and
+    /// the handoff's latency ends when the batch carrying it is submitted.
     pub(super) queued_at: Instant,
 }
 
@@ -156,7 +212,7 @@ impl<B: IoBackend> DriveCore<B> {
                 break;
             }
             let append = self.queue.pop_front().expect("the front exists");
-            self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload.len());
+            self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload_len);
             append
                 .completer
                 .complete(Err(AppendError::RingFull { next_lsn }));
@@ -239,10 +295,13 @@ impl<B: IoBackend> DriveCore<B> {
         let mut payload_bytes = 0u64;
         if purpose == BatchPurpose::Data {
             for append in self.queue.iter() {
-                match builder.push(append.kind, &append.payload) {
+                let pushed = append
+                    .payload
+                    .with_parts(|parts| builder.push_parts(append.kind, parts, append.payload_crc));
+                match pushed {
                     Ok(_) => {
                         taken += 1;
-                        payload_bytes += append.payload.len() as u64;
+                        payload_bytes += append.payload_len as u64;
                     }
                     Err(EncodeError::BatchFull { .. }) => break,
                     Err(error) => unreachable!("appends are checked when queued: {error}"),
@@ -268,8 +327,14 @@ impl<B: IoBackend> DriveCore<B> {
                     .idle_gap_us
                     .record((since.elapsed().as_micros() as u64).max(1));
             }
+            let now = Instant::now();
             for append in self.queue.drain(..taken) {
-                self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload.len());
+                self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload_len);
+                let handoff = now.saturating_duration_since(append.queued_at);
+                let _ = self
+                    .enqueue_to_submit_us
+                    .record((handoff.as_micros() as u64).max(1));
+                append.payload.copied();
                 self.waiters.push_back(append.completer);
             }
         }

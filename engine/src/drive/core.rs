@@ -20,6 +20,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
@@ -37,6 +38,7 @@ use super::{
 };
 use crate::error::{AppendError, DriveClosed, DriveFailure, IoOperation, ReadError, TrimError};
 use crate::io::{Completion, IoBackend};
+use crate::ticket::Notifier;
 
 /// A batch in the ring, for reads and trim.
 #[derive(Clone, Copy, Debug)]
@@ -97,6 +99,10 @@ pub struct DriveCore<B: IoBackend> {
     pub(super) batch_entries: Histogram<u64>,
     pub(super) sync_latency_us: Histogram<u64>,
     pub(super) idle_gap_us: Histogram<u64>,
+    pub(super) enqueue_to_submit_us: Histogram<u64>,
+    /// Where this drive's tickets park: published once per turn, so a round of completions
+    /// costs one wake-up.
+    notifier: Arc<Notifier>,
     /// When the last data batch in flight was acknowledged (the device has had no data batch
     /// since): the start of an idle period.
     pub(super) idle_since: Option<Instant>,
@@ -178,6 +184,8 @@ impl<B: IoBackend> DriveCore<B> {
             batch_entries: histogram(),
             sync_latency_us: histogram(),
             idle_gap_us: histogram(),
+            enqueue_to_submit_us: histogram(),
+            notifier: Notifier::for_drive(options.client_spin_us),
             idle_since: None,
             tail_marker_refused: false,
             closing: false,
@@ -186,7 +194,9 @@ impl<B: IoBackend> DriveCore<B> {
 
     /// The clock-driven behaviour the drive thread has and a hand-stepped core has not: group
     /// commit's gathering window and the tail marker's idle timer.
-    pub(super) fn set_thread_timers(&mut self, options: &DriveOptions) {
+    /// Also adopts the notifier the drive's handle made its tickets with.
+    pub(super) fn set_thread_timers(&mut self, options: &DriveOptions, notifier: Arc<Notifier>) {
+        self.notifier = notifier;
         self.group_gather_us = options.group_gather_us;
         self.tail_marker_idle = Some(Duration::from_micros(options.tail_marker_idle_us));
     }
@@ -323,11 +333,13 @@ impl<B: IoBackend> DriveCore<B> {
             }
         }
         self.check_frontiers();
+        self.notifier.publish();
     }
 
     /// Takes a request, as the thread does when one arrives on the channel.
     pub fn submit(&mut self, request: Request) {
         self.accept(request);
+        self.notifier.publish();
     }
 
     /// The clock's event: the log has been idle for the tail marker's idle time. Writes a tail
@@ -336,6 +348,7 @@ impl<B: IoBackend> DriveCore<B> {
     /// Reads and trims on the device do not hold it off.
     pub fn on_idle_timer(&mut self) {
         self.start_tail_marker();
+        self.notifier.publish();
     }
 
     /// Whether I/O is in flight.
@@ -393,18 +406,23 @@ impl<B: IoBackend> DriveCore<B> {
             RequestKind::Append {
                 kind,
                 payload,
+                payload_crc,
                 completer,
+                queued_at,
             } => {
-                if let Err(error) = self.admit_append(kind, payload.len()) {
+                let payload_len = payload.len();
+                if let Err(error) = self.admit_append(kind, payload_len) {
                     completer.complete(Err(error));
                     return;
                 }
-                self.queued_bytes += QueuedAppend::bytes_in_batch(payload.len());
+                self.queued_bytes += QueuedAppend::bytes_in_batch(payload_len);
                 self.queue.push_back(QueuedAppend {
                     kind,
                     payload,
+                    payload_len,
+                    payload_crc,
                     completer,
-                    queued_at: Instant::now(),
+                    queued_at,
                 });
             }
             RequestKind::ReadBatch { lsn, reply } => {
@@ -461,6 +479,8 @@ impl<B: IoBackend> DriveCore<B> {
             batch_entries: self.batch_entries.clone(),
             sync_latency_us: self.sync_latency_us.clone(),
             idle_gap_us: self.idle_gap_us.clone(),
+            enqueue_to_submit_us: self.enqueue_to_submit_us.clone(),
+            completion_to_wake_us: self.notifier.wake_latency_us(),
             reads: self.reads_served,
             lsn_durable: self.lsn_durable,
             lsn_covered: self.lsn_covered,
@@ -569,6 +589,7 @@ impl<B: IoBackend> DriveCore<B> {
         self.inflight.clear();
         self.reads.clear();
         self.trim_in_flight = None;
+        self.notifier.publish();
     }
 
     /// After a failure, every request not yet started gets the failure.

@@ -30,18 +30,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
 use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport};
 
+use self::appends::Payload;
 pub use self::buffers::{buffer_bytes, buffer_count, READ_BUFFERS};
 pub use self::core::DriveCore;
 
 use crate::error::{AppendError, DriveClosed, DriveFailure, OpenError, ReadError, TrimError};
 use crate::io::{IoBackend, Waker};
-use crate::ticket::{Ticket, TicketCompleter};
+use crate::ticket::{Notifier, Ticket, TicketCompleter, TicketPool, CLIENT_SPIN_US_DEFAULT};
+use crate::uring::lend::LentParts;
 
 /// Whether [`DriveCore::step`] may block waiting for the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +114,9 @@ pub struct DriveOptions {
     /// The drive thread keeps this timer; a [`DriveCore`] stepped by hand gets the event from
     /// its caller ([`DriveCore::on_idle_timer`]).
     pub tail_marker_idle_us: u64,
+    /// How long a client waiting on a ticket spins before it parks, in microseconds (see
+    /// [`crate::ticket::CLIENT_SPIN_US_DEFAULT`]); 0 parks at once.
+    pub client_spin_us: u64,
 }
 
 impl Default for DriveOptions {
@@ -125,6 +131,7 @@ impl Default for DriveOptions {
             sqpoll_idle_ms: None,
             group_gather_us: GROUP_GATHER_US_DEFAULT,
             tail_marker_idle_us: TAIL_MARKER_IDLE_US_DEFAULT,
+            client_spin_us: CLIENT_SPIN_US_DEFAULT,
         }
     }
 }
@@ -180,6 +187,12 @@ pub struct Stats {
     /// in flight and the start of the next: the clients' turnaround plus group commit's
     /// gathering (with one writer, the time it takes to send its next append).
     pub idle_gap_us: Histogram<u64>,
+    /// The handoff to the drive: microseconds from an append's call (on the client's thread)
+    /// to the submission of the batch that carries it, gathering included.
+    pub enqueue_to_submit_us: Histogram<u64>,
+    /// The handoff back: microseconds from an append's completion (on the drive thread) to its
+    /// waiting client running again, for tickets waited on (not those looked at later).
+    pub completion_to_wake_us: Histogram<u64>,
     /// Reads served (with a payload or a typed error).
     pub reads: u64,
     /// The highest acknowledged LSN.
@@ -248,8 +261,12 @@ pub struct Request(RequestKind);
 enum RequestKind {
     Append {
         kind: Kind,
-        payload: Vec<u8>,
+        payload: Payload,
+        /// CRC32C of the payload, computed on the client's thread.
+        payload_crc: u32,
         completer: TicketCompleter,
+        /// When the client asked (for `WhenFull::Wait` and the handoff's latency).
+        queued_at: Instant,
     },
     ReadBatch {
         lsn: u64,
@@ -273,11 +290,14 @@ pub type ReadReply = mpsc::Receiver<Result<ReadEntries, ReadError>>;
 impl Request {
     /// An append of a record of `kind`; the ticket yields its LSN once durable.
     pub fn append(kind: Kind, payload: Vec<u8>) -> (Request, Ticket) {
-        let (ticket, completer) = Ticket::new();
+        let (ticket, completer) = Ticket::standalone();
+        let payload_crc = sealog_wal::format::payload_crc(&payload);
         let request = RequestKind::Append {
             kind,
-            payload,
+            payload: Payload::Owned(payload),
+            payload_crc,
             completer,
+            queued_at: Instant::now(),
         };
         (Request(request), ticket)
     }
@@ -311,6 +331,8 @@ pub struct Drive {
     report: RecoveryReport,
     geometry: Geometry,
     cache: Option<crate::io::CacheInfo>,
+    /// Where this drive's tickets come from and park.
+    tickets: Arc<TicketPool>,
 }
 
 /// What recovery hands back to `open`.
@@ -383,18 +405,18 @@ impl Drive {
         let thread_sleeping = Arc::clone(&sleeping);
         let thread_stopped = Arc::clone(&stopped);
         let thread_path = path.to_path_buf();
+        let notifier = Notifier::for_drive(options.client_spin_us);
+        let tickets = TicketPool::new(Arc::clone(&notifier));
         let thread = std::thread::Builder::new()
             .name(format!("sealog-drive {}", path.display()))
             .spawn(move || {
-                drive_thread(
-                    &thread_path,
-                    &options,
-                    make_backend,
-                    opened_sender,
-                    &receiver,
-                    &thread_sleeping,
-                    &thread_stopped,
-                )
+                let channel = ThreadChannel {
+                    receiver: &receiver,
+                    sleeping: &thread_sleeping,
+                    stopped: &thread_stopped,
+                    notifier,
+                };
+                drive_thread(&thread_path, &options, make_backend, opened_sender, channel)
             })
             .map_err(|source| OpenError::Io {
                 path: path.to_path_buf(),
@@ -427,6 +449,7 @@ impl Drive {
             report: opened.report,
             geometry,
             cache: opened.cache,
+            tickets,
         })
     }
 
@@ -474,7 +497,41 @@ impl Drive {
         Ok(())
     }
 
-    /// Appends a data record; the ticket yields its LSN once it is durable.
+    /// Checks an append before anything of it is queued: a kind the format reserves and a
+    /// payload over the ring's limit are refused on the caller's thread.
+    fn check_append(&self, kind: Kind, payload_len: usize) -> Result<(), AppendError> {
+        if !kind.consumes_lsn() {
+            return Err(AppendError::ReservedKind { kind });
+        }
+        let limit = self.geometry.payload_size_max_bytes();
+        if payload_len as u64 > u64::from(limit) {
+            return Err(AppendError::PayloadTooLarge {
+                payload_len: payload_len as u64,
+                payload_size_max_bytes: limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// Queues an append whose payload the drive will copy; its CRC is computed here, on the
+    /// caller's thread, so the drive thread only copies.
+    fn append_payload(&self, kind: Kind, payload: Payload) -> Result<Ticket, AppendError> {
+        let queued_at = Instant::now();
+        self.check_append(kind, payload.len())?;
+        let payload_crc = payload.crc();
+        let (ticket, completer) = self.tickets.ticket();
+        self.send(Request(RequestKind::Append {
+            kind,
+            payload,
+            payload_crc,
+            completer,
+            queued_at,
+        }))?;
+        Ok(ticket)
+    }
+
+    /// Appends a data record; the ticket yields its LSN once it is durable. The drive copies
+    /// the payload into its registered buffer; the `Vec` is freed on the drive thread.
     pub fn append(&self, payload: Vec<u8>) -> Result<Ticket, AppendError> {
         self.append_kind(Kind::Data, payload)
     }
@@ -482,18 +539,48 @@ impl Drive {
     /// Appends a record of `kind` (data, or the trim/seal/fence records of the layers above).
     /// Padding is the format's own and refused.
     pub fn append_kind(&self, kind: Kind, payload: Vec<u8>) -> Result<Ticket, AppendError> {
-        if !kind.consumes_lsn() {
-            return Err(AppendError::ReservedKind { kind });
-        }
-        let limit = self.geometry.payload_size_max_bytes();
-        if payload.len() as u64 > u64::from(limit) {
-            return Err(AppendError::PayloadTooLarge {
-                payload_len: payload.len() as u64,
-                payload_size_max_bytes: limit,
-            });
-        }
-        let (request, ticket) = Request::append(kind, payload);
-        self.send(request)?;
+        self.append_payload(kind, Payload::Owned(payload))
+    }
+
+    /// Appends a data record from shared bytes (no copy on the caller's side: the drive holds
+    /// a reference until it has copied them into its registered buffer).
+    pub fn append_bytes(&self, payload: Bytes) -> Result<Ticket, AppendError> {
+        self.append_kind_bytes(Kind::Data, payload)
+    }
+
+    /// [`Drive::append_bytes`] with a record kind.
+    pub fn append_kind_bytes(&self, kind: Kind, payload: Bytes) -> Result<Ticket, AppendError> {
+        self.append_payload(kind, Payload::Shared(payload))
+    }
+
+    /// Appends one data record made of several borrowed slices, in order (for example an
+    /// embedder's header and a body it received from the network), without concatenating
+    /// them: the drive thread copies them straight into the batch's registered buffer. Returns
+    /// once the drive has copied them (when the batch carrying them starts), so the slices
+    /// are free again; the ticket still says when the record is durable.
+    pub fn append_slices(&self, parts: &[&[u8]]) -> Result<Ticket, AppendError> {
+        self.append_kind_slices(Kind::Data, parts)
+    }
+
+    /// [`Drive::append_slices`] with a record kind.
+    pub fn append_kind_slices(&self, kind: Kind, parts: &[&[u8]]) -> Result<Ticket, AppendError> {
+        let queued_at = Instant::now();
+        let payload_len = parts.iter().map(|part| part.len()).sum();
+        self.check_append(kind, payload_len)?;
+        let payload_crc = parts
+            .iter()
+            .fold(0, |crc, part| crc32c::crc32c_append(crc, part));
+        let (ticket, completer) = self.tickets.ticket();
+        let state = Arc::clone(completer.state().expect("a new completer holds its state"));
+        LentParts::lend(parts, &state, |lent| {
+            self.send(Request(RequestKind::Append {
+                kind,
+                payload: Payload::Lent(lent),
+                payload_crc,
+                completer,
+                queued_at,
+            }))
+        })?;
         Ok(ticket)
     }
 
@@ -567,9 +654,7 @@ fn drive_thread<B, F>(
     options: &DriveOptions,
     make_backend: F,
     opened_sender: mpsc::Sender<Result<Opened, OpenError>>,
-    receiver: &Receiver<Request>,
-    sleeping: &AtomicBool,
-    stopped: &AtomicBool,
+    channel: ThreadChannel<'_>,
 ) where
     B: IoBackend,
     F: FnOnce() -> io::Result<B>,
@@ -606,7 +691,13 @@ fn drive_thread<B, F>(
     if opened_sender.send(Ok(opened)).is_err() {
         return;
     }
-    drive.set_thread_timers(options);
+    let ThreadChannel {
+        receiver,
+        sleeping,
+        stopped,
+        notifier,
+    } = channel;
+    drive.set_thread_timers(options, notifier);
     // Whatever way this thread ends from here (returning, or unwinding from anywhere below),
     // the guard marks the drive stopped and drops what is left in the channel.
     let _stop = StopGuard { stopped, receiver };
@@ -618,6 +709,17 @@ fn drive_thread<B, F>(
     }
     // Dropping the core drops whatever it still holds; each completer completes its ticket.
     drop(drive);
+}
+
+/// What the drive thread shares with the drive's handle.
+struct ThreadChannel<'a> {
+    receiver: &'a Receiver<Request>,
+    /// The thread is (about to be) blocked: a client that sends wakes it.
+    sleeping: &'a AtomicBool,
+    /// The thread has stopped taking requests.
+    stopped: &'a AtomicBool,
+    /// Where the drive's tickets park.
+    notifier: Arc<Notifier>,
 }
 
 /// Marks the drive stopped and drops every request left in its channel, when the drive thread

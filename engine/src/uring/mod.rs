@@ -3,13 +3,16 @@
 //! a flush linked behind its write with IOSQE_IO_LINK, and an eventfd polled by the ring so a
 //! client can wake a drive thread blocked in io_uring_enter. This module (with [`sys`]) is the
 //! only place in the workspace with `unsafe`: every SQE points at memory the backend owns until
-//! its CQE is reaped, which is what makes pushing it sound.
+//! its CQE is reaped, which is what makes pushing it sound. [`lend`] is the same contract one
+//! step earlier: a client's borrowed payload, lent to the drive thread until it is copied into
+//! a registered buffer.
 //!
 //! Short and interrupted transfers never reach the drive loop: a short write or read is
 //! resubmitted for its remainder (and a flush that was linked behind it, which the kernel
 //! cancels when the link breaks, is linked again behind the remainder); EINTR and EAGAIN are
 //! resubmitted; a write that transfers 0 bytes fails with EIO.
 
+pub mod lend;
 pub mod sys;
 
 use std::io;
