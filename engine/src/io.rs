@@ -90,6 +90,11 @@ pub trait IoBackend: Send {
     /// A handle that interrupts [`IoBackend::wait`] from another thread.
     fn waker(&self) -> Waker;
 
+    /// How long the next blocking [`IoBackend::wait`] spins for completions before it blocks
+    /// in the kernel, microseconds (the drive decides per wait; backends that never block
+    /// ignore it).
+    fn spin_next_wait_us(&mut self, _spin_us: u64) {}
+
     /// The device's write cache and FUA settings, for `inspect` (None where unknown).
     fn cache_info(&self) -> Option<CacheInfo> {
         None

@@ -139,7 +139,10 @@ impl Notifier {
         if done() {
             return true;
         }
-        if !self.spin.is_zero() {
+        // Spinning pays for a client that waits alone (a lone writer, whose acknowledgement
+        // follows its flush by microseconds); where others are parked already, many clients
+        // wait on one batch, and the CPUs are better left to the drive and the device.
+        if !self.spin.is_zero() && self.parked.load(Ordering::Relaxed) == 0 {
             let spinning = self.spinners.fetch_add(1, Ordering::Relaxed) < CLIENT_SPINNERS_MAX;
             let spin_until = Instant::now() + self.spin.min(Duration::from_millis(10));
             while spinning && Instant::now() < spin_until {
@@ -355,8 +358,13 @@ pub struct TicketPool {
 impl TicketPool {
     /// A pool whose tickets park on `notifier`.
     pub(crate) fn new(notifier: Arc<Notifier>) -> Arc<TicketPool> {
+        TicketPool::keeping(notifier, TICKET_POOL_STATES)
+    }
+
+    /// A pool that keeps at most `states` states for reuse.
+    fn keeping(notifier: Arc<Notifier>, states: usize) -> Arc<TicketPool> {
         Arc::new(TicketPool {
-            free: ArrayQueue::new(TICKET_POOL_STATES),
+            free: ArrayQueue::new(states),
             notifier,
         })
     }
@@ -614,6 +622,29 @@ mod tests {
         drop(ticket);
         completer.complete(Err(AppendError::Closed(DriveClosed)));
         assert_eq!(pool.free.len(), 1);
+    }
+
+    #[test]
+    fn more_tickets_pending_than_the_pool_keeps_all_complete_and_the_pool_stays_bounded() {
+        let pool = TicketPool::keeping(Notifier::for_drive(0), 8);
+        let notifier = Arc::clone(pool.notifier());
+        let (tickets, completers): (Vec<_>, Vec<_>) = (0..100).map(|_| pool.ticket()).unzip();
+        let waiters: Vec<_> = tickets
+            .into_iter()
+            .map(|ticket| std::thread::spawn(move || ticket.wait()))
+            .collect();
+        for (lsn, completer) in completers.into_iter().enumerate() {
+            completer.complete(Ok(lsn as u64));
+        }
+        notifier.publish();
+        for (lsn, waiter) in waiters.into_iter().enumerate() {
+            assert_eq!(waiter.join().expect("waiter"), Ok(lsn as u64));
+        }
+        assert_eq!(
+            pool.free.len(),
+            8,
+            "the pool keeps what it can, frees the rest"
+        );
     }
 
     #[test]

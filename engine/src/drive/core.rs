@@ -40,6 +40,10 @@ use crate::error::{AppendError, DriveClosed, DriveFailure, IoOperation, ReadErro
 use crate::io::{Completion, IoBackend};
 use crate::ticket::Notifier;
 
+/// The most acknowledgements a completion can bring for the drive thread still to spin for it
+/// when no append is queued behind it (see `DriveCore::spin_pays`).
+const SPIN_WAITERS_MAX: usize = 4;
+
 /// A batch in the ring, for reads and trim.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct IndexedBatch {
@@ -247,6 +251,12 @@ impl<B: IoBackend> DriveCore<B> {
             sleeping.store(true, Ordering::SeqCst);
             fence(Ordering::SeqCst);
             let wait = if receiver.is_empty() {
+                let spin_us = if self.spin_pays() {
+                    self.spin_before_block_us
+                } else {
+                    0
+                };
+                self.backend.spin_next_wait_us(spin_us);
                 Wait::ForCompletion
             } else {
                 Wait::No
@@ -254,6 +264,16 @@ impl<B: IoBackend> DriveCore<B> {
             self.step(wait);
             sleeping.store(false, Ordering::SeqCst);
         }
+    }
+
+    /// Whether spinning for the next completion is worth a CPU: when appends wait to be
+    /// submitted as soon as a batch completes (a deep pipeline, where the device would idle
+    /// until the thread noticed), or when the completion acknowledges so few appends that
+    /// their clients' latency is the point (a lone writer). Not when a completion only
+    /// acknowledges many blocked clients: they come back one by one anyway, and the CPU a
+    /// spinning drive thread takes is theirs (on a machine with few CPUs it is most of them).
+    fn spin_pays(&self) -> bool {
+        !self.queue.is_empty() || self.waiters.len() <= SPIN_WAITERS_MAX
     }
 
     /// When the tail marker is due, on the drive thread's clock: the idle time after the last

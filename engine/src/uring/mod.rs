@@ -537,6 +537,10 @@ impl IoBackend for UringBackend {
         result
     }
 
+    fn spin_next_wait_us(&mut self, spin_us: u64) {
+        self.spin_us = spin_us;
+    }
+
     fn waker(&self) -> Waker {
         let wake = Arc::clone(&self.wake);
         Arc::new(move || {
