@@ -172,6 +172,7 @@ pub fn sealog_cell(
     } else {
         0.0
     };
+    cell.set_cpu_us_per_append(cpu, operations);
     Ok(cell)
 }
 
