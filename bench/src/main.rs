@@ -339,7 +339,8 @@ fn run(args: &Args) -> Result<(), String> {
         recovery_ring_bytes >> 20,
         pool_bytes >> 20
     );
-    let targets = report::targets(&all, recovery_ratio);
+    let mut targets = report::targets(&all, recovery_ratio);
+    targets.extend(report::write_path_targets(&all));
     println!("targets (this run's ratios):");
     for target in &targets {
         println!("{}", report::target_line(target));
