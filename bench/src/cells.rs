@@ -176,6 +176,7 @@ pub fn sealog_cell(
     } else {
         0.0
     };
+    cell.set_cpu_us_per_append(cpu, operations);
     Ok(cell)
 }
 
@@ -359,8 +360,8 @@ pub fn recovery_cell(ring: &Path, shape: RingShape) -> Result<Recovery, String> 
 /// Rounds of the recovery measurement (see [`recovery_cell`]).
 pub const RECOVERY_ROUNDS: usize = 4;
 
-/// The median of a non-empty set of figures.
-fn median(values: &mut [f64]) -> f64 {
+/// The median of a non-empty set of figures (of an even count, the upper of the middle two).
+pub fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }

@@ -324,6 +324,7 @@ pub fn peer_cell(peer: Peer, dir: &Path, workload: Workload) -> Result<Cell, Str
     } else {
         0.0
     };
+    cell.set_cpu_us_per_append(cpu, operations);
     cell.note = match peer {
         Peer::RaftEngine => "write(sync) per entry, group per writer, LZ4 off".to_string(),
         Peer::Okaywal => "commit per entry, group commit across writers".to_string(),

@@ -1,7 +1,8 @@
 //! The README's main job runs: a very short quick benchmark, and the JSON fields scripts rely
 //! on are there for every cell (engine, payload_bytes, writers, in_flight, appends_per_sec,
 //! mb_per_sec, p50_us, p99_us, p999_us, ratio_to_ceiling), with a 4 KiB pipelined cell; the
-//! machine description and the targets are in the JSON; the plot is an SVG.
+//! machine description and the targets are in the JSON, with CPU per append and the
+//! single-writer rounds against the peers (with `--features peers`); the plot is an SVG.
 
 use std::process::Command;
 
@@ -79,6 +80,26 @@ fn the_quick_benchmark_writes_the_json_contract() {
     let targets = json["targets"].as_array().expect("a targets array");
     assert!(targets.len() >= 7, "{targets:?}");
     assert!(json["recovery"]["ratio_to_ceiling"].as_f64() > Some(0.0));
+    // Issue 10's figures: CPU per append in sealog's cells, and the single writer against
+    // the peers in interleaved rounds (judged only when the peers are built in).
+    for cell in cells.iter().filter(|cell| cell["engine"] == "sealog") {
+        assert!(cell["cpu_us_per_append"].as_f64() > Some(0.0), "{cell}");
+    }
+    let rounds = &json["single_writer_rounds"];
+    assert_eq!(
+        rounds["judged"].as_bool(),
+        Some(cfg!(feature = "peers")),
+        "{rounds}"
+    );
+    if cfg!(feature = "peers") {
+        assert_eq!(rounds["runs"].as_array().map(Vec::len), Some(9), "{rounds}");
+        assert_eq!(
+            rounds["medians"].as_array().map(Vec::len),
+            Some(3),
+            "{rounds}"
+        );
+        assert!(rounds["sealog_p50_over_best_peer_p50"].as_f64() > Some(0.0));
+    }
     // Tail markers: a busy cell writes one only when a stall leaves the log idle for the
     // marker's whole idle time (so never more than its duration over that time, against
     // hundreds of batches per second); a writer idle between appends, one per idle period
