@@ -397,8 +397,20 @@ pub fn write_path_targets(cells: &[Cell]) -> Vec<Target> {
             goal: CPU_US_PER_APPEND_BEFORE_ISSUE_10 / 2.0,
             higher_is_better: false,
         },
+        Target {
+            name: "1 writer x 4 KiB: the engine's handoff p50 (enqueue to submission + \
+                   completion to wake-up), us",
+            value: find_cell(cells, "sealog", (4096, 1, 1))
+                .map(|cell| cell.handoff_submit_p50_us + cell.handoff_wake_p50_us)
+                .filter(|handoff_us| *handoff_us > 0.0),
+            goal: HANDOFF_US_GOAL,
+            higher_is_better: false,
+        },
     ]
 }
+
+/// The most the engine's own handoff may add to a lone writer's append, both ways, p50 (us).
+const HANDOFF_US_GOAL: f64 = 10.0;
 
 /// One line per target.
 pub fn target_line(target: &Target) -> String {
