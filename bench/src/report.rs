@@ -539,8 +539,13 @@ mod tests {
             cell("okaywal", 32, 40_000.0, 25.0),
             cell("okaywal", 1, 9_000.0, 30.0),
         ];
+        let mut cells = cells;
+        cells[0].handoff_submit_p50_us = 4.0;
+        cells[0].handoff_wake_p50_us = 7.0;
         let targets = write_path_targets(&cells);
-        assert_eq!(targets.len(), 2);
+        assert_eq!(targets.len(), 3);
+        assert_eq!(targets[2].value, Some(11.0), "both ways of the handoff add up");
+        assert_eq!(targets[2].held(), Some(false));
         assert_eq!(targets[0].value, Some(2.0));
         assert_eq!(targets[0].held(), Some(false));
         assert_eq!(targets[1].goal, 7.5);
