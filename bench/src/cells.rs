@@ -53,6 +53,7 @@ pub fn fresh_ring(path: &Path, shape: RingShape) -> Result<u32, String> {
         force: true,
         batch_size_max_bytes: shape.batch_size_max_bytes,
         window_batches_max: shape.window_batches_max,
+        sync_method: Some(sealog::SyncMethod::Fdatasync),
     };
     format(path, &options)
         .map(|control| control.geometry.block_size_bytes)

@@ -225,7 +225,7 @@ fn run(args: &Args) -> Result<(), String> {
             workload.in_flight
         ));
         let options = sealog::DriveOptions {
-            durability,
+            durability: Some(durability),
             spin_before_block_us: args.spin_us,
             sqpoll_idle_ms: args.sqpoll_idle_ms,
             group_gather_us: args.gather_us,
@@ -243,7 +243,7 @@ fn run(args: &Args) -> Result<(), String> {
     )?;
     progress("tail markers: a writer idle between appends");
     let marker_options = sealog::DriveOptions {
-        durability,
+        durability: Some(durability),
         ..sealog::DriveOptions::default()
     };
     let markers = cells::tail_marker_cost(&ring, shape, marker_options, TAIL_MARKER_PERIODS)?;

@@ -177,10 +177,12 @@ fn format_ring(
         force,
         batch_size_max_bytes: None,
         window_batches_max: None,
+        sync_method: Some(sealog::SyncMethod::Fdatasync),
     };
     let control = sealog::format(path, &options).map_err(|error| match error {
         FormatError::InUse { .. } => fail(EXIT_OTHER, error),
         FormatError::Io { .. }
+        | FormatError::SyncProbe { .. }
         | FormatError::NotEmpty { .. }
         | FormatError::TooSmall { .. }
         | FormatError::DeviceTooSmall { .. }
@@ -213,7 +215,7 @@ fn append(
     let drive = Drive::open(
         path,
         DriveOptions {
-            durability,
+            durability: Some(durability),
             ..DriveOptions::default()
         },
     )
