@@ -316,8 +316,10 @@ fn format_device(
         None => {
             // A second, O_DIRECT descriptor for the measurement; the format's own one keeps
             // the O_EXCL claim and the lock (a second O_EXCL open would fail with EBUSY).
-            let direct = open_direct(path, Access::ReadWrite, false)
-                .map_err(io_error(path, "open the device for the measurement"))?;
+            let direct = open_direct(path, Access::ReadWrite, false).map_err(io_error(
+                path,
+                "open the device to measure the sync methods (naming one skips this)",
+            ))?;
             let files = RingFiles {
                 path: path.to_path_buf(),
                 kind: RingKind::BlockDevice,
@@ -341,8 +343,11 @@ fn measure_sync(files: RingFiles) -> Result<SyncChoice, FormatError> {
     let path = files.path.clone();
     let geometry = files.geometry;
     let write_bytes = append_write_bytes(&geometry, PROBE_PAYLOAD_BYTES) as usize;
-    let (mut backend, _) = crate::uring::UringBackend::new(files, 1, write_bytes)
-        .map_err(io_error(&path, "set up io_uring for the measurement"))?;
+    let (mut backend, _) =
+        crate::uring::UringBackend::new(files, 1, write_bytes).map_err(io_error(
+            &path,
+            "set up io_uring to measure the sync methods (naming one skips this)",
+        ))?;
     // Wait for completions as a drive thread does by default, so the figures are the ones
     // the drive will see.
     backend.set_spin_us(crate::drive::SPIN_BEFORE_BLOCK_US_DEFAULT);
@@ -445,8 +450,10 @@ fn segment_files_for_measurement(
         .map_err(io_error(path, "duplicate the control file"))?];
     for segment in 0..geometry.segment_count {
         let segment_path = path.join(segment_file_name(segment));
-        let file = open_direct(&segment_path, Access::ReadWrite, false)
-            .map_err(io_error(path, "open a segment file for the measurement"))?;
+        let file = open_direct(&segment_path, Access::ReadWrite, false).map_err(io_error(
+            path,
+            "open a segment file to measure the sync methods (naming one skips this)",
+        ))?;
         files.push(file);
     }
     Ok(directory_files(path, files, geometry, block, None))
