@@ -1,7 +1,11 @@
 //! The ceilings every sealog cell is compared with, measured in the same run on the same
 //! storage: the built-in raw mode (aligned blocks written with the engine's own io_uring
 //! backend, a linked datasync after each, queue depth 1; and a sequential O_DIRECT read of the
-//! ring), and fio with the same parameters when it is installed.
+//! ring), fio with the same parameters when it is installed, and the raw paths the engine could
+//! take: a lone append's write made durable by a linked fdatasync or by RWF_DSYNC (FUA where
+//! the device has it), timed at queue depth 1 in interleaved rounds by the engine's own
+//! format-time measurement, and the raw write bandwidth (1 MiB writes, several in flight, no
+//! sync: the physical limit a deep pipeline approaches).
 
 use std::path::Path;
 use std::process::Command;
@@ -10,9 +14,22 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use sealog::io::{run_sync, FlushOrder, IoBackend, WriteSync};
 use sealog::storage::{self, Access};
+use sealog::sync_probe::{self, MethodTimes, ProbePlan};
 use sealog::uring::UringBackend;
 
 use crate::report::Cell;
+
+/// Engine name of the raw write + linked fdatasync row.
+pub const RAW_FDATASYNC: &str = "raw-fdatasync";
+/// Engine name of the raw RWF_DSYNC row on a device without FUA.
+pub const RAW_DSYNC: &str = "raw-dsync";
+/// Engine name of the raw RWF_DSYNC row on a device that reports FUA (the writes are FUA).
+pub const RAW_DSYNC_FUA: &str = "raw-dsync-fua";
+/// Engine name of the raw write bandwidth row (no sync).
+pub const RAW_WRITE: &str = "raw-write-nosync";
+/// 1 MiB writes in flight at once in the raw write bandwidth: twice the engine's default
+/// window of batches, so the device, not the submitter, is the bound.
+pub const RAW_WRITE_DEPTH: usize = 8;
 
 /// Runs `count` write+datasync operations of `bytes` at queue depth 1 through io_uring on the
 /// ring at `ring` (its data area), for at most `duration`.
@@ -31,26 +48,12 @@ pub fn builtin_write_sync(
         UringBackend::new(files, 1, buffer_bytes).map_err(|error| error.to_string())?;
     backend.set_spin_us(spin_us);
     backend.pool().buffer_mut(0).fill(0x5a);
-    let segment_data = geometry.segment_data_bytes();
     let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
-    let mut offset_in_ring = 0u64;
     let started = Instant::now();
     let mut operations = 0u64;
     while started.elapsed() < duration {
         // Walk the segments' data areas, wrapping: every write lands on written, allocated space.
-        if offset_in_ring + bytes as u64 > segment_data * u64::from(geometry.segment_count) {
-            offset_in_ring = 0;
-        }
-        let segment = (offset_in_ring / segment_data) as u32;
-        let inside = offset_in_ring % segment_data;
-        let inside = if inside + bytes as u64 > segment_data {
-            0
-        } else {
-            inside
-        };
-        let ring_offset = geometry.segment_ring_offset(segment)
-            + u64::from(geometry.segment_data_offset())
-            + inside;
+        let ring_offset = sync_probe::data_slot_offset(&geometry, bytes as u32, operations);
         let op_started = Instant::now();
         backend
             .submit_write(1, ring_offset, 0, 0, bytes as u32, WriteSync::None)
@@ -63,7 +66,6 @@ pub fn builtin_write_sync(
             .record(op_started.elapsed().as_micros().max(1) as u64)
             .ok();
         operations += 1;
-        offset_in_ring += bytes as u64;
     }
     let seconds = started.elapsed().as_secs_f64();
     Ok(Cell::measured(
@@ -75,6 +77,139 @@ pub fn builtin_write_sync(
         seconds,
         &latency,
     ))
+}
+
+/// The raw paths a lone append could take, at queue depth 1, each a ceiling cell.
+pub struct RawPaths {
+    /// Write + linked fdatasync.
+    pub fdatasync: Cell,
+    /// Write with RWF_DSYNC (a FUA write where the device has FUA: then named so).
+    pub dsync: Cell,
+}
+
+/// Times both raw paths on the ring at `ring` with the engine's own measurement (interleaved
+/// rounds, the write a 4 KiB append makes), for about `budget` in all, waiting for completions
+/// as the drive thread does (`spin_us`).
+pub fn builtin_raw_paths(ring: &Path, budget: Duration, spin_us: u64) -> Result<RawPaths, String> {
+    let files = storage::open(ring, Access::ReadWrite).map_err(|error| error.to_string())?;
+    let geometry = files.geometry;
+    let write_size_bytes =
+        sync_probe::append_write_bytes(&geometry, sync_probe::PROBE_PAYLOAD_BYTES);
+    let (mut backend, _) = UringBackend::new(files, 1, write_size_bytes as usize)
+        .map_err(|error| error.to_string())?;
+    backend.set_spin_us(spin_us);
+    let plan = ProbePlan {
+        rounds_max: u16::MAX,
+        budget,
+        ..ProbePlan::FORMAT
+    };
+    let probe = sync_probe::measure(&mut backend, &geometry, &plan)
+        .map_err(|error| format!("raw paths: {error}"))?;
+    let cell = |engine: &str, times: &MethodTimes| -> Result<Cell, String> {
+        let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+        for &nanos in &times.latencies_ns {
+            latency.record((nanos / 1000).max(1)).ok();
+        }
+        let mut cell = Cell::measured(
+            engine,
+            u64::from(write_size_bytes),
+            1,
+            1,
+            times.latencies_ns.len() as u64,
+            times.busy.as_secs_f64().max(1e-9),
+            &latency,
+        );
+        cell.note = format!(
+            "{write_size_bytes}-byte writes (what a 4 KiB append writes), queue depth 1, {} \
+             interleaved rounds of {} per path",
+            probe.rounds, probe.writes_per_round
+        );
+        Ok(cell)
+    };
+    let dsync_engine = if probe.fua { RAW_DSYNC_FUA } else { RAW_DSYNC };
+    Ok(RawPaths {
+        fdatasync: cell(RAW_FDATASYNC, &probe.fdatasync)?,
+        dsync: cell(dsync_engine, &probe.dsync)?,
+    })
+}
+
+/// Writes `bytes` at a time with `depth` writes in flight and no sync at all, for `duration`,
+/// along the ring's data areas: the raw write bandwidth a deep pipeline approaches. Latency is
+/// each write's, from submission to completion.
+pub fn builtin_write_bandwidth(
+    ring: &Path,
+    bytes: usize,
+    depth: usize,
+    duration: Duration,
+) -> Result<Cell, String> {
+    let files = storage::open(ring, Access::ReadWrite).map_err(|error| error.to_string())?;
+    let geometry = files.geometry;
+    let depth = depth.max(1);
+    let (mut backend, _) =
+        UringBackend::new(files, depth, bytes).map_err(|error| error.to_string())?;
+    for buffer in 0..depth {
+        backend.pool().buffer_mut(buffer).fill(0x5a);
+    }
+    let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+    // The tag is the buffer the write went out of, so a finished write's buffer is reused.
+    let mut submitted_at = vec![Instant::now(); depth];
+    let mut next = 0u64;
+    let submit = |backend: &mut UringBackend, buffer: usize, next: &mut u64| {
+        let ring_offset = sync_probe::data_slot_offset(&geometry, bytes as u32, *next);
+        *next += 1;
+        backend.submit_write(
+            buffer as u64,
+            ring_offset,
+            buffer,
+            0,
+            bytes as u32,
+            WriteSync::None,
+        )
+    };
+    let started = Instant::now();
+    for (buffer, at) in submitted_at.iter_mut().enumerate() {
+        *at = Instant::now();
+        submit(&mut backend, buffer, &mut next).map_err(|error| error.to_string())?;
+    }
+    let mut in_flight = depth;
+    let mut written = 0u64;
+    let mut completions = Vec::new();
+    while in_flight > 0 {
+        completions.clear();
+        backend
+            .wait(1, &mut completions)
+            .map_err(|error| format!("raw write bandwidth: {error}"))?;
+        for completion in &completions {
+            completion.result.map_err(|errno| {
+                format!(
+                    "raw write bandwidth: {}",
+                    std::io::Error::from_raw_os_error(errno)
+                )
+            })?;
+            let buffer = completion.tag as usize;
+            latency
+                .record(submitted_at[buffer].elapsed().as_micros().max(1) as u64)
+                .ok();
+            written += 1;
+            in_flight -= 1;
+            if started.elapsed() < duration {
+                submitted_at[buffer] = Instant::now();
+                submit(&mut backend, buffer, &mut next).map_err(|error| error.to_string())?;
+                in_flight += 1;
+            }
+        }
+    }
+    let mut cell = Cell::measured(
+        RAW_WRITE,
+        bytes as u64,
+        1,
+        depth as u64,
+        written,
+        started.elapsed().as_secs_f64(),
+        &latency,
+    );
+    cell.note = "no sync: the device's write bandwidth (writes may sit in its cache)".to_string();
+    Ok(cell)
 }
 
 /// Reads the whole ring sequentially with O_DIRECT, 1 MiB at a time with `depth` reads in

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use nix::sys::resource::{getrusage, UsageWho};
-use sealog::{format, Drive, DriveOptions, FormatOptions, WhenFull};
+use sealog::{format, Drive, DriveOptions, FormatOptions, SyncMethod, WhenFull};
+use sealog_wal::ControlBlock;
 
 use crate::report::Cell;
 
@@ -39,10 +40,12 @@ pub struct RingShape {
     pub batch_size_max_bytes: Option<u32>,
     /// Batches in flight at most (default: the engine's).
     pub window_batches_max: Option<u32>,
+    /// The sync method the ring records (`None`: format measures the device and chooses).
+    pub sync_method: Option<SyncMethod>,
 }
 
-/// Formats a fresh directory ring of `shape` at `path`; returns its block size.
-pub fn fresh_ring(path: &Path, shape: RingShape) -> Result<u32, String> {
+/// Formats a fresh directory ring of `shape` at `path`; returns its control block.
+pub fn fresh_ring(path: &Path, shape: RingShape) -> Result<ControlBlock, String> {
     // A directory ring is made anew; a block device is formatted over (force).
     if path.is_dir() {
         std::fs::remove_dir_all(path).map_err(|error| format!("{}: {error}", path.display()))?;
@@ -53,10 +56,9 @@ pub fn fresh_ring(path: &Path, shape: RingShape) -> Result<u32, String> {
         force: true,
         batch_size_max_bytes: shape.batch_size_max_bytes,
         window_batches_max: shape.window_batches_max,
+        sync_method: shape.sync_method,
     };
-    format(path, &options)
-        .map(|control| control.geometry.block_size_bytes)
-        .map_err(|error| error.to_string())
+    format(path, &options).map_err(|error| error.to_string())
 }
 
 pub fn cpu_seconds() -> f64 {
@@ -214,7 +216,7 @@ pub fn tail_marker_cost(
     options: DriveOptions,
     idle_periods: u64,
 ) -> Result<TailMarkerCost, String> {
-    let block_bytes = fresh_ring(ring, shape)?;
+    let block_bytes = fresh_ring(ring, shape)?.geometry.block_size_bytes;
     let idle_us = options.tail_marker_idle_us;
     let drive = Drive::open(ring, options).map_err(|error| error.to_string())?;
     let before = drive.stats().map_err(|error| error.to_string())?;

@@ -1,12 +1,14 @@
 //! `sealog-bench`: sealog against what the device itself can do and against its peers, in one
 //! run on one file system: the built-in io_uring write+datasync ceilings (4 KiB and 1 MiB, queue
 //! depth 1) and a sequential O_DIRECT read (1 and 4 reads in flight), fio's when it is
-//! installed, sealog's cells (payload sizes x writers x appends in flight), the recovery of a
-//! full 1 GiB ring, and with `--features peers` raft-engine's and okaywal's cells and the single
-//! writer against them in interleaved rounds (`rounds.rs`); each cell with its ratio to the
-//! ceiling that bounds it (and a peer's with sealog's ratio to it), then the issues' targets with
-//! this run's figures. A table on the terminal, `--json PATH` with the machine description,
-//! `--plot PATH` an SVG.
+//! installed, the raw paths a lone append could take (write + linked fdatasync, RWF_DSYNC, at
+//! queue depth 1) and the raw write bandwidth (no sync), the sync method the run's ring chose
+//! when it was formatted, sealog's cells (payload sizes x writers x appends in flight), the
+//! recovery of a full 1 GiB ring, and with `--features peers` raft-engine's and okaywal's
+//! cells and the single writer against them in interleaved rounds (`rounds.rs`); each cell with
+//! its ratio to the ceiling that bounds it (and a peer's with sealog's ratio to it), then the
+//! issues' targets with this run's figures. A table on the terminal, `--json PATH` with the
+//! machine description, `--plot PATH` an SVG.
 //!
 //! `cargo run --release -p sealog-bench -- --quick` is the README's main job (about a minute).
 
@@ -30,6 +32,7 @@ use clap::Parser;
 use sealog::Durability;
 use serde_json::json;
 
+use crate::ceiling::RawPaths;
 use crate::cells::{recovery_cell, sealog_cell, RingShape, Workload};
 use crate::report::Cell;
 
@@ -61,8 +64,9 @@ struct Args {
     /// Seconds measured per cell (after a warm-up of a fifth of it).
     #[arg(long)]
     seconds: Option<f64>,
-    /// Durability mode of the sealog cells.
-    #[arg(long, default_value = "fdatasync")]
+    /// Durability mode of the sealog cells: `auto` (what the ring chose at format time, by
+    /// measuring the device), `fdatasync`, `dsync` or `nosync` (benchmarks only).
+    #[arg(long, default_value = "auto")]
     durability: String,
     /// How long the drive thread spins for completions before it blocks (microseconds).
     #[arg(long, default_value_t = sealog::drive::SPIN_BEFORE_BLOCK_US_DEFAULT)]
@@ -123,7 +127,7 @@ fn progress(line: &str) {
 }
 
 /// The options of the sealog rings the cells (and the single-writer rounds) open.
-fn drive_options(args: &Args, durability: Durability) -> sealog::DriveOptions {
+fn drive_options(args: &Args, durability: Option<Durability>) -> sealog::DriveOptions {
     sealog::DriveOptions {
         durability,
         spin_before_block_us: args.spin_us,
@@ -147,9 +151,10 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<(), String> {
     let durability = match args.durability.as_str() {
-        "fdatasync" => Durability::Fdatasync,
-        "dsync" => Durability::Dsync,
-        "nosync" => Durability::NoSyncBenchmarkOnly,
+        "auto" => None,
+        "fdatasync" => Some(Durability::Fdatasync),
+        "dsync" => Some(Durability::Dsync),
+        "nosync" => Some(Durability::NoSyncBenchmarkOnly),
         other => return Err(format!("unknown durability mode '{other}'")),
     };
     let base = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -167,10 +172,11 @@ fn run(args: &Args) -> Result<(), String> {
     let ring_bytes: u64 = fit(if args.quick { 512 << 20 } else { 1 << 30 });
     // The recovery target is stated for a full 1 GiB ring: the quick run measures that too.
     let recovery_ring_bytes: u64 = fit(1 << 30);
-    let shape = RingShape {
+    let mut shape = RingShape {
         size_bytes: ring_bytes,
         batch_size_max_bytes: args.batch_max_bytes,
         window_batches_max: args.window_batches,
+        sync_method: None,
     };
 
     // Ceilings first, on a scratch ring of their own (the raw writes overwrite its data).
@@ -178,12 +184,31 @@ fn run(args: &Args) -> Result<(), String> {
         .device
         .clone()
         .unwrap_or_else(|| scratch.path().join("ceiling"));
+    // Its format measures the sync methods, as every ring's does by default: that is the
+    // run's choice. The cells' rings record the same method (measuring each anew would let
+    // noise pick differently per cell), so a drive opened with the default uses it.
     let ceiling_shape = RingShape {
         size_bytes: fit(256 << 20),
         batch_size_max_bytes: None,
         window_batches_max: None,
+        sync_method: None,
     };
-    let ring_block_bytes = cells::fresh_ring(&ceiling_ring, ceiling_shape)?;
+    progress("ceiling ring: format, measuring the sync methods");
+    let ceiling_control = cells::fresh_ring(&ceiling_ring, ceiling_shape)?;
+    let ring_block_bytes = ceiling_control.geometry.block_size_bytes;
+    let ring_sync = ceiling_control.sync;
+    shape.sync_method = Some(ring_sync.method());
+    progress("ceiling: raw paths at queue depth 1");
+    // Half a cell's time for the two raw paths together and half for the bandwidth: enough
+    // samples for a p99, and the quick run stays near a minute.
+    let raw_paths = ceiling::builtin_raw_paths(&ceiling_ring, duration / 2, args.spin_us)?;
+    progress("ceiling: raw write bandwidth");
+    let raw_write = ceiling::builtin_write_bandwidth(
+        &ceiling_ring,
+        1 << 20,
+        ceiling::RAW_WRITE_DEPTH,
+        duration / 2,
+    )?;
     progress("ceiling: built-in 4 KiB write+datasync");
     let mut ceiling_4k = ceiling::builtin_write_sync(&ceiling_ring, 4096, duration, args.spin_us)?;
     progress("ceiling: built-in 1 MiB write+datasync");
@@ -307,11 +332,29 @@ fn run(args: &Args) -> Result<(), String> {
     progress("");
     eprintln!();
 
-    for cell in cells.iter_mut().chain([&mut ceiling_4k, &mut ceiling_1m]) {
+    let RawPaths {
+        fdatasync: mut raw_fdatasync,
+        dsync: mut raw_dsync,
+        ..
+    } = raw_paths;
+    let mut raw_write = raw_write;
+    for cell in cells.iter_mut().chain([
+        &mut ceiling_4k,
+        &mut ceiling_1m,
+        &mut raw_fdatasync,
+        &mut raw_dsync,
+        &mut raw_write,
+    ]) {
         cell.set_ratios(ceiling_mb, ceiling_p50, ceiling_p99);
     }
     report::set_peer_ratios(&mut cells);
-    let mut all: Vec<Cell> = vec![ceiling_4k.clone(), ceiling_1m.clone()];
+    let mut all: Vec<Cell> = vec![
+        ceiling_4k.clone(),
+        ceiling_1m.clone(),
+        raw_fdatasync,
+        raw_dsync,
+        raw_write,
+    ];
     for fio in [fio_4k, fio_1m].into_iter().flatten() {
         match fio {
             Ok(mut cell) => {
@@ -329,6 +372,17 @@ fn run(args: &Args) -> Result<(), String> {
     for cell in &all {
         println!("{}", report::row(cell));
     }
+    if let Some(line) = report::raw_paths_line(&all) {
+        println!("{line}");
+    }
+    let durability_used = match durability {
+        Some(durability) => format!("{durability:?}, named with --durability"),
+        None => format!("{}, the ring's choice", ring_sync.method().name()),
+    };
+    println!(
+        "sync method of the sealog cells: {durability_used}; the run's ring chose {}",
+        sealog::sync_probe::explain(&ring_sync)
+    );
     println!();
     for line in report::group_commit_table(&all) {
         println!("{line}");
@@ -402,6 +456,7 @@ fn run(args: &Args) -> Result<(), String> {
             "device": args.device.as_ref().map(|device| device.display().to_string()),
             "ring_block_bytes": ring_block_bytes,
             "durability": args.durability,
+            "sync_method": sync_method_json(&ring_sync, durability),
             "spin_before_block_us": args.spin_us,
             "client_spin_us": args.client_spin_us,
             "sqpoll_idle_ms": args.sqpoll_idle_ms,
@@ -432,4 +487,30 @@ fn run(args: &Args) -> Result<(), String> {
         println!("json: {}", path.display());
     }
     Ok(())
+}
+
+/// The run's sync method for the JSON: what the ring chose at format time and on what figures,
+/// and what the sealog cells used (the ring's choice, or `--durability`).
+fn sync_method_json(
+    sync: &sealog::SyncChoice,
+    durability: Option<Durability>,
+) -> serde_json::Value {
+    let measurement = sync.measurement().map(|m| {
+        let mut figures: serde_json::Map<String, serde_json::Value> =
+            sealog::sync_probe::figures(&m)
+                .into_iter()
+                .map(|(name, value)| (name.to_string(), value.into()))
+                .collect();
+        figures.insert("fua".into(), m.fua.into());
+        figures
+    });
+    json!({
+        "ring_choice": sync.method().name(),
+        "why": sealog::sync_probe::explain(sync),
+        "measurement": measurement,
+        "cells_use": durability.map_or_else(
+            || sync.method().name().to_string(),
+            |durability| format!("{durability:?}"),
+        ),
+    })
 }

@@ -1,8 +1,11 @@
 //! The README's main job runs: a very short quick benchmark, and the JSON fields scripts rely
 //! on are there for every cell (engine, payload_bytes, writers, in_flight, appends_per_sec,
 //! mb_per_sec, p50_us, p99_us, p999_us, ratio_to_ceiling), with a 4 KiB pipelined cell; the
-//! machine description and the targets are in the JSON, with CPU per append and the
-//! single-writer rounds against the peers (with `--features peers`); the plot is an SVG.
+//! raw paths (write + linked fdatasync, RWF_DSYNC, at queue depth 1) and the raw write
+//! bandwidth are ceiling cells with the same fields, and the sync method the run's ring chose
+//! is reported with its figures; the machine description and the targets are in the JSON, with
+//! CPU per append and the single-writer rounds against the peers (with `--features peers`); the
+//! plot is an SVG.
 
 use std::process::Command;
 
@@ -57,6 +60,25 @@ fn the_quick_benchmark_writes_the_json_contract() {
     });
     assert!(pipelined, "a 4 KiB pipelined sealog cell");
     assert!(cells.iter().any(|cell| cell["engine"] == "ceiling-builtin"));
+    let engine = |name: &str| cells.iter().find(|cell| cell["engine"] == name);
+    let raw_fdatasync = engine("raw-fdatasync").expect("a raw write + fdatasync cell");
+    assert_eq!(
+        raw_fdatasync["payload_bytes"], 8192,
+        "a 4 KiB append's write"
+    );
+    assert!(engine("raw-dsync").or(engine("raw-dsync-fua")).is_some());
+    let raw_write = engine("raw-write-nosync").expect("a raw write bandwidth cell");
+    assert!(raw_write["in_flight"].as_u64() > Some(1), "{raw_write}");
+    assert!(
+        table.contains("1 writer x 4 KiB: sealog p50"),
+        "the raw paths beside the single writer: {table}"
+    );
+    let sync = &json["sync_method"];
+    assert!(
+        sync["ring_choice"] == "fdatasync" || sync["ring_choice"] == "dsync",
+        "{sync}"
+    );
+    assert!(sync["measurement"]["rounds"].as_u64() >= Some(4), "{sync}");
     assert!(cells
         .iter()
         .all(|cell| cell["appends_per_sec"].as_f64() > Some(0.0)));
@@ -79,6 +101,13 @@ fn the_quick_benchmark_writes_the_json_contract() {
     assert!(json["ring_block_bytes"].as_u64() >= Some(512));
     let targets = json["targets"].as_array().expect("a targets array");
     assert!(targets.len() >= 7, "{targets:?}");
+    assert!(
+        targets.iter().any(|target| target["name"]
+            .as_str()
+            .is_some_and(|name| name.contains("raw write bandwidth"))
+            && target["goal"] == 0.8),
+        "{targets:?}"
+    );
     assert!(json["recovery"]["ratio_to_ceiling"].as_f64() > Some(0.0));
     // Issue 10's figures: CPU per append in sealog's cells, and the single writer against
     // the peers in interleaved rounds (judged only when the peers are built in).

@@ -19,7 +19,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use sealog::reader::RingReader;
 use sealog::{
-    AppendError, Drive, DriveOptions, Durability, FormatError, FormatOptions, OpenError, TrimError,
+    AppendError, Drive, DriveOptions, FormatError, FormatOptions, OpenError, SyncChoice,
+    SyncMethod, TrimError,
 };
 use sealog_wal::format::SegmentDefect;
 use sealog_wal::{Outcome, RecoveryReport, ReplayError, ReplayOptions};
@@ -38,10 +39,24 @@ struct Cli {
     command: Command,
 }
 
+/// A sync method on the command line: `auto` leaves the choice to the ring (at format: measure
+/// the device; at append: what format recorded).
 #[derive(Clone, Copy, ValueEnum)]
-enum DurabilityArg {
+enum SyncArg {
+    Auto,
     Fdatasync,
     Dsync,
+}
+
+impl SyncArg {
+    /// The method named, or `None` for `auto`.
+    fn method(self) -> Option<SyncMethod> {
+        match self {
+            SyncArg::Auto => None,
+            SyncArg::Fdatasync => Some(SyncMethod::Fdatasync),
+            SyncArg::Dsync => Some(SyncMethod::Dsync),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -58,12 +73,18 @@ enum Command {
         /// Format a directory that is not empty.
         #[arg(long)]
         force: bool,
+        /// The ring's default durability: `auto` times a write + linked fdatasync against a
+        /// write with RWF_DSYNC on the device (about 0.1 s) and keeps the fdatasync unless
+        /// RWF_DSYNC is clearly faster at both p50 and p99; a method records it unmeasured.
+        #[arg(long, value_enum, default_value = "auto")]
+        sync_method: SyncArg,
     },
     /// Append one payload per stdin line; print each LSN once it is durable.
     Append {
         path: PathBuf,
-        #[arg(long, value_enum, default_value = "fdatasync")]
-        durability: DurabilityArg,
+        /// `auto`: the method the ring recorded at format time; a method overrides it.
+        #[arg(long, value_enum, default_value = "auto")]
+        durability: SyncArg,
         /// Generate this many payloads instead of reading stdin.
         #[arg(long, requires = "size")]
         count: Option<u64>,
@@ -93,8 +114,14 @@ enum Command {
         #[arg(long)]
         upto: u64,
     },
-    /// Print the geometry, segments, incarnation, device cache and where the next batch goes.
-    Inspect { path: PathBuf },
+    /// Print the geometry, segments, incarnation, sync method (and why), device cache and where
+    /// the next batch goes.
+    Inspect {
+        path: PathBuf,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Parses `4096`, `64K`, `8M`, `1G` (powers of 1024).
@@ -144,7 +171,18 @@ fn main() -> ExitCode {
             size,
             segment_size,
             force,
-        } => format_ring(&path, size, segment_size, force),
+            sync_method,
+        } => format_ring(
+            &path,
+            FormatOptions {
+                size_bytes: size,
+                segment_size_bytes: segment_size,
+                force,
+                batch_size_max_bytes: None,
+                window_batches_max: None,
+                sync_method: sync_method.method(),
+            },
+        ),
         Command::Append {
             path,
             durability,
@@ -154,7 +192,7 @@ fn main() -> ExitCode {
         Command::Dump { path, from, json } => dump(&path, from, json),
         Command::Verify { path, json } => verify(&path, json),
         Command::Trim { path, upto } => trim(&path, upto),
-        Command::Inspect { path } => inspect(&path),
+        Command::Inspect { path, json } => inspect(&path, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -165,22 +203,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn format_ring(
-    path: &Path,
-    size: u64,
-    segment_size: Option<u64>,
-    force: bool,
-) -> Result<(), Failure> {
-    let options = FormatOptions {
-        size_bytes: size,
-        segment_size_bytes: segment_size,
-        force,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
-    };
+fn format_ring(path: &Path, options: FormatOptions) -> Result<(), Failure> {
     let control = sealog::format(path, &options).map_err(|error| match error {
         FormatError::InUse { .. } => fail(EXIT_OTHER, error),
         FormatError::Io { .. }
+        | FormatError::SyncProbe { .. }
         | FormatError::NotEmpty { .. }
         | FormatError::TooSmall { .. }
         | FormatError::DeviceTooSmall { .. }
@@ -197,19 +224,20 @@ fn format_ring(
         geometry.block_size_bytes,
         geometry.payload_size_max_bytes()
     );
+    println!(
+        "sync method: {}",
+        sealog::sync_probe::explain(&control.sync)
+    );
     Ok(())
 }
 
 fn append(
     path: &Path,
-    durability: DurabilityArg,
+    durability: SyncArg,
     count: Option<u64>,
     size: Option<u64>,
 ) -> Result<(), Failure> {
-    let durability = match durability {
-        DurabilityArg::Fdatasync => Durability::Fdatasync,
-        DurabilityArg::Dsync => Durability::Dsync,
-    };
+    let durability = durability.method().map(sealog::sync_probe::durability_of);
     let drive = Drive::open(
         path,
         DriveOptions {
@@ -482,76 +510,212 @@ fn trim(path: &Path, upto: u64) -> Result<(), Failure> {
     Ok(())
 }
 
-fn inspect(path: &Path) -> Result<(), Failure> {
+fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
     let mut reader = RingReader::open(path).map_err(open_failure)?;
     let control =
         sealog_wal::read_control(&mut reader).map_err(|error| replay_failure(path, error))?;
-    let geometry = control.geometry;
-    let kind = match reader.files().kind {
-        sealog::storage::RingKind::BlockDevice => "block device",
-        sealog::storage::RingKind::Directory => "directory of segment files",
-    };
-    println!("path: {} ({kind})", path.display());
-    println!("ring id: {}", control.ring_id);
-    println!("format version: {}", sealog_wal::format::FORMAT_VERSION);
-    println!(
-        "geometry: {} segments of {} bytes, {}-byte blocks, {} bytes in all",
-        geometry.segment_count,
-        geometry.segment_size_bytes,
-        geometry.block_size_bytes,
-        geometry.ring_size_bytes().unwrap_or(0)
-    );
-    println!(
-        "batches: up to {} bytes; payloads up to {} bytes; in flight: {} batches / {} bytes",
-        geometry.batch_size_max_bytes,
-        geometry.payload_size_max_bytes(),
-        geometry.window_batches_max,
-        geometry.window_bytes_max
-    );
-    println!(
-        "incarnation: {} (control sequence {})",
-        control.incarnation, control.sequence
-    );
-    println!(
-        "trim: LSN {} (head at {}, LSN {})",
-        control.trim_lsn, control.head, control.head_lsn
-    );
-    match &reader.files().cache {
-        Some(cache) => println!(
-            "device write cache: {}; FUA: {}",
-            cache.write_cache, cache.fua
-        ),
-        None => println!("device write cache: unknown"),
-    }
     let headers = reader.segment_headers().map_err(|error| {
         fail(
             EXIT_UNUSABLE,
             format!("{}: cannot read segment headers: {error}", path.display()),
         )
     })?;
-    for (segment, header) in headers.iter().enumerate() {
-        match header {
-            Ok(header) => println!(
-                "segment {segment}: lap {}, first LSN {}, incarnation {}",
-                header.lap, header.first_lsn, header.incarnation
-            ),
-            Err(defect) => println!("segment {segment}: {}", segment_defect(*defect)),
+    let kind = reader.files().kind;
+    let cache = reader.files().cache.clone();
+    let mut source = reader;
+    let next = sealog_wal::scan(&mut source, &ReplayOptions::default());
+    let inspected = Inspected {
+        path,
+        kind,
+        control,
+        cache,
+        headers,
+        next,
+    };
+    if json {
+        println!("{}", inspected.to_json());
+    } else {
+        inspected.print();
+    }
+    Ok(())
+}
+
+/// What `inspect` found, printed as lines or as one JSON object.
+struct Inspected<'a> {
+    path: &'a Path,
+    kind: sealog::storage::RingKind,
+    control: sealog_wal::ControlBlock,
+    cache: Option<sealog::io::CacheInfo>,
+    headers: Vec<Result<sealog_wal::SegmentHeader, SegmentDefect>>,
+    next: Result<RecoveryReport, ReplayError>,
+}
+
+impl Inspected<'_> {
+    fn kind_name(&self) -> &'static str {
+        match self.kind {
+            sealog::storage::RingKind::BlockDevice => "block device",
+            sealog::storage::RingKind::Directory => "directory of segment files",
         }
     }
-    let mut source = reader;
-    match sealog_wal::scan(&mut source, &ReplayOptions::default()) {
-        Ok(report) => {
-            println!(
+
+    fn print(&self) {
+        let control = &self.control;
+        let geometry = control.geometry;
+        println!("path: {} ({})", self.path.display(), self.kind_name());
+        println!("ring id: {}", control.ring_id);
+        println!("format version: {}", sealog_wal::format::FORMAT_VERSION);
+        println!(
+            "geometry: {} segments of {} bytes, {}-byte blocks, {} bytes in all",
+            geometry.segment_count,
+            geometry.segment_size_bytes,
+            geometry.block_size_bytes,
+            geometry.ring_size_bytes().unwrap_or(0)
+        );
+        println!(
+            "batches: up to {} bytes; payloads up to {} bytes; in flight: {} batches / {} bytes",
+            geometry.batch_size_max_bytes,
+            geometry.payload_size_max_bytes(),
+            geometry.window_batches_max,
+            geometry.window_bytes_max
+        );
+        println!(
+            "incarnation: {} (control sequence {})",
+            control.incarnation, control.sequence
+        );
+        println!(
+            "trim: LSN {} (head at {}, LSN {})",
+            control.trim_lsn, control.head, control.head_lsn
+        );
+        println!(
+            "sync method: {}",
+            sealog::sync_probe::explain(&control.sync)
+        );
+        match &self.cache {
+            Some(cache) => println!(
+                "device write cache: {}; FUA: {}",
+                cache.write_cache, cache.fua
+            ),
+            None => println!("device write cache: unknown"),
+        }
+        for (segment, header) in self.headers.iter().enumerate() {
+            match header {
+                Ok(header) => println!(
+                    "segment {segment}: lap {}, first LSN {}, incarnation {}",
+                    header.lap, header.first_lsn, header.incarnation
+                ),
+                Err(defect) => println!("segment {segment}: {}", segment_defect(*defect)),
+            }
+        }
+        match &self.next {
+            Ok(report) => println!(
                 "next batch: {} (LSN {})",
                 report.next_position, report.next_lsn
-            );
-            Ok(())
-        }
-        Err(error) => {
-            println!("next batch: unknown ({error})");
-            Ok(())
+            ),
+            Err(error) => println!("next batch: unknown ({error})"),
         }
     }
+
+    fn to_json(&self) -> serde_json::Value {
+        let control = &self.control;
+        let geometry = control.geometry;
+        let position = |position: sealog_wal::Position| {
+            serde_json::json!({
+                "lap": position.lap,
+                "segment": position.segment,
+                "offset": position.offset,
+            })
+        };
+        let segments: Vec<serde_json::Value> = self
+            .headers
+            .iter()
+            .enumerate()
+            .map(|(segment, header)| match header {
+                Ok(header) => serde_json::json!({
+                    "segment": segment,
+                    "state": "started",
+                    "lap": header.lap,
+                    "first_lsn": header.first_lsn,
+                    "incarnation": header.incarnation,
+                }),
+                Err(SegmentDefect::Zeroed) => serde_json::json!({
+                    "segment": segment,
+                    "state": "not_started",
+                }),
+                Err(defect) => serde_json::json!({
+                    "segment": segment,
+                    "state": "damaged",
+                    "defect": segment_defect(*defect),
+                }),
+            })
+            .collect();
+        serde_json::json!({
+            "path": self.path.display().to_string(),
+            "kind": match self.kind {
+                sealog::storage::RingKind::BlockDevice => "block_device",
+                sealog::storage::RingKind::Directory => "directory",
+            },
+            "ring_id": control.ring_id.to_string(),
+            "format_version": sealog_wal::format::FORMAT_VERSION,
+            "geometry": {
+                "block_size_bytes": geometry.block_size_bytes,
+                "segment_size_bytes": geometry.segment_size_bytes,
+                "segment_count": geometry.segment_count,
+                "ring_size_bytes": geometry.ring_size_bytes(),
+                "batch_size_max_bytes": geometry.batch_size_max_bytes,
+                "payload_size_max_bytes": geometry.payload_size_max_bytes(),
+                "window_batches_max": geometry.window_batches_max,
+                "window_bytes_max": geometry.window_bytes_max,
+            },
+            "incarnation": control.incarnation,
+            "control_sequence": control.sequence,
+            "trim_lsn": control.trim_lsn,
+            "head": position(control.head),
+            "head_lsn": control.head_lsn,
+            "sync": sync_json(&control.sync),
+            "device": self.cache.as_ref().map(|cache| serde_json::json!({
+                "write_cache": cache.write_cache,
+                "fua": cache.fua,
+            })),
+            "segments": segments,
+            "next": match &self.next {
+                Ok(report) => serde_json::json!({
+                    "position": position(report.next_position),
+                    "lsn": report.next_lsn,
+                }),
+                Err(error) => serde_json::json!({ "error": error.to_string() }),
+            },
+        })
+    }
+}
+
+/// The ring's sync choice for `inspect --json`: the method, how it was chosen, the sentence
+/// the plain report prints, and the figures it was chosen on (null unless measured).
+fn sync_json(sync: &SyncChoice) -> serde_json::Value {
+    let source = match sync {
+        SyncChoice::NotRecorded => "not_recorded",
+        SyncChoice::Named(_) => "named",
+        SyncChoice::Measured { .. } => "measured",
+    };
+    let measurement = sync.measurement().map(|m| {
+        let gain = sealog::sync_probe::dsync_gain_percent;
+        let mut object: serde_json::Map<String, serde_json::Value> =
+            sealog::sync_probe::figures(&m)
+                .into_iter()
+                .map(|(name, value)| (name.to_string(), value.into()))
+                .collect();
+        object.insert("fua".into(), m.fua.into());
+        let p50 = gain(m.dsync_p50_us, m.fdatasync_p50_us);
+        let p99 = gain(m.dsync_p99_us, m.fdatasync_p99_us);
+        object.insert("dsync_faster_p50_percent".into(), p50.into());
+        object.insert("dsync_faster_p99_percent".into(), p99.into());
+        object
+    });
+    serde_json::json!({
+        "method": sync.method().name(),
+        "source": source,
+        "why": sealog::sync_probe::explain(sync),
+        "measurement": measurement,
+    })
 }
 
 /// What `inspect` says of a segment header that does not decode: only an all-zero header is a

@@ -27,6 +27,7 @@ fn main() {
             force: true,
             batch_size_max_bytes: None,
             window_batches_max: None,
+            sync_method: None,
         };
         format(&ring, &options).expect("formats");
     }

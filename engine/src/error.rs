@@ -67,6 +67,20 @@ pub enum FormatError {
         #[source]
         source: std::io::Error,
     },
+    /// Measuring the sync methods to choose the ring's default durability failed; naming the
+    /// method at format time skips the measurement. No ring was left behind on a directory
+    /// (its control file is written only after the measurement).
+    #[error(
+        "{path}: cannot measure the sync methods ({source}); name one at format time to skip \
+         the measurement"
+    )]
+    SyncProbe {
+        /// The ring's path.
+        path: PathBuf,
+        /// What failed, and where.
+        #[source]
+        source: crate::sync_probe::ProbeError,
+    },
 }
 
 /// Why opening a ring failed.

@@ -8,6 +8,7 @@
 //!   tail markers, recovery);
 //! - [`engine`]: several drives opened together;
 //! - [`storage`]: formatting and opening rings, locks, the block size rule;
+//! - [`sync_probe`]: the format-time measurement that chooses a ring's default durability;
 //! - [`io`]: the completion-based I/O seam; [`uring`] its io_uring backend (the only module
 //!   with `unsafe`); the simulated device that tests run the engine on is the
 //!   fault-injection crate's (`sealog-fault`);
@@ -25,6 +26,7 @@ pub mod io;
 pub mod pool;
 pub mod reader;
 pub mod storage;
+pub mod sync_probe;
 pub mod ticket;
 // The one module allowed `unsafe`: the io_uring backend and its raw system calls.
 #[allow(unsafe_code)]
@@ -39,5 +41,6 @@ pub use error::{
     AppendError, DriveClosed, DriveFailure, FormatError, IoOperation, OpenError, ReadError,
     TrimError,
 };
+pub use sealog_wal::format::{SyncChoice, SyncMeasurement, SyncMethod};
 pub use storage::{format, FormatOptions};
 pub use ticket::{AppendOutcome, Ticket};

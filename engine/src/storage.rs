@@ -3,7 +3,9 @@
 //! `segment-00000`, ...). This module owns formatting (the identity and geometry; segment files
 //! created under a temporary name, allocated, zero-filled by real writes, synced, renamed, the
 //! directory synced), opening with the right flags and lock, the block size rule, and the map
-//! from ring offsets to (file, offset). It does no I/O on the log itself.
+//! from ring offsets to (file, offset). It does no I/O on the log itself. Format also records
+//! the ring's default durability: named by the caller, or measured on the finished segments
+//! (with [`crate::sync_probe`]) before the control block that records it is written.
 //!
 //! Locks (RELIABILITY I-17): a directory ring is locked on the directory itself, which format
 //! never replaces (it replaces `control` and the segment files); a device ring on the device.
@@ -19,7 +21,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sealog_wal::format::{ControlBlock, BLOCK_SIZE_MIN_BYTES};
+use sealog_wal::format::{ControlBlock, SyncChoice, SyncMethod, BLOCK_SIZE_MIN_BYTES};
 use sealog_wal::{Geometry, RingId};
 
 use crate::error::{FormatError, OpenError};
@@ -100,6 +102,10 @@ pub struct FormatOptions {
     pub batch_size_max_bytes: Option<u32>,
     /// Batches in flight; default 4.
     pub window_batches_max: Option<u32>,
+    /// The ring's default durability, recorded in its control block (a drive's options may
+    /// still override it). `None`: measure both methods on the device and choose (see
+    /// [`crate::sync_probe`], about 0.1 s); a method: record it and measure nothing.
+    pub sync_method: Option<SyncMethod>,
 }
 
 /// Default segment size cap.
@@ -305,8 +311,49 @@ fn format_device(
         let offset = geometry.segment_ring_offset(segment);
         pwrite_all(&file, &zeros, offset).map_err(io_error(path, "zero a segment header"))?;
     }
-    let control = write_control_copies(&mut file, path, ring_id, geometry)?;
+    let sync = match options.sync_method {
+        Some(method) => SyncChoice::Named(method),
+        None => {
+            // A second, O_DIRECT descriptor for the measurement; the format's own one keeps
+            // the O_EXCL claim and the lock (a second O_EXCL open would fail with EBUSY).
+            let direct = open_direct(path, Access::ReadWrite, false).map_err(io_error(
+                path,
+                "open the device to measure the sync methods (naming one skips this)",
+            ))?;
+            let files = RingFiles {
+                path: path.to_path_buf(),
+                kind: RingKind::BlockDevice,
+                cache: cache_info(sysfs_queue_of_device(&direct)),
+                files: vec![direct],
+                geometry,
+                storage_block_bytes: block,
+                _lock: None,
+            };
+            measure_sync(files)?
+        }
+    };
+    let control = write_control_copies(&mut file, path, ring_id, geometry, sync)?;
     Ok(control)
+}
+
+/// Measures both sync methods on a ring whose segments are in place (the control area is
+/// never touched) and returns the choice with its figures.
+fn measure_sync(files: RingFiles) -> Result<SyncChoice, FormatError> {
+    use crate::sync_probe::{append_write_bytes, measure, ProbePlan, PROBE_PAYLOAD_BYTES};
+    let path = files.path.clone();
+    let geometry = files.geometry;
+    let write_bytes = append_write_bytes(&geometry, PROBE_PAYLOAD_BYTES) as usize;
+    let (mut backend, _) =
+        crate::uring::UringBackend::new(files, 1, write_bytes).map_err(io_error(
+            &path,
+            "set up io_uring to measure the sync methods (naming one skips this)",
+        ))?;
+    // Wait for completions as a drive thread does by default, so the figures are the ones
+    // the drive will see.
+    backend.set_spin_us(crate::drive::SPIN_BEFORE_BLOCK_US_DEFAULT);
+    let probe = measure(&mut backend, &geometry, &ProbePlan::FORMAT)
+        .map_err(|source| FormatError::SyncProbe { path, source })?;
+    Ok(probe.choice())
 }
 
 fn write_control_copies(
@@ -314,10 +361,14 @@ fn write_control_copies(
     path: &Path,
     ring_id: RingId,
     geometry: Geometry,
+    sync: SyncChoice,
 ) -> Result<ControlBlock, FormatError> {
     let block = geometry.block_size_bytes as usize;
     let mut bytes = vec![0u8; 2 * block];
-    let mut control = ControlBlock::new_ring(ring_id, geometry);
+    let mut control = ControlBlock {
+        sync,
+        ..ControlBlock::new_ring(ring_id, geometry)
+    };
     for sequence in 0..2u64 {
         control.sequence = sequence;
         let at = control.copy() as usize * block;
@@ -367,13 +418,67 @@ fn format_directory(
         .truncate(true)
         .open(&temporary)
         .map_err(io_error(path, "create the control file"))?;
-    let control = write_control_copies(&mut control_file, path, ring_id, geometry)?;
+    let sync = match options.sync_method {
+        Some(method) => SyncChoice::Named(method),
+        None => measure_sync(segment_files_for_measurement(
+            path,
+            &control_file,
+            geometry,
+            block,
+        )?)?,
+    };
+    let control = write_control_copies(&mut control_file, path, ring_id, geometry, sync)?;
     fs::rename(&temporary, path.join(CONTROL_FILE)).map_err(io_error(path, "rename"))?;
     // The directory's descriptor holds the lock: it is released only after this sync.
     directory
         .sync_all()
         .map_err(io_error(path, "sync the directory"))?;
     Ok(control)
+}
+
+/// The files of a directory ring still being formatted, for the measurement: its segments
+/// (complete, opened O_DIRECT) behind the control file not yet written, which the measurement
+/// never touches. The format holds the directory's lock meanwhile.
+fn segment_files_for_measurement(
+    path: &Path,
+    control_file: &File,
+    geometry: Geometry,
+    block: u32,
+) -> Result<RingFiles, FormatError> {
+    let mut files = vec![control_file
+        .try_clone()
+        .map_err(io_error(path, "duplicate the control file"))?];
+    for segment in 0..geometry.segment_count {
+        let segment_path = path.join(segment_file_name(segment));
+        let file = open_direct(&segment_path, Access::ReadWrite, false).map_err(io_error(
+            path,
+            "open a segment file to measure the sync methods (naming one skips this)",
+        ))?;
+        files.push(file);
+    }
+    Ok(directory_files(path, files, geometry, block, None))
+}
+
+/// A directory ring's files (`control` first, then every segment), with the cache settings of
+/// the device under them; `lock` is the directory, held for as long as the files live (`None`
+/// when the caller holds it).
+fn directory_files(
+    path: &Path,
+    files: Vec<File>,
+    geometry: Geometry,
+    block: u32,
+    lock: Option<File>,
+) -> RingFiles {
+    let cache = cache_info(sysfs_queue_of(&files[0]));
+    RingFiles {
+        path: path.to_path_buf(),
+        kind: RingKind::Directory,
+        files,
+        geometry,
+        storage_block_bytes: block,
+        cache,
+        _lock: lock,
+    }
 }
 
 /// Opens a directory (only a directory) to hold its lock and sync it.
@@ -657,16 +762,13 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
         }
         files.push(file);
     }
-    let cache = cache_info(sysfs_queue_of(&files[0]));
-    Ok(RingFiles {
-        path: path.to_path_buf(),
-        kind: RingKind::Directory,
+    Ok(directory_files(
+        path,
         files,
         geometry,
-        storage_block_bytes: block,
-        cache,
-        _lock: Some(directory),
-    })
+        block,
+        Some(directory),
+    ))
 }
 
 /// Reads the geometry of a device ring, whose size the ioctl gives (not its metadata).
@@ -733,6 +835,7 @@ mod tests {
             force: false,
             batch_size_max_bytes: None,
             window_batches_max: None,
+            sync_method: None,
         };
         let geometry = plan_geometry(&options, 4096, Path::new("ring")).expect("plans");
         assert!(check_block(Path::new("ring"), geometry, 4096).is_ok());
@@ -754,6 +857,7 @@ mod tests {
             force: false,
             batch_size_max_bytes: None,
             window_batches_max: None,
+            sync_method: None,
         };
         let geometry = plan_geometry(&options, 4096, Path::new("ring")).expect("plans");
         assert_eq!(

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use sealog::{format, AppendError, Drive, DriveOptions, Durability, FormatOptions, OpenError};
+use sealog::{
+    format, AppendError, Drive, DriveOptions, Durability, FormatOptions, OpenError, SyncMethod,
+};
 
 fn options(size: u64, segment: u64) -> FormatOptions {
     FormatOptions {
@@ -13,6 +15,7 @@ fn options(size: u64, segment: u64) -> FormatOptions {
         force: false,
         batch_size_max_bytes: None,
         window_batches_max: None,
+        sync_method: Some(SyncMethod::Fdatasync),
     }
 }
 
@@ -341,7 +344,7 @@ fn every_durability_mode_recovers_what_it_acknowledged() {
         let drive = Drive::open(
             &path,
             DriveOptions {
-                durability,
+                durability: Some(durability),
                 ..DriveOptions::default()
             },
         )

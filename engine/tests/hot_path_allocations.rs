@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sealog::{format, Drive, DriveOptions, FormatOptions, Ticket};
+use sealog::{format, Drive, DriveOptions, FormatOptions, SyncMethod, Ticket};
 
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
@@ -63,6 +63,7 @@ fn appends_allocate_nothing_once_warm() {
             force: false,
             batch_size_max_bytes: None,
             window_batches_max: None,
+            sync_method: Some(SyncMethod::Fdatasync),
         },
     )
     .expect("formats");

@@ -1,7 +1,8 @@
 //! Rings on raw block devices: loop devices with direct I/O and 4096- and 512-byte logical
 //! sectors, made and detached by the test itself. Appends from many threads, reopen, laps with
-//! trims, ring full, and the O_EXCL/lock refusal of a second writer. Needs root; under CI=true
-//! it must run, elsewhere it prints SKIP and the reason.
+//! trims, ring full, the O_EXCL/lock refusal of a second writer, and format's measurement of
+//! the sync methods on the device. Needs root; under CI=true it must run, elsewhere it prints
+//! SKIP and the reason.
 
 use std::sync::Arc;
 
@@ -27,6 +28,7 @@ fn exercise(sector_size_bytes: u32) {
         force: false,
         batch_size_max_bytes: None,
         window_batches_max: None,
+        sync_method: None,
     };
     let too_big = FormatOptions {
         size_bytes: 64 << 20,
@@ -40,6 +42,13 @@ fn exercise(sector_size_bytes: u32) {
     assert_eq!(
         control.geometry.block_size_bytes, 4096,
         "the block is at least 4096"
+    );
+    // Format measured the sync methods on the device itself (through a second, O_DIRECT
+    // descriptor while its own held the device exclusively).
+    assert!(
+        matches!(control.sync, sealog::SyncChoice::Measured { .. }),
+        "{:?}",
+        control.sync
     );
     let drive = Arc::new(Drive::open(&device.path, DriveOptions::default()).expect("opens"));
     // A second writer is refused while the first holds the device.

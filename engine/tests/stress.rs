@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sealog::{format, Drive, DriveOptions, FormatOptions, ReadError, Ticket};
+use sealog::{format, Drive, DriveOptions, FormatOptions, ReadError, SyncMethod, Ticket};
 
 /// An operation that takes longer than this is a liveness failure.
 const OPERATION_LIMIT: Duration = Duration::from_secs(5);
@@ -219,6 +219,7 @@ fn many_clients_at_once_never_stall_and_lose_nothing() {
         force: false,
         batch_size_max_bytes: Some(256 << 10),
         window_batches_max: None,
+        sync_method: Some(SyncMethod::Fdatasync),
     };
     format(&path, &options).expect("formats");
     let drive_options = DriveOptions {

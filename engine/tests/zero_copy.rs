@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sealog::{format, AppendError, Drive, DriveOptions, FormatOptions};
+use sealog::{format, AppendError, Drive, DriveOptions, FormatOptions, SyncMethod};
 
 fn ring(directory: &tempfile::TempDir) -> std::path::PathBuf {
     let path = directory.path().join("ring");
@@ -19,6 +19,7 @@ fn ring(directory: &tempfile::TempDir) -> std::path::PathBuf {
             force: false,
             batch_size_max_bytes: None,
             window_batches_max: None,
+            sync_method: Some(SyncMethod::Fdatasync),
         },
     )
     .expect("formats");

@@ -194,7 +194,7 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         Durability::Dsync
     };
     let drive_options = DriveOptions {
-        durability,
+        durability: Some(durability),
         ..DriveOptions::default()
     };
     let ring_id = RingId(seed.to_le_bytes().repeat(2).try_into().unwrap_or([7; 16]));

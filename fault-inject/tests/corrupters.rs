@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use sealog::reader::RingReader;
-use sealog::{format, Drive, DriveOptions, FormatOptions};
+use sealog::{format, Drive, DriveOptions, FormatOptions, SyncMethod};
 use sealog_wal::{Check, ReplayError, ReplayOptions};
 
 fn sealog_fault(args: &[&str]) {
@@ -30,6 +30,7 @@ fn ring(directory: &Path, before_second: impl FnOnce(&Path)) -> std::path::PathB
         force: false,
         batch_size_max_bytes: None,
         window_batches_max: None,
+        sync_method: Some(SyncMethod::Fdatasync),
     };
     format(&path, &options).expect("formats");
     let append = |payload: &[u8]| {

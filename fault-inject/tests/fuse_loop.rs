@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use sealog::{format, AppendError, Drive, DriveOptions, FormatOptions};
+use sealog::{format, AppendError, Drive, DriveOptions, FormatOptions, SyncMethod};
 use sealog_fault::fuse::{DiskEvent, FuseDisk};
 use sealog_tests::{must_run_privileged_tests, LoopDevice};
 
@@ -37,6 +37,7 @@ fn fault_case(test: &str, inject: impl Fn(&FuseDisk)) {
         force: false,
         batch_size_max_bytes: None,
         window_batches_max: None,
+        sync_method: Some(SyncMethod::Fdatasync),
     };
     format(&device.path, &options).expect("formats the loop device");
     let drive = Drive::open(&device.path, DriveOptions::default()).expect("opens");

@@ -133,6 +133,18 @@ pub enum ReplayError {
     /// Both control copies carry the magic but neither checks out.
     #[error("both control block copies are damaged (CRC mismatch): the ring cannot be opened")]
     ControlCorrupt,
+    /// A control copy checks out but records a sync choice this version never writes (a
+    /// method or source byte it does not know), and no other copy checks out.
+    #[error(
+        "the control block records an unknown sync choice (method byte {method_byte}, source \
+         byte {source_byte}): the ring cannot be opened"
+    )]
+    ControlSyncChoice {
+        /// The method byte found.
+        method_byte: u8,
+        /// The source byte found.
+        source_byte: u8,
+    },
     /// The ring was written by another format version.
     #[error("ring format version {found} is not supported (this build reads version {supported})")]
     UnsupportedVersion {

@@ -28,7 +28,7 @@
 //! write ever shares a block (and so a physical sector) with an earlier batch: the tail block is
 //! never rewritten in place.
 //!
-//! # Control block (two copies, each in its own block; 128 bytes used, the rest zero)
+//! # Control block (two copies, each in its own block; 160 bytes used, the rest zero)
 //!
 //! ```text
 //!  0       4       8       12      16              24
@@ -45,14 +45,19 @@
 //!  | window bytes  |   trim LSN    |   head LSN    | head  | head  | head  | head  |
 //!  |     max       |               |               | lap   | seg.  | offset| incar.|
 //!  +---------------+---------------+---------------+-------+-------+-------+-------+
-//!  104     108     112     116     120             128
-//!  +-------+-------+-------+-------+---------------+
-//!  |  cut  |  cut  |  cut  |  cut  |   reserved    |
-//!  |  lap  | seg.  | offset| incar.|               |
-//!  +-------+-------+-------+-------+---------------+
+//!  104     108     112     116     120 121 122 123 124     128     130     132
+//!  +-------+-------+-------+-------+---+---+---+---+-------+-------+-------+
+//!  |  cut  |  cut  |  cut  |  cut  |syn|syn|syn|mar| probe |probe  |writes |
+//!  |  lap  | seg.  | offset| incar.|mth|src|flg|gin| bytes |rounds |/round |
+//!  +-------+-------+-------+-------+---+---+---+---+-------+-------+-------+
+//!  132     136     140     144     148                     160
+//!  +-------+-------+-------+-------+-----------------------+
+//!  |fdsync |fdsync | dsync | dsync |       reserved        |
+//!  |p50 us |p99 us |p50 us |p99 us |                       |
+//!  +-------+-------+-------+-------+-----------------------+
 //! ```
 //!
-//! `crc` is CRC32C over the 128 bytes with the crc field zeroed. The copy with the highest
+//! `crc` is CRC32C over the 160 bytes with the crc field zeroed. The copy with the highest
 //! `sequence` whose CRC checks out is current; copy `sequence % 2` is the one rewritten next, so a
 //! torn control write leaves the other copy intact. `trim LSN` is inclusive: entries with
 //! `lsn <= trim LSN` are released. `head` is the batch boundary where replay starts; `head LSN` is
@@ -63,6 +68,17 @@
 //! recovery ended the log and `cut incar.` the incarnation it opened: nothing of an older
 //! incarnation is accepted at or after the cut. A writable open writes this block before it
 //! zeroes anything past the cut, so a crash in the middle of recovery finds the same log.
+//!
+//! `sync` (bytes 120 to 148) records how format chose the ring's default durability: `syn mth`
+//! the method (1 write + linked fdatasync, 2 write with RWF_DSYNC; 0 none recorded), `syn src`
+//! how it was chosen (1 measured, 2 named by the operator; 0 none recorded), `syn flg` bit 0 set
+//! when the device reported FUA, `margin` the percentage by which RWF_DSYNC had to beat the
+//! fdatasync at both p50 and p99 to be chosen, and the measurement behind a measured choice:
+//! the size of each timed write, the rounds and writes per method per round, and each method's
+//! p50 and p99 in microseconds (all zero unless measured). Every rewrite of the control block
+//! carries these bytes over unchanged. A block written before they existed (rings formatted
+//! before the choice was recorded) has zeros in bytes 120 to 160 and a CRC over its first 128
+//! bytes only: it decodes as "none recorded", which means fdatasync.
 //!
 //! # Segment header (block 0 of every segment; 64 bytes used, the rest zero)
 //!
@@ -167,9 +183,25 @@ const CONTROL_CUT_LAP_OFFSET: usize = CONTROL_HEAD_INCARNATION_OFFSET + 4;
 const CONTROL_CUT_SEGMENT_OFFSET: usize = CONTROL_CUT_LAP_OFFSET + 4;
 const CONTROL_CUT_OFFSET_OFFSET: usize = CONTROL_CUT_SEGMENT_OFFSET + 4;
 const CONTROL_CUT_INCARNATION_OFFSET: usize = CONTROL_CUT_OFFSET_OFFSET + 4;
-const CONTROL_RESERVED_OFFSET: usize = CONTROL_CUT_INCARNATION_OFFSET + 4;
+const CONTROL_SYNC_METHOD_OFFSET: usize = CONTROL_CUT_INCARNATION_OFFSET + 4;
+const CONTROL_SYNC_SOURCE_OFFSET: usize = CONTROL_SYNC_METHOD_OFFSET + 1;
+const CONTROL_SYNC_FLAGS_OFFSET: usize = CONTROL_SYNC_SOURCE_OFFSET + 1;
+const CONTROL_SYNC_MARGIN_OFFSET: usize = CONTROL_SYNC_FLAGS_OFFSET + 1;
+const CONTROL_PROBE_BYTES_OFFSET: usize = CONTROL_SYNC_MARGIN_OFFSET + 1;
+const CONTROL_PROBE_ROUNDS_OFFSET: usize = CONTROL_PROBE_BYTES_OFFSET + 4;
+const CONTROL_PROBE_WRITES_OFFSET: usize = CONTROL_PROBE_ROUNDS_OFFSET + 2;
+const CONTROL_FDATASYNC_P50_OFFSET: usize = CONTROL_PROBE_WRITES_OFFSET + 2;
+const CONTROL_FDATASYNC_P99_OFFSET: usize = CONTROL_FDATASYNC_P50_OFFSET + 4;
+const CONTROL_DSYNC_P50_OFFSET: usize = CONTROL_FDATASYNC_P99_OFFSET + 4;
+const CONTROL_DSYNC_P99_OFFSET: usize = CONTROL_DSYNC_P50_OFFSET + 4;
+const CONTROL_RESERVED_OFFSET: usize = CONTROL_DSYNC_P99_OFFSET + 4;
 /// Bytes of a control block that carry fields (the rest of its block is zero).
-pub const CONTROL_SIZE: usize = CONTROL_RESERVED_OFFSET + 8;
+pub const CONTROL_SIZE: usize = CONTROL_RESERVED_OFFSET + 12;
+/// Bytes a control block's CRC covered before the sync choice was recorded: a block written
+/// then has zeros from byte 120 (the sync choice's first) on, and a CRC over this many bytes.
+pub const CONTROL_SIZE_BEFORE_SYNC: usize = 128;
+/// Bit of the sync flags byte: the device reported FUA when the methods were measured.
+const SYNC_FLAG_FUA: u8 = 1;
 
 // Segment header field offsets.
 const SEGMENT_MAGIC_OFFSET: usize = 0;
@@ -205,7 +237,10 @@ const ENTRY_RING_TAG_OFFSET: usize = ENTRY_BATCH_INDEX_OFFSET + 4;
 /// Size of the header in front of every record: the per-entry overhead, in bytes.
 pub const ENTRY_HEADER_SIZE: usize = ENTRY_RING_TAG_OFFSET + 4;
 
-const _: () = assert!(CONTROL_SIZE == 128);
+const _: () = assert!(CONTROL_SIZE == 160);
+const _: () = assert!(CONTROL_SYNC_METHOD_OFFSET == 120);
+const _: () = assert!(CONTROL_SYNC_METHOD_OFFSET < CONTROL_SIZE_BEFORE_SYNC);
+const _: () = assert!(CONTROL_SIZE_BEFORE_SYNC < CONTROL_SIZE);
 const _: () = assert!(SEGMENT_HEADER_SIZE == 64);
 const _: () = assert!(ENTRY_HEADER_SIZE == 64);
 const _: () = assert!(CONTROL_SIZE <= BLOCK_SIZE_MIN_BYTES as usize);
@@ -516,7 +551,8 @@ fn crc_skipping_field(seed: u32, bytes: &[u8], crc_offset: usize) -> u32 {
     crc32c::crc32c_append(crc, &bytes[crc_offset + 4..])
 }
 
-/// What a control block records: identity, geometry, incarnation and trim point.
+/// What a control block records: identity, geometry, incarnation, trim point, and how the
+/// ring's default durability was chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControlBlock {
     /// Bumped on every rewrite; the valid copy with the highest sequence is current.
@@ -540,6 +576,99 @@ pub struct ControlBlock {
     pub cut: Position,
     /// The incarnation that open began: the oldest accepted at or after `cut`.
     pub cut_incarnation: u32,
+    /// How format chose the ring's default durability; every rewrite carries it over.
+    pub sync: SyncChoice,
+}
+
+/// How a write is made durable: the two methods a ring's default durability is chosen from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum SyncMethod {
+    /// An O_DIRECT write, then an fdatasync linked behind it: one device flush per commit.
+    Fdatasync = 1,
+    /// An O_DIRECT write with RWF_DSYNC: durable when it completes (a FUA write where the
+    /// device has FUA; else the kernel flushes after it).
+    Dsync = 2,
+}
+
+impl SyncMethod {
+    /// Decodes a method byte; `None` for a byte that names no method.
+    pub fn from_byte(byte: u8) -> Option<SyncMethod> {
+        match byte {
+            1 => Some(SyncMethod::Fdatasync),
+            2 => Some(SyncMethod::Dsync),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name, for reports and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMethod::Fdatasync => "fdatasync",
+            SyncMethod::Dsync => "dsync",
+        }
+    }
+}
+
+/// What format measured to choose a sync method: both methods timed at queue depth 1, one
+/// write at a time of the size a small append writes, in interleaved rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct SyncMeasurement {
+    /// Bytes of each timed write.
+    pub write_size_bytes: u32,
+    /// Rounds, each timing both methods.
+    pub rounds: u16,
+    /// Writes of each method per round.
+    pub writes_per_round: u16,
+    /// By how many percent RWF_DSYNC had to beat the fdatasync at both p50 and p99.
+    pub margin_percent: u8,
+    /// Whether the device reported FUA (RWF_DSYNC writes are FUA writes then).
+    pub fua: bool,
+    /// Write + linked fdatasync: median, microseconds.
+    pub fdatasync_p50_us: u32,
+    /// Write + linked fdatasync: 99th percentile, microseconds.
+    pub fdatasync_p99_us: u32,
+    /// Write with RWF_DSYNC: median, microseconds.
+    pub dsync_p50_us: u32,
+    /// Write with RWF_DSYNC: 99th percentile, microseconds.
+    pub dsync_p99_us: u32,
+}
+
+/// How format chose a ring's default durability (the drive's own options may still override
+/// it when it opens).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum SyncChoice {
+    /// Nothing recorded: a ring formatted before the choice was recorded, or one made without
+    /// a device to measure (simulated rings). Its default is fdatasync.
+    #[default]
+    NotRecorded,
+    /// Named by the operator at format time; nothing was measured.
+    Named(SyncMethod),
+    /// Chosen by measuring the device at format time.
+    Measured {
+        /// The method chosen.
+        method: SyncMethod,
+        /// The figures it was chosen on.
+        measurement: SyncMeasurement,
+    },
+}
+
+impl SyncChoice {
+    /// The ring's default method: the one chosen, or fdatasync when none was recorded.
+    pub fn method(&self) -> SyncMethod {
+        match *self {
+            SyncChoice::NotRecorded => SyncMethod::Fdatasync,
+            SyncChoice::Named(method) | SyncChoice::Measured { method, .. } => method,
+        }
+    }
+
+    /// The measurement behind the choice, if it was measured.
+    pub fn measurement(&self) -> Option<SyncMeasurement> {
+        match *self {
+            SyncChoice::Measured { measurement, .. } => Some(measurement),
+            SyncChoice::NotRecorded | SyncChoice::Named(_) => None,
+        }
+    }
 }
 
 /// Why a control block copy was not accepted.
@@ -551,6 +680,14 @@ pub enum ControlDefect {
     Crc,
     /// The copy is intact but was written by another format version.
     Version(u16),
+    /// The CRC matches but the sync choice's method or source byte names nothing this
+    /// version writes (a crafted block, or one of a later writer).
+    SyncChoice {
+        /// The method byte found.
+        method_byte: u8,
+        /// The source byte found.
+        source_byte: u8,
+    },
 }
 
 impl ControlBlock {
@@ -571,6 +708,7 @@ impl ControlBlock {
             head_incarnation: 0,
             cut: Position::default(),
             cut_incarnation: 0,
+            sync: SyncChoice::NotRecorded,
         }
     }
 
@@ -618,6 +756,7 @@ impl ControlBlock {
         put_u32(buf, CONTROL_CUT_SEGMENT_OFFSET, self.cut.segment);
         put_u32(buf, CONTROL_CUT_OFFSET_OFFSET, self.cut.offset);
         put_u32(buf, CONTROL_CUT_INCARNATION_OFFSET, self.cut_incarnation);
+        encode_sync(&self.sync, buf);
         let crc = crc_skipping_field(0, &buf[..CONTROL_SIZE], CONTROL_CRC_OFFSET);
         put_u32(buf, CONTROL_CRC_OFFSET, crc);
     }
@@ -629,13 +768,24 @@ impl ControlBlock {
             return Err(ControlDefect::Magic);
         }
         let bytes = &buf[..CONTROL_SIZE];
-        if crc_skipping_field(0, bytes, CONTROL_CRC_OFFSET) != get_u32(bytes, CONTROL_CRC_OFFSET) {
+        let stored_crc = get_u32(bytes, CONTROL_CRC_OFFSET);
+        let crc_ok = crc_skipping_field(0, bytes, CONTROL_CRC_OFFSET) == stored_crc;
+        // A block written before the sync choice was recorded: its CRC covers the first 128
+        // bytes and every sync byte is zero (so it reads as "none recorded").
+        let written_before_sync = !crc_ok
+            && bytes[CONTROL_SYNC_METHOD_OFFSET..]
+                .iter()
+                .all(|&byte| byte == 0)
+            && crc_skipping_field(0, &bytes[..CONTROL_SIZE_BEFORE_SYNC], CONTROL_CRC_OFFSET)
+                == stored_crc;
+        if !crc_ok && !written_before_sync {
             return Err(ControlDefect::Crc);
         }
         let version = get_u16(bytes, CONTROL_VERSION_OFFSET);
         if version != FORMAT_VERSION {
             return Err(ControlDefect::Version(version));
         }
+        let sync = decode_sync(bytes)?;
         let mut ring_id = [0u8; 16];
         ring_id.copy_from_slice(&bytes[CONTROL_RING_ID_OFFSET..CONTROL_RING_ID_OFFSET + 16]);
         Ok(ControlBlock {
@@ -664,7 +814,89 @@ impl ControlBlock {
                 segment: get_u32(bytes, CONTROL_HEAD_SEGMENT_OFFSET),
                 offset: get_u32(bytes, CONTROL_HEAD_OFFSET_OFFSET),
             },
+            sync,
         })
+    }
+}
+
+/// Writes the sync choice's bytes (zeros where it has no figures).
+fn encode_sync(sync: &SyncChoice, buf: &mut [u8]) {
+    debug_assert!(buf[CONTROL_SYNC_METHOD_OFFSET..CONTROL_SIZE]
+        .iter()
+        .all(|&byte| byte == 0));
+    let (method, source, measurement) = match *sync {
+        SyncChoice::NotRecorded => return,
+        SyncChoice::Named(method) => (method, SYNC_SOURCE_NAMED, SyncMeasurement::default()),
+        SyncChoice::Measured {
+            method,
+            measurement,
+        } => (method, SYNC_SOURCE_MEASURED, measurement),
+    };
+    buf[CONTROL_SYNC_METHOD_OFFSET] = method as u8;
+    buf[CONTROL_SYNC_SOURCE_OFFSET] = source;
+    buf[CONTROL_SYNC_FLAGS_OFFSET] = if measurement.fua { SYNC_FLAG_FUA } else { 0 };
+    buf[CONTROL_SYNC_MARGIN_OFFSET] = measurement.margin_percent;
+    put_u32(
+        buf,
+        CONTROL_PROBE_BYTES_OFFSET,
+        measurement.write_size_bytes,
+    );
+    put_u16(buf, CONTROL_PROBE_ROUNDS_OFFSET, measurement.rounds);
+    put_u16(
+        buf,
+        CONTROL_PROBE_WRITES_OFFSET,
+        measurement.writes_per_round,
+    );
+    put_u32(
+        buf,
+        CONTROL_FDATASYNC_P50_OFFSET,
+        measurement.fdatasync_p50_us,
+    );
+    put_u32(
+        buf,
+        CONTROL_FDATASYNC_P99_OFFSET,
+        measurement.fdatasync_p99_us,
+    );
+    put_u32(buf, CONTROL_DSYNC_P50_OFFSET, measurement.dsync_p50_us);
+    put_u32(buf, CONTROL_DSYNC_P99_OFFSET, measurement.dsync_p99_us);
+}
+
+/// Source byte of a sync choice that was measured.
+const SYNC_SOURCE_MEASURED: u8 = 1;
+/// Source byte of a sync choice the operator named.
+const SYNC_SOURCE_NAMED: u8 = 2;
+
+/// Reads the sync choice of a control block whose CRC checked out. The method and source
+/// bytes decide what the drive does, so a value this version never writes is a defect; the
+/// figures are only reported, and are taken as they are.
+fn decode_sync(bytes: &[u8]) -> Result<SyncChoice, ControlDefect> {
+    let method_byte = bytes[CONTROL_SYNC_METHOD_OFFSET];
+    let source = bytes[CONTROL_SYNC_SOURCE_OFFSET];
+    let defect = ControlDefect::SyncChoice {
+        method_byte,
+        source_byte: source,
+    };
+    if (method_byte, source) == (0, 0) {
+        return Ok(SyncChoice::NotRecorded);
+    }
+    let method = SyncMethod::from_byte(method_byte).ok_or(defect)?;
+    match source {
+        SYNC_SOURCE_NAMED => Ok(SyncChoice::Named(method)),
+        SYNC_SOURCE_MEASURED => Ok(SyncChoice::Measured {
+            method,
+            measurement: SyncMeasurement {
+                write_size_bytes: get_u32(bytes, CONTROL_PROBE_BYTES_OFFSET),
+                rounds: get_u16(bytes, CONTROL_PROBE_ROUNDS_OFFSET),
+                writes_per_round: get_u16(bytes, CONTROL_PROBE_WRITES_OFFSET),
+                margin_percent: bytes[CONTROL_SYNC_MARGIN_OFFSET],
+                fua: bytes[CONTROL_SYNC_FLAGS_OFFSET] & SYNC_FLAG_FUA != 0,
+                fdatasync_p50_us: get_u32(bytes, CONTROL_FDATASYNC_P50_OFFSET),
+                fdatasync_p99_us: get_u32(bytes, CONTROL_FDATASYNC_P99_OFFSET),
+                dsync_p50_us: get_u32(bytes, CONTROL_DSYNC_P50_OFFSET),
+                dsync_p99_us: get_u32(bytes, CONTROL_DSYNC_P99_OFFSET),
+            },
+        }),
+        _ => Err(defect),
     }
 }
 

@@ -529,19 +529,38 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
                 second_offset: second_offsets[0],
             })
         }
+        (
+            Err(ControlDefect::SyncChoice {
+                method_byte,
+                source_byte,
+            }),
+            Err(_),
+        )
+        | (
+            Err(_),
+            Err(ControlDefect::SyncChoice {
+                method_byte,
+                source_byte,
+            }),
+        ) => {
+            return Err(ReplayError::ControlSyncChoice {
+                method_byte,
+                source_byte,
+            })
+        }
         (Err(_), Err(_)) => return Err(ReplayError::ControlCorrupt),
     };
     validate_control(&control, source.size_bytes())?;
     Ok(control)
 }
 
-/// How much a control copy's defect says: version (intact, another format) over CRC (ours,
-/// damaged) over magic (nothing there).
+/// How much a control copy's defect says: version (intact, another format) over CRC or an
+/// unknown sync choice (ours, damaged or crafted) over magic (nothing there).
 fn defect_rank(copy: Result<ControlBlock, ControlDefect>) -> u8 {
     match copy {
         Ok(_) => 3,
         Err(ControlDefect::Version(_)) => 2,
-        Err(ControlDefect::Crc) => 1,
+        Err(ControlDefect::Crc | ControlDefect::SyncChoice { .. }) => 1,
         Err(ControlDefect::Magic) => 0,
     }
 }

@@ -4,7 +4,8 @@
 
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::{
-    ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader, CONTROL_SIZE,
+    ControlBlock, ControlDefect, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader,
+    SyncChoice, SyncMeasurement, SyncMethod, CONTROL_SIZE, CONTROL_SIZE_BEFORE_SYNC,
     ENTRY_HEADER_SIZE, SEGMENT_HEADER_SIZE,
 };
 
@@ -30,9 +31,9 @@ fn geometry() -> Geometry {
     }
 }
 
-#[test]
-fn control_block_bytes_are_pinned() {
-    let control = ControlBlock {
+/// The control block the golden bytes encode, with `sync` as given.
+fn control(sync: SyncChoice) -> ControlBlock {
+    ControlBlock {
         sequence: 7,
         ring_id: ring_id(),
         geometry: geometry(),
@@ -51,7 +52,30 @@ fn control_block_bytes_are_pinned() {
             offset: 12288,
         },
         cut_incarnation: 3,
-    };
+        sync,
+    }
+}
+
+fn measured() -> SyncChoice {
+    SyncChoice::Measured {
+        method: SyncMethod::Dsync,
+        measurement: SyncMeasurement {
+            write_size_bytes: 8192,
+            rounds: 32,
+            writes_per_round: 8,
+            margin_percent: 10,
+            fua: true,
+            fdatasync_p50_us: 150,
+            fdatasync_p99_us: 400,
+            dsync_p50_us: 100,
+            dsync_p99_us: 300,
+        },
+    }
+}
+
+#[test]
+fn control_block_bytes_are_pinned() {
+    let control = control(measured());
     let mut block = vec![0xffu8; 4096];
     control.encode(&mut block);
     assert!(
@@ -64,6 +88,88 @@ fn control_block_bytes_are_pinned() {
         "control block encoding changed"
     );
     assert_eq!(ControlBlock::decode(&block), Ok(control));
+}
+
+#[test]
+fn every_sync_choice_round_trips_through_the_control_block() {
+    for sync in [
+        SyncChoice::NotRecorded,
+        SyncChoice::Named(SyncMethod::Fdatasync),
+        SyncChoice::Named(SyncMethod::Dsync),
+        measured(),
+        SyncChoice::Measured {
+            method: SyncMethod::Fdatasync,
+            measurement: SyncMeasurement {
+                fua: false,
+                ..measured().measurement().expect("measured")
+            },
+        },
+    ] {
+        let control = control(sync);
+        let mut block = vec![0u8; 4096];
+        control.encode(&mut block);
+        assert_eq!(ControlBlock::decode(&block), Ok(control), "{sync:?}");
+    }
+}
+
+/// Rings formatted before the sync choice was recorded carry the 128-byte block pinned here
+/// (its CRC covers those 128 bytes): they still open, with nothing recorded, which means
+/// fdatasync.
+#[test]
+fn a_control_block_written_before_the_sync_choice_reads_as_not_recorded() {
+    let mut block = vec![0u8; 4096];
+    let old = unhex(GOLDEN_CONTROL_BEFORE_SYNC);
+    assert_eq!(old.len(), CONTROL_SIZE_BEFORE_SYNC);
+    block[..old.len()].copy_from_slice(&old);
+    let decoded = ControlBlock::decode(&block).expect("an old block decodes");
+    assert_eq!(decoded, control(SyncChoice::NotRecorded));
+    assert_eq!(decoded.sync.method(), SyncMethod::Fdatasync);
+    // Its next rewrite is a block of today's layout with the same fields.
+    let mut rewritten = vec![0u8; 4096];
+    decoded.encode(&mut rewritten);
+    assert_eq!(ControlBlock::decode(&rewritten), Ok(decoded));
+    // The old CRC is accepted only with every sync byte zero: one set is damage.
+    for at in [120, 127, 128, CONTROL_SIZE - 1] {
+        let mut damaged = block.clone();
+        damaged[at] = 1;
+        assert_eq!(
+            ControlBlock::decode(&damaged),
+            Err(ControlDefect::Crc),
+            "byte {at}"
+        );
+    }
+}
+
+#[test]
+fn a_sync_choice_this_version_never_writes_is_a_defect() {
+    for (method_byte, source_byte) in [(3u8, 1u8), (1, 0), (0, 1), (1, 3), (0, 2)] {
+        let mut block = vec![0u8; 4096];
+        control(measured()).encode(&mut block);
+        block[120] = method_byte;
+        block[121] = source_byte;
+        reseal(&mut block);
+        assert_eq!(
+            ControlBlock::decode(&block),
+            Err(ControlDefect::SyncChoice {
+                method_byte,
+                source_byte
+            })
+        );
+    }
+}
+
+/// Recomputes a control block's CRC over today's layout, as a crafted block would.
+fn reseal(block: &mut [u8]) {
+    block[8..12].fill(0);
+    let crc = crc32c::crc32c(&block[..CONTROL_SIZE]);
+    block[8..12].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&text[at..at + 2], 16).expect("hex"))
+        .collect()
 }
 
 #[test]
@@ -151,6 +257,14 @@ fn a_batch_is_records_then_padding_to_the_block() {
 }
 
 const GOLDEN_CONTROL: &str = concat!(
+    "534c4743010000000bc748150300000007000000000000000011223344556677",
+    "8899aabbccddeeff001000000800000000001000000000000000010004000000",
+    "0000040000000000290000000000000028000000000000000200000005000000",
+    "0020000002000000020000000600000000300000030000000201010a00200000",
+    "200008009600000090010000640000002c010000000000000000000000000000",
+);
+/// A control block as rings formatted before the sync choice was recorded carry it.
+const GOLDEN_CONTROL_BEFORE_SYNC: &str = concat!(
     "534c474301000000f9359ae60300000007000000000000000011223344556677",
     "8899aabbccddeeff001000000800000000001000000000000000010004000000",
     "0000040000000000290000000000000028000000000000000200000005000000",

@@ -8,13 +8,17 @@
 //!   (before it, the model's open wrote no marker and the same damage was cut as a torn tail);
 //! - a control block whose sequence or incarnation cannot be bumped is a typed error;
 //! - data batches leave the block before a segment they cannot enter for a marker, so a ring
-//!   filled until appends are refused still takes one.
+//!   filled until appends are refused still takes one;
+//! - the sync choice format recorded survives every rewrite of the control block (each open's
+//!   plan, each trim) unchanged.
 
 mod common;
 
 use common::*;
 use sealog_wal::disk::{BlockFate, FlushCover, SimDisk, WriteDurability};
-use sealog_wal::format::{ControlBlock, CONTROL_SEQUENCE_LIMIT};
+use sealog_wal::format::{
+    ControlBlock, SyncChoice, SyncMeasurement, SyncMethod, CONTROL_SEQUENCE_LIMIT,
+};
 use sealog_wal::model::{ModelError, ModelWriter};
 use sealog_wal::recovery::Written;
 use sealog_wal::{
@@ -539,4 +543,53 @@ fn data_slots_keep_the_block_before_a_segment_that_cannot_be_entered() {
     let mut cursor = at(14);
     cursor.skip_for_data(&geometry, later).expect("may enter");
     assert_eq!(cursor.position.segment, 1);
+}
+
+#[test]
+fn the_sync_choice_survives_every_rewrite_of_the_control_block() {
+    let geometry = small_geometry();
+    let sync = SyncChoice::Measured {
+        method: SyncMethod::Dsync,
+        measurement: SyncMeasurement {
+            write_size_bytes: 2 * BLOCK as u32,
+            rounds: 12,
+            writes_per_round: 8,
+            margin_percent: 10,
+            fua: false,
+            fdatasync_p50_us: 180,
+            fdatasync_p99_us: 420,
+            dsync_p50_us: 120,
+            dsync_p99_us: 260,
+        },
+    };
+    // A ring as format leaves it when it measured: both copies carry the choice.
+    let mut image = ModelWriter::format(geometry, ring_id());
+    for copy in 0..2u64 {
+        let at = geometry.control_offset(copy) as usize;
+        let block = &mut image[at..at + BLOCK];
+        let control = ControlBlock::decode(block).expect("a formatted copy");
+        ControlBlock { sync, ..control }.encode(block);
+    }
+    let current = |image: &[u8]| {
+        sealog_wal::read_control(&mut &image[..])
+            .expect("reads")
+            .sync
+    };
+    assert_eq!(current(&image), sync);
+    let (mut writer, _, _) = ModelWriter::open(image, &strict()).expect("opens");
+    assert_eq!(current(writer.durable()), sync, "the open's control block");
+    for _ in 0..6 {
+        append(&mut writer, 2, 500, 7);
+        writer.flush();
+    }
+    writer.trim(5);
+    assert_eq!(current(writer.durable()), sync, "a trim's control block");
+    let (writer, report, _) =
+        ModelWriter::open(writer.durable().to_vec(), &strict()).expect("reopens");
+    assert_eq!(report.control.sync, sync, "replay's report");
+    assert_eq!(
+        current(writer.durable()),
+        sync,
+        "the reopen's control block"
+    );
 }

@@ -150,7 +150,7 @@ impl<B: IoBackend> DriveCore<B> {
         } = recovered;
         DriveCore {
             backend,
-            durability: options.durability,
+            durability: crate::sync_probe::resolve(options.durability, &control.sync),
             when_full: options.when_full,
             spin_before_block_us: options.spin_before_block_us,
             group_gather_us: 0,

@@ -79,8 +79,11 @@ pub enum WhenFull {
 /// How a drive is opened.
 #[derive(Clone, Debug)]
 pub struct DriveOptions {
-    /// How appends are made durable.
-    pub durability: Durability,
+    /// How appends are made durable. `None` (the default): the method the ring's control
+    /// block records, chosen when it was formatted (by measuring the device, or named then;
+    /// fdatasync for a ring that records none, see [`crate::sync_probe`]). A value overrides
+    /// the ring's choice for this open. Resolved once, when the drive opens.
+    pub durability: Option<Durability>,
     /// Ring-full backpressure.
     pub when_full: WhenFull,
     /// Strict (default) or truncating recovery.
@@ -122,7 +125,7 @@ pub struct DriveOptions {
 impl Default for DriveOptions {
     fn default() -> DriveOptions {
         DriveOptions {
-            durability: Durability::Fdatasync,
+            durability: None,
             when_full: WhenFull::Fail,
             recovery: RecoveryMode::Strict,
             cpu: None,

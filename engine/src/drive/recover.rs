@@ -13,7 +13,7 @@ use sealog_wal::{PlanError, ReplayError, ReplayOptions, RingSource, Step, TailMa
 
 use super::core::{DriveCore, IndexedBatch, Recovered};
 use super::op::Op;
-use super::DriveOptions;
+use super::{DriveOptions, Durability};
 use crate::error::OpenError;
 use crate::io::{run_sync, Completion, FlushOrder, IoBackend, WriteSync};
 
@@ -240,6 +240,12 @@ fn step_action(step: &Step) -> &'static str {
 }
 
 impl<B: IoBackend> DriveCore<B> {
+    /// How this drive makes appends durable: its options' durability, or when they name none
+    /// the method the ring's control block records (resolved once, when the drive opened).
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
     /// Recovery on open: replay, make the cut and the dirty region durable, write the new
     /// incarnation's control block, flush, and only then accept appends.
     pub fn recover(mut backend: B, path: &Path, options: &DriveOptions) -> Result<Self, OpenError> {

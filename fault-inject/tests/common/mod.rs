@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use sealog::reader::RingReader;
 use sealog::storage::{plan_geometry, FormatOptions};
-use sealog::{Drive, DriveOptions, OpenError};
+use sealog::{Drive, DriveOptions, OpenError, SyncMethod};
 use sealog_fault::{FaultConfig, SimDevice};
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, RecoveryReport, ReplayError, ReplayOptions, RingId};
@@ -87,6 +87,7 @@ impl Shape {
             force: false,
             batch_size_max_bytes: Some(self.batch_size_max_bytes),
             window_batches_max: Some(self.window_batches_max),
+            sync_method: Some(SyncMethod::Fdatasync),
         }
     }
 }

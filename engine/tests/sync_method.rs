@@ -1,0 +1,192 @@
+//! The ring's default durability on real files: format measures the two sync methods on the
+//! ring's own segments and records the choice and its figures in the control block (leaving
+//! the segments as zeroed as format makes them); a method named at format time is recorded
+//! unmeasured; a drive opened with the default durability uses what the control block records,
+//! and an option overrides it; trims and reopens carry the record over unchanged; and a ring
+//! formatted before the choice was recorded (zeros in its bytes, the old CRC) opens as
+//! fdatasync.
+
+use std::path::Path;
+
+use sealog::drive::{buffer_bytes, buffer_count};
+use sealog::storage::{self, Access, CONTROL_FILE};
+use sealog::sync_probe::{choose, MARGIN_PERCENT};
+use sealog::uring::UringBackend;
+use sealog::{
+    format, Drive, DriveCore, DriveOptions, Durability, FormatOptions, SyncChoice, SyncMethod,
+};
+use sealog_wal::format::{ControlBlock, CONTROL_SIZE_BEFORE_SYNC};
+
+fn options(sync_method: Option<SyncMethod>) -> FormatOptions {
+    FormatOptions {
+        size_bytes: 8 << 20,
+        segment_size_bytes: Some(2 << 20),
+        force: false,
+        batch_size_max_bytes: None,
+        window_batches_max: None,
+        sync_method,
+    }
+}
+
+/// The control block the ring's control file holds now.
+fn control_of(path: &Path) -> ControlBlock {
+    let mut reader = sealog::reader::RingReader::open(path).expect("opens read-only");
+    sealog_wal::read_control(&mut reader).expect("reads the control block")
+}
+
+/// The durability a drive opened on `path` with `requested` resolves to, read from its state
+/// machine (built on io_uring as the drive thread builds it).
+fn resolved(path: &Path, requested: Option<Durability>) -> Durability {
+    let files = storage::open(path, Access::ReadWrite).expect("opens");
+    let geometry = files.geometry;
+    let (backend, _) = UringBackend::new(files, buffer_count(&geometry), buffer_bytes(&geometry))
+        .expect("io_uring");
+    let options = DriveOptions {
+        durability: requested,
+        ..DriveOptions::default()
+    };
+    DriveCore::recover(backend, path, &options)
+        .expect("recovers")
+        .durability()
+}
+
+#[test]
+fn format_measures_the_sync_methods_and_records_a_plausible_choice() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    let control = format(&path, &options(None)).expect("formats");
+    let SyncChoice::Measured {
+        method,
+        measurement,
+    } = control.sync
+    else {
+        panic!("format measured nothing: {:?}", control.sync);
+    };
+    println!("format's measurement: {method:?} from {measurement:?}");
+    assert_eq!(measurement.write_size_bytes, 8192, "a 4 KiB append's write");
+    assert!(measurement.rounds >= 4, "{measurement:?}");
+    assert_eq!(measurement.writes_per_round, 8);
+    assert_eq!(measurement.margin_percent, MARGIN_PERCENT);
+    for (p50, p99) in [
+        (measurement.fdatasync_p50_us, measurement.fdatasync_p99_us),
+        (measurement.dsync_p50_us, measurement.dsync_p99_us),
+    ] {
+        assert!(p50 > 0 && p50 <= p99, "{measurement:?}");
+    }
+    assert_eq!(method, choose(&measurement), "the rule made the choice");
+    assert_eq!(control_of(&path).sync, control.sync, "recorded on the ring");
+    // The timed writes were zeros inside the segments' data areas: the segments read as format
+    // leaves them, every byte zero.
+    for segment in 0..control.geometry.segment_count {
+        let bytes = std::fs::read(path.join(format!("segment-{segment:05}"))).expect("reads");
+        assert!(bytes.iter().all(|&byte| byte == 0), "segment {segment}");
+    }
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    assert_eq!(drive.recovery_report().control.sync, control.sync);
+    drive.close();
+    assert_eq!(
+        resolved(&path, None),
+        sealog::sync_probe::durability_of(method)
+    );
+}
+
+#[test]
+fn a_drive_uses_the_method_the_ring_records_unless_its_options_name_one() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    let control = format(&path, &options(Some(SyncMethod::Dsync))).expect("formats");
+    assert_eq!(control.sync, SyncChoice::Named(SyncMethod::Dsync));
+    assert_eq!(resolved(&path, None), Durability::Dsync);
+    assert_eq!(
+        resolved(&path, Some(Durability::Fdatasync)),
+        Durability::Fdatasync
+    );
+    let fdatasync = directory.path().join("fdatasync");
+    format(&fdatasync, &options(Some(SyncMethod::Fdatasync))).expect("formats");
+    assert_eq!(resolved(&fdatasync, None), Durability::Fdatasync);
+    assert_eq!(
+        resolved(&fdatasync, Some(Durability::Dsync)),
+        Durability::Dsync
+    );
+    // Appends made durable by the recorded method come back after a reopen.
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    let tickets: Vec<_> = (0..200u8)
+        .map(|index| drive.append(vec![index; 4096]).expect("queued"))
+        .collect();
+    for (index, ticket) in tickets.into_iter().enumerate() {
+        assert_eq!(ticket.wait().expect("durable"), index as u64 + 1);
+    }
+    drive.close();
+    drop(drive);
+    let reopened = Drive::open(&path, DriveOptions::default()).expect("reopens");
+    assert_eq!(reopened.read(200).expect("reads"), vec![199u8; 4096]);
+}
+
+#[test]
+fn trims_and_reopens_carry_the_record_over_unchanged() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    let formatted = format(&path, &options(None)).expect("formats").sync;
+    for round in 0..3u64 {
+        let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+        let tickets: Vec<_> = (0..50u64)
+            .map(|index| drive.append(vec![index as u8; 1000]).expect("queued"))
+            .collect();
+        let last = tickets
+            .into_iter()
+            .map(|ticket| ticket.wait().expect("durable"))
+            .max()
+            .expect("some");
+        drive.trim(last - 10).expect("trims");
+        drive.close();
+        drop(drive);
+        let control = control_of(&path);
+        assert_eq!(control.sync, formatted, "round {round}");
+        assert!(
+            control.trim_lsn >= last - 10,
+            "round {round}: the trim landed"
+        );
+    }
+}
+
+#[test]
+fn a_ring_formatted_before_the_choice_was_recorded_opens_as_fdatasync() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    let control = format(&path, &options(Some(SyncMethod::Dsync))).expect("formats");
+    write_control_as_before_sync(&path, &control);
+    assert_eq!(control_of(&path).sync, SyncChoice::NotRecorded);
+    assert_eq!(resolved(&path, None), Durability::Fdatasync);
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens an old ring");
+    let lsn = drive
+        .append(b"after".to_vec())
+        .expect("queued")
+        .wait()
+        .expect("durable");
+    drive.trim(lsn).expect("trims");
+    drive.close();
+    drop(drive);
+    // Its rewrites are blocks of today's layout, still recording nothing.
+    assert_eq!(control_of(&path).sync, SyncChoice::NotRecorded);
+}
+
+/// Rewrites both control copies as a writer did before the sync choice was recorded: the same
+/// fields, zeros from byte 120 on, and a CRC over the first 128 bytes only.
+fn write_control_as_before_sync(path: &Path, control: &ControlBlock) {
+    let block = control.geometry.block_size_bytes as usize;
+    let mut bytes = std::fs::read(path.join(CONTROL_FILE)).expect("reads the control file");
+    for copy in 0..2 {
+        let at = copy * block;
+        let current = ControlBlock::decode(&bytes[at..at + block]).expect("a current copy");
+        let old = ControlBlock {
+            sync: SyncChoice::NotRecorded,
+            ..current
+        };
+        let copy_bytes = &mut bytes[at..at + block];
+        old.encode(copy_bytes);
+        copy_bytes[8..12].fill(0);
+        let crc = crc32c::crc32c(&copy_bytes[..CONTROL_SIZE_BEFORE_SYNC]);
+        copy_bytes[8..12].copy_from_slice(&crc.to_le_bytes());
+    }
+    std::fs::write(path.join(CONTROL_FILE), &bytes).expect("writes the control file");
+}
