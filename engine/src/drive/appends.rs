@@ -178,7 +178,7 @@ impl<B: IoBackend> DriveCore<B> {
         match self.gather_until {
             None => true,
             Some(until) => {
-                self.queue.len() as u64 >= self.expected_group || Instant::now() >= until
+                self.queue.len() as u64 >= self.expected_group || self.clock.now() >= until
             }
         }
     }
@@ -200,7 +200,7 @@ impl<B: IoBackend> DriveCore<B> {
             return;
         }
         let next_lsn = self.cursor.next_lsn;
-        let now = Instant::now();
+        let now = self.clock.now();
         while let Some(oldest) = self.queue.front() {
             let expired = match self.when_full {
                 WhenFull::Fail => true,
@@ -322,12 +322,13 @@ impl<B: IoBackend> DriveCore<B> {
         if purpose == BatchPurpose::Data {
             self.ring_full = false;
             self.gather_until = None;
+            let now = self.clock.now();
             if let Some(since) = self.idle_since.take() {
+                let idle_gap = now.saturating_duration_since(since);
                 let _ = self
                     .idle_gap_us
-                    .record((since.elapsed().as_micros() as u64).max(1));
+                    .record((idle_gap.as_micros() as u64).max(1));
             }
-            let now = Instant::now();
             for append in self.queue.drain(..taken) {
                 self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload_len);
                 let handoff = now.saturating_duration_since(append.queued_at);
@@ -365,7 +366,7 @@ impl<B: IoBackend> DriveCore<B> {
             write: OpState::Pending,
             flush: has_flush.then_some(OpState::Pending),
             payload_bytes,
-            submitted: Instant::now(),
+            submitted: self.clock.now(),
         });
         self.cursor.advance(&geometry, batch.bytes, batch.records);
         self.lsn_appended = self.cursor.next_lsn - 1;
@@ -476,7 +477,11 @@ impl<B: IoBackend> DriveCore<B> {
             self.payload_bytes += batch.payload_bytes;
             self.batches += 1;
             let _ = self.batch_entries.record(records);
-            let latency = batch.submitted.elapsed().as_micros() as u64;
+            let latency = self
+                .clock
+                .now()
+                .saturating_duration_since(batch.submitted)
+                .as_micros() as u64;
             let _ = self.sync_latency_us.record(latency.max(1));
             self.index.push_back(IndexedBatch {
                 position: batch.position,
@@ -487,7 +492,7 @@ impl<B: IoBackend> DriveCore<B> {
             });
         }
         if data_batch_acknowledged && self.inflight.is_empty() {
-            let now = Instant::now();
+            let now = self.clock.now();
             self.idle_since = Some(now);
             if self.group_gather_us > 0 {
                 self.expected_group = self.queue.len() as u64 + acknowledged;

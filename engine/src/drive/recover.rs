@@ -11,6 +11,7 @@ use std::path::Path;
 use sealog_wal::recovery::Written;
 use sealog_wal::{PlanError, ReplayError, ReplayOptions, RingSource, Step, TailMarker};
 
+use super::clock::Clock;
 use super::core::{DriveCore, IndexedBatch, Recovered};
 use super::op::Op;
 use super::DriveOptions;
@@ -240,8 +241,29 @@ fn step_action(step: &Step) -> &'static str {
 }
 
 impl<B: IoBackend> DriveCore<B> {
+    /// Recovery on open, for a core with timers on `clock`: the core [`DriveCore::recover`]
+    /// opens, whose group commit also waits out its gathering window and which writes its
+    /// tail marker once the idle time has passed, both on `clock` (see
+    /// [`DriveOptions::group_gather_us`] and [`DriveOptions::tail_marker_idle_us`]). The drive
+    /// thread's core runs on the system clock; a test or a simulation that steps a core by
+    /// hand gives it a [`super::ManualClock`] and advances it, so its timers fire when it says.
+    /// Every time the core reads is the clock's: requests built with [`super::Request::append`]
+    /// count from when the core takes them.
+    pub fn recover_with_clock(
+        backend: B,
+        path: &Path,
+        options: &DriveOptions,
+        clock: impl Clock + 'static,
+    ) -> Result<Self, OpenError> {
+        let mut core = DriveCore::recover(backend, path, options)?;
+        core.start_timers(options, Box::new(clock));
+        Ok(core)
+    }
+
     /// Recovery on open: replay, make the cut and the dirty region durable, write the new
-    /// incarnation's control block, flush, and only then accept appends.
+    /// incarnation's control block, flush, and only then accept appends. The core it returns
+    /// has no timers: no gathering window, and a tail marker only when its caller sends
+    /// [`DriveCore::on_idle_timer`]; its statistics read the system clock.
     pub fn recover(mut backend: B, path: &Path, options: &DriveOptions) -> Result<Self, OpenError> {
         let io_error = |action: &'static str| {
             move |source: io::Error| OpenError::Io {
