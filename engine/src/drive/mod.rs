@@ -401,14 +401,7 @@ impl Drive {
         B: IoBackend + 'static,
         F: FnOnce() -> io::Result<B> + Send + 'static,
     {
-        if !(1..=CHANNEL_CAPACITY_MAX).contains(&options.channel_capacity) {
-            return Err(OpenError::Options {
-                path: path.to_path_buf(),
-                option: "channel_capacity",
-                value: options.channel_capacity as u64,
-                limit: CHANNEL_CAPACITY_MAX as u64,
-            });
-        }
+        check_options(path, &options)?;
         let (sender, receiver) = crossbeam_channel::bounded(options.channel_capacity);
         let leftovers = receiver.clone();
         let (opened_sender, opened_receiver) = mpsc::channel();
@@ -435,21 +428,7 @@ impl Drive {
                 action: "start the drive thread",
                 source,
             })?;
-        let opened = match opened_receiver.recv() {
-            Ok(Ok(opened)) => opened,
-            Ok(Err(error)) => {
-                let _ = thread.join();
-                return Err(error);
-            }
-            Err(_) => {
-                let _ = thread.join();
-                return Err(OpenError::Io {
-                    path: path.to_path_buf(),
-                    action: "recover (the drive thread stopped)",
-                    source: io::Error::other("drive thread exited"),
-                });
-            }
-        };
+        let (opened, thread) = await_open(path, thread, &opened_receiver)?;
         Ok(Drive {
             path: path.to_path_buf(),
             sender,
@@ -656,6 +635,43 @@ impl Drive {
 impl Drop for Drive {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// Refuses options out of range with an error naming the option: the channel's capacity.
+fn check_options(path: &Path, options: &DriveOptions) -> Result<(), OpenError> {
+    if !(1..=CHANNEL_CAPACITY_MAX).contains(&options.channel_capacity) {
+        return Err(OpenError::Options {
+            path: path.to_path_buf(),
+            option: "channel_capacity",
+            value: options.channel_capacity as u64,
+            limit: CHANNEL_CAPACITY_MAX as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Waits for the drive thread to report its open: what recovery found, with the thread back,
+/// or why it failed once the thread (which stops then) is joined.
+fn await_open(
+    path: &Path,
+    thread: JoinHandle<()>,
+    opened: &mpsc::Receiver<Result<Opened, OpenError>>,
+) -> Result<(Opened, JoinHandle<()>), OpenError> {
+    match opened.recv() {
+        Ok(Ok(opened)) => Ok((opened, thread)),
+        Ok(Err(error)) => {
+            let _ = thread.join();
+            Err(error)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(OpenError::Io {
+                path: path.to_path_buf(),
+                action: "recover (the drive thread stopped)",
+                source: io::Error::other("drive thread exited"),
+            })
+        }
     }
 }
 
