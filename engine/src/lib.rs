@@ -33,8 +33,8 @@ pub mod ticket;
 pub mod uring;
 
 pub use drive::{
-    Drive, DriveCore, DriveOptions, DriveState, Durability, EntryIter, ReadEntries, Request, Stats,
-    Wait, WhenFull,
+    Clock, Drive, DriveCore, DriveOptions, DriveState, Durability, EntryIter, ManualClock,
+    ReadEntries, Request, Stats, SystemClock, Wait, WhenFull,
 };
 pub use engine::Engine;
 pub use error::{

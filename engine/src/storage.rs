@@ -686,46 +686,11 @@ impl sealog_wal::RingSource for DirectFileSource<'_> {
 /// Opens the ring at `path` with the lock `access` needs, checks that its block size still
 /// fits the storage, and returns its files (replay is the engine's next step).
 pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
-    let io = |action: &'static str| {
-        move |source: io::Error| OpenError::Io {
-            path: path.to_path_buf(),
-            action,
-            source,
-        }
-    };
-    let metadata = fs::metadata(path).map_err(io("stat"))?;
+    let metadata = fs::metadata(path).map_err(open_io_error(path, "stat"))?;
     // One bounded wait for everything that another holder can make this open wait for.
     let deadline = Instant::now() + LOCK_WAIT;
     if metadata.file_type().is_block_device() {
-        let file = open_device_waiting(path, access, deadline).map_err(|error| match error {
-            DeviceOpen::Busy => OpenError::Locked {
-                path: path.to_path_buf(),
-                lock: "O_EXCL",
-            },
-            DeviceOpen::Io(source) => OpenError::Io {
-                path: path.to_path_buf(),
-                action: "open",
-                source,
-            },
-        })?;
-        lock(&file, path, access, deadline)?;
-        let (block, device_size) = device_block(&file).map_err(io("read block sizes"))?;
-        let mut source_size = DeviceSized {
-            file: &file,
-            size: device_size,
-        };
-        let geometry = source_size.geometry(path)?;
-        check_block(path, geometry, block)?;
-        let cache = cache_info(sysfs_queue_of_device(&file));
-        return Ok(RingFiles {
-            path: path.to_path_buf(),
-            kind: RingKind::BlockDevice,
-            files: vec![file],
-            geometry,
-            storage_block_bytes: block,
-            cache,
-            _lock: None,
-        });
+        return open_device_ring(path, access, deadline);
     }
     if !metadata.is_dir() {
         return Err(OpenError::NotARing {
@@ -733,8 +698,66 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
             why: "neither a directory nor a block device",
         });
     }
-    // The lock first: a ring being formatted has no control file until format is done, and
-    // format holds the directory's lock until then.
+    open_directory_ring(path, access, deadline)
+}
+
+/// The error of an open's I/O `action` on `path`.
+fn open_io_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(io::Error) -> OpenError + 'a {
+    move |source| OpenError::Io {
+        path: path.to_path_buf(),
+        action,
+        source,
+    }
+}
+
+/// A ring on a block device: the device opened (with O_EXCL for a writer, waiting while
+/// another holds it) and locked, its geometry read and its block size checked.
+fn open_device_ring(
+    path: &Path,
+    access: Access,
+    deadline: Instant,
+) -> Result<RingFiles, OpenError> {
+    let file = open_device_waiting(path, access, deadline).map_err(|error| match error {
+        DeviceOpen::Busy => OpenError::Locked {
+            path: path.to_path_buf(),
+            lock: "O_EXCL",
+        },
+        DeviceOpen::Io(source) => OpenError::Io {
+            path: path.to_path_buf(),
+            action: "open",
+            source,
+        },
+    })?;
+    lock(&file, path, access, deadline)?;
+    let (block, device_size) =
+        device_block(&file).map_err(open_io_error(path, "read block sizes"))?;
+    let mut source_size = DeviceSized {
+        file: &file,
+        size: device_size,
+    };
+    let geometry = source_size.geometry(path)?;
+    check_block(path, geometry, block)?;
+    let cache = cache_info(sysfs_queue_of_device(&file));
+    Ok(RingFiles {
+        path: path.to_path_buf(),
+        kind: RingKind::BlockDevice,
+        files: vec![file],
+        geometry,
+        storage_block_bytes: block,
+        cache,
+        _lock: None,
+    })
+}
+
+/// A ring in a directory: the directory locked first (a ring being formatted has no control
+/// file until format is done, and format holds the directory's lock until then), then its
+/// control file read for the geometry, the block size checked, and every segment file opened.
+fn open_directory_ring(
+    path: &Path,
+    access: Access,
+    deadline: Instant,
+) -> Result<RingFiles, OpenError> {
+    let io = |action| open_io_error(path, action);
     let directory = open_directory(path).map_err(io("open the directory"))?;
     lock(&directory, path, access, deadline)?;
     let control_path = path.join(CONTROL_FILE);
@@ -749,6 +772,24 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
     let block = directory_block(&control).map_err(io("read the DIO alignment"))?;
     check_block(path, geometry, block)?;
     let mut files = vec![control];
+    files.extend(open_segment_files(path, access, &geometry)?);
+    Ok(directory_files(
+        path,
+        files,
+        geometry,
+        block,
+        Some(directory),
+    ))
+}
+
+/// Every segment file of a directory ring, in order, each checked to be a segment long.
+fn open_segment_files(
+    path: &Path,
+    access: Access,
+    geometry: &Geometry,
+) -> Result<Vec<File>, OpenError> {
+    let io = |action| open_io_error(path, action);
+    let mut files = Vec::with_capacity(geometry.segment_count as usize);
     for segment in 0..geometry.segment_count {
         let segment_path = path.join(segment_file_name(segment));
         let file = open_direct(&segment_path, access, false).map_err(io("open a segment file"))?;
@@ -762,13 +803,7 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
         }
         files.push(file);
     }
-    Ok(directory_files(
-        path,
-        files,
-        geometry,
-        block,
-        Some(directory),
-    ))
+    Ok(files)
 }
 
 /// Reads the geometry of a device ring, whose size the ioctl gives (not its metadata).

@@ -111,6 +111,9 @@ pub struct FaultCounts {
     pub data_faults: u64,
     /// Writes and flushes failed with EIO (short writes included).
     pub io_errors: u64,
+    /// Of the data faults, reads misdirected or made unreadable: reads the drive answered
+    /// wrongly, which can hide from recovery what the ring really holds.
+    pub read_faults: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -436,6 +439,7 @@ impl SimDevice {
     fn complete_read(&mut self, tag: Tag, offset: u64, buffer: usize, len: usize) -> Completion {
         if self.chance(self.config.latent_sector_errors) {
             self.count(|counts| counts.data_faults += 1);
+            self.count(|counts| counts.read_faults += 1);
             let sector = (offset + self.rng.gen_range(0..len as u64)) / SECTOR_BYTES as u64;
             self.bad_sectors.insert(sector);
         }
@@ -449,6 +453,7 @@ impl SimDevice {
         }
         let source = if self.chance(self.config.misdirected_reads) {
             self.count(|counts| counts.data_faults += 1);
+            self.count(|counts| counts.read_faults += 1);
             let blocks = (self.disk.size_bytes() as usize - len) / self.block_bytes;
             (self.rng.gen_range(0..=blocks) * self.block_bytes) as u64
         } else {

@@ -27,12 +27,15 @@ fn run(seeds: impl Iterator<Item = (u64, SimOptions)>) -> (u64, SimSummary, Vec<
                 total.recoveries_after_data_faults += summary.recoveries_after_data_faults;
                 total.checked += summary.checked;
                 total.covered_checked += summary.covered_checked;
+                total.recoveries_misread += summary.recoveries_misread;
                 total.unreadable += summary.unreadable;
                 total.refused_corrupt += summary.refused_corrupt;
                 total.refused_io += summary.refused_io;
                 total.refused_control += summary.refused_control;
                 total.faults.data_faults += summary.faults.data_faults;
                 total.faults.io_errors += summary.faults.io_errors;
+                total.faults.read_faults += summary.faults.read_faults;
+                total.tail_markers += summary.tail_markers;
             }
             Err(violation) => violations.push(violation.to_string()),
         }
@@ -101,9 +104,22 @@ fn simulation_seeds_keep_every_invariant() {
         total.covered_checked,
         total.unreadable
     );
+    println!(
+        "simulation recoveries whose own reads the drive misdirected or failed (the \
+         covered-entry rule not checked): {}",
+        total.recoveries_misread
+    );
+    println!(
+        "simulation tail markers written on the idle timer (the core's manual clock): {}",
+        total.tail_markers
+    );
     assert!(
         violations.is_empty(),
         "violations:\n{}",
         violations.join("\n")
+    );
+    assert!(
+        total.tail_markers > 0,
+        "the simulated clock never made the idle timer fire"
     );
 }

@@ -3,6 +3,16 @@
 //! markers land, every `unsafe` block carries a `// SAFETY:` comment, crates other than the
 //! engine forbid unsafe code, and `docs/format.md` carries the checksum of `wal/src/format.rs`
 //! so the on-disk format cannot change without its document being touched.
+//!
+//! Functions stay within 70 lines (TigerBeetle's limit) in the code under
+//! [`FUNCTION_LENGTH_ROOTS`]: a longer one does several things, and each deserves a name. A
+//! function's lines run from its `fn` line to its closing brace, both included, found by a
+//! scan that rustfmt's layout makes reliable: a line whose code starts with `fn` (after `pub`,
+//! `const`, `async`, `unsafe` or `extern` qualifiers) opens one, its signature ends at the
+//! first line ending in `{` (a body), `;` (a declaration) or `}` (a one-line function; these
+//! two are skipped), and its body at the first later line that is its own indentation followed
+//! by `}`. Test code is exempt: `#[cfg(test)]` modules are skipped, and `tests/` directories
+//! lie outside the roots. The roots are a ratchet: a crate joins once its functions fit.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -173,5 +183,172 @@ fn the_format_document_is_touched_with_the_format() {
         document.contains(&line),
         "wal/src/format.rs changed without docs/format.md: review the document, then record \
          `{line}` in it"
+    );
+}
+
+/// The most lines a function may take, its `fn` line and closing brace included.
+const FUNCTION_LINES_MAX: usize = 70;
+
+/// Where [`FUNCTION_LINES_MAX`] holds: the engine's code, tests aside. The other crates still
+/// have longer functions (replay's and the recovery plan's in `wal`, the simulation's
+/// workload, the benchmark's and the CLI's commands); each joins once they are split.
+const FUNCTION_LENGTH_ROOTS: [&str; 1] = ["engine/src/"];
+
+/// A function found by the scan: its name, the line its `fn` is on (1-based) and how many
+/// lines it takes.
+#[derive(Debug, PartialEq, Eq)]
+struct Function {
+    name: String,
+    line: usize,
+    lines: usize,
+}
+
+/// The name of the function a line opens, if its code starts with `fn` after qualifiers.
+fn opens_function(line: &str) -> Option<&str> {
+    let mut code = line.trim_start();
+    loop {
+        let before = code;
+        if let Some(rest) = code.strip_prefix("pub(") {
+            code = rest.split_once(") ").map_or(rest, |(_, after)| after);
+        }
+        for qualifier in ["pub ", "const ", "async ", "unsafe ", "default "] {
+            code = code.strip_prefix(qualifier).unwrap_or(code);
+        }
+        if let Some(rest) = code.strip_prefix("extern \"") {
+            code = rest.split_once("\" ").map_or(rest, |(_, after)| after);
+        }
+        if code == before {
+            break;
+        }
+    }
+    let name = code.strip_prefix("fn ")?;
+    let end = name
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(name.len());
+    (end > 0).then(|| &name[..end])
+}
+
+/// The line index at which the block opened at `start` with `indent` closes: the first later
+/// line that is the indentation followed by `}` (rustfmt puts it there).
+fn block_end(lines: &[&str], start: usize, indent: &str) -> Option<usize> {
+    (start + 1..lines.len()).find(|&index| {
+        let line = lines[index].trim_end();
+        line.strip_prefix(indent) == Some("}")
+    })
+}
+
+/// Every function with a body in `text`, `#[cfg(test)]` modules left out.
+fn functions(text: &str) -> Vec<Function> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    let mut index = 0;
+    while index < lines.len() {
+        let line = lines[index];
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let test_module = line.trim() == "#[cfg(test)]"
+            && lines.get(index + 1).is_some_and(|next| {
+                let next = next.trim();
+                (next.starts_with("mod ") || next.starts_with("pub mod ")) && next.ends_with('{')
+            });
+        if test_module {
+            index = block_end(&lines, index + 1, indent).map_or(lines.len(), |end| end + 1);
+            continue;
+        }
+        if let Some(name) = opens_function(line) {
+            let signature_end = (index..lines.len()).find(|&at| {
+                let code = lines[at].trim_end();
+                code.ends_with('{') || code.ends_with(';') || code.ends_with('}')
+            });
+            let body = signature_end.filter(|&at| lines[at].trim_end().ends_with('{'));
+            if let Some(end) = body.and_then(|at| block_end(&lines, at, indent)) {
+                found.push(Function {
+                    name: name.to_string(),
+                    line: index + 1,
+                    lines: end - index + 1,
+                });
+            }
+        }
+        index += 1;
+    }
+    found
+}
+
+#[test]
+fn the_function_scan_finds_bodies_and_skips_declarations_and_test_modules() {
+    let text = "\
+pub(crate) fn short(a: u32) -> u32 {
+    a + 1
+}
+
+trait Seam {
+    fn declared(
+        &self,
+    ) -> u32;
+
+    fn provided(&self) -> u32 {
+        0
+    }
+}
+
+pub unsafe extern \"C\" fn spread<T>(
+    a: T,
+) -> T
+where
+    T: Copy,
+{
+    let inner = || {
+        a
+    };
+    inner()
+}
+
+fn one_line() -> u32 { 1 }
+
+#[cfg(test)]
+mod tests {
+    fn skipped() {
+    }
+}
+";
+    let found: Vec<(String, usize, usize)> = functions(text)
+        .into_iter()
+        .map(|function| (function.name, function.line, function.lines))
+        .collect();
+    let expected = [("short", 1, 3), ("provided", 10, 3), ("spread", 15, 11)];
+    let expected: Vec<(String, usize, usize)> = expected
+        .iter()
+        .map(|(name, line, lines)| (name.to_string(), *line, *lines))
+        .collect();
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn functions_stay_within_70_lines() {
+    let mut scanned = 0;
+    let mut long = Vec::new();
+    for path in workspace_rust_files() {
+        let name = relative(&path);
+        if !FUNCTION_LENGTH_ROOTS
+            .iter()
+            .any(|root| name.starts_with(root))
+        {
+            continue;
+        }
+        let text = fs::read_to_string(&path).expect("readable");
+        for function in functions(&text) {
+            scanned += 1;
+            if function.lines > FUNCTION_LINES_MAX {
+                long.push(format!(
+                    "{name}:{}: {} is {} lines",
+                    function.line, function.name, function.lines
+                ));
+            }
+        }
+    }
+    assert!(scanned > 100, "the scan found only {scanned} functions");
+    assert!(
+        long.is_empty(),
+        "functions over {FUNCTION_LINES_MAX} lines (split them into steps with names):\n{}",
+        long.join("\n")
     );
 }

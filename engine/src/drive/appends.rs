@@ -5,11 +5,13 @@
 //! watermark, written once the log has been idle for a while with acknowledged entries that no
 //! durable watermark covers yet, and on clean close, in ring space data batches leave for it.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use sealog_wal::batch::{BatchBuilder, BatchStart};
+use sealog_wal::batch::{BatchBuilder, BatchStart, EncodedBatch};
 use sealog_wal::format::{payload_crc, ENTRY_HEADER_SIZE};
+use sealog_wal::layout::BatchSlot;
 use sealog_wal::{EncodeError, Kind, Position};
 
 use super::buffers::Lane;
@@ -142,6 +144,36 @@ impl Inflight {
     }
 }
 
+/// A batch encoded in its buffer and not yet on the device: where it goes and what it holds,
+/// how many queued appends it carries (the oldest), and their payload bytes.
+struct Encoded {
+    batch: EncodedBatch,
+    appends: usize,
+    payload_bytes: u64,
+}
+
+/// Pushes queued appends into `builder` while they fit, oldest first: how many went in, and
+/// their payload bytes. Every append was checked when it was queued, so the batch filling up is
+/// the only reason to stop.
+fn push_queued(builder: &mut BatchBuilder<'_>, queue: &VecDeque<QueuedAppend>) -> (usize, u64) {
+    let mut appends = 0usize;
+    let mut payload_bytes = 0u64;
+    for append in queue {
+        let pushed = append
+            .payload
+            .with_parts(|parts| builder.push_parts(append.kind, parts, append.payload_crc));
+        match pushed {
+            Ok(_) => {
+                appends += 1;
+                payload_bytes += append.payload_len as u64;
+            }
+            Err(EncodeError::BatchFull { .. }) => break,
+            Err(error) => unreachable!("appends are checked when queued: {error}"),
+        }
+    }
+    (appends, payload_bytes)
+}
+
 impl<B: IoBackend> DriveCore<B> {
     /// Starts data batches up to the window while appends are queued and worth a batch, then
     /// fails the appends whose wait for room is over.
@@ -178,7 +210,7 @@ impl<B: IoBackend> DriveCore<B> {
         match self.gather_until {
             None => true,
             Some(until) => {
-                self.queue.len() as u64 >= self.expected_group || Instant::now() >= until
+                self.queue.len() as u64 >= self.expected_group || self.clock.now() >= until
             }
         }
     }
@@ -200,7 +232,7 @@ impl<B: IoBackend> DriveCore<B> {
             return;
         }
         let next_lsn = self.cursor.next_lsn;
-        let now = Instant::now();
+        let now = self.clock.now();
         while let Some(oldest) = self.queue.front() {
             let expired = match self.when_full {
                 WhenFull::Fail => true,
@@ -251,30 +283,59 @@ impl<B: IoBackend> DriveCore<B> {
     /// Encodes a batch (queued appends, or none for a tail marker) into a batch buffer and
     /// submits its write (and flush). Returns false when nothing could start (ring full).
     fn start_batch(&mut self, purpose: BatchPurpose) -> bool {
-        let geometry = self.geometry;
-        let head = self.control.head;
-        // Data batches leave the block before a segment that cannot be entered yet for a
-        // marker, so a tail marker can always be written.
-        let slot = match purpose {
-            BatchPurpose::Data => self.cursor.data_slot(&geometry, head, self.incarnation),
-            BatchPurpose::TailMarker => self.cursor.marker_slot(&geometry, head, self.incarnation),
-        };
-        let slot = match slot {
-            Ok(slot) => slot,
-            Err(_) => {
-                match purpose {
-                    BatchPurpose::Data => self.ring_full = true,
-                    BatchPurpose::TailMarker => self.tail_marker_refused = true,
-                }
-                return false;
-            }
+        let Some(slot) = self.batch_slot(purpose) else {
+            return false;
         };
         let Some(buffer) = self.lanes.acquire(Lane::Batch) else {
             return false;
         };
+        let watermark = self.lsn_durable;
+        let Some(encoded) = self.encode_batch(purpose, &slot, buffer, watermark) else {
+            // Not one record fits in what is left of this segment: move to the next one,
+            // unless it still holds live entries (then the ring is full for now).
+            self.lanes.release(Lane::Batch, buffer);
+            return self.skip_to_next_segment();
+        };
+        if purpose == BatchPurpose::Data {
+            self.hand_over_appends(encoded.appends);
+        }
+        self.submit_batch(purpose, &slot, buffer, encoded, watermark);
+        true
+    }
+
+    /// Where the next batch goes, or `None` when the ring has no room for it: a data batch
+    /// then finds the ring full, a tail marker is refused (until a trim or an acknowledgement
+    /// changes that). Data batches leave the block before a segment that cannot be entered yet
+    /// for a marker, so a tail marker can always be written.
+    fn batch_slot(&mut self, purpose: BatchPurpose) -> Option<BatchSlot> {
+        let geometry = self.geometry;
+        let head = self.control.head;
+        let slot = match purpose {
+            BatchPurpose::Data => self.cursor.data_slot(&geometry, head, self.incarnation),
+            BatchPurpose::TailMarker => self.cursor.marker_slot(&geometry, head, self.incarnation),
+        };
+        if slot.is_err() {
+            match purpose {
+                BatchPurpose::Data => self.ring_full = true,
+                BatchPurpose::TailMarker => self.tail_marker_refused = true,
+            }
+        }
+        slot.ok()
+    }
+
+    /// Encodes the batch into `buffer`: the segment header in the block before it when the
+    /// batch opens its segment, then the queued appends that fit, oldest first (none for a
+    /// tail marker). `None` when a data batch has room for not one of them.
+    fn encode_batch(
+        &mut self,
+        purpose: BatchPurpose,
+        slot: &BatchSlot,
+        buffer: usize,
+        watermark: u64,
+    ) -> Option<Encoded> {
+        let geometry = self.geometry;
         let block = geometry.block_size_bytes as usize;
         let ring_id = self.control.ring_id;
-        let watermark = self.lsn_durable;
         let start = BatchStart {
             ring_id,
             position: slot.position,
@@ -285,72 +346,86 @@ impl<B: IoBackend> DriveCore<B> {
             capacity_bytes: slot.capacity_bytes,
             payload_size_max_bytes: geometry.payload_size_max_bytes(),
         };
-        let pool = self.backend.pool();
-        let bytes = pool.buffer_mut(buffer);
+        let bytes = self.backend.pool().buffer_mut(buffer);
         if let Some(header) = slot.segment_header {
             header.encode(ring_id, &mut bytes[..block]);
         }
         let mut builder = BatchBuilder::new(&mut bytes[block..], start);
-        let mut taken = 0usize;
-        let mut payload_bytes = 0u64;
-        if purpose == BatchPurpose::Data {
-            for append in self.queue.iter() {
-                let pushed = append
-                    .payload
-                    .with_parts(|parts| builder.push_parts(append.kind, parts, append.payload_crc));
-                match pushed {
-                    Ok(_) => {
-                        taken += 1;
-                        payload_bytes += append.payload_len as u64;
-                    }
-                    Err(EncodeError::BatchFull { .. }) => break,
-                    Err(error) => unreachable!("appends are checked when queued: {error}"),
-                }
-            }
-            if taken == 0 {
-                // Not one record fits in what is left of this segment: move to the next one,
-                // unless it still holds live entries (then the ring is full for now).
-                self.lanes.release(Lane::Batch, buffer);
-                if self.cursor.skip_for_data(&geometry, head).is_err() {
-                    self.ring_full = true;
-                    return false;
-                }
-                return true;
-            }
+        let (appends, payload_bytes) = match purpose {
+            BatchPurpose::Data => push_queued(&mut builder, &self.queue),
+            BatchPurpose::TailMarker => (0, 0),
+        };
+        if purpose == BatchPurpose::Data && appends == 0 {
+            return None;
         }
-        let batch = builder.finish();
-        if purpose == BatchPurpose::Data {
-            self.ring_full = false;
-            self.gather_until = None;
-            if let Some(since) = self.idle_since.take() {
-                let _ = self
-                    .idle_gap_us
-                    .record((since.elapsed().as_micros() as u64).max(1));
-            }
-            let now = Instant::now();
-            for append in self.queue.drain(..taken) {
-                self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload_len);
-                let handoff = now.saturating_duration_since(append.queued_at);
-                let _ = self
-                    .enqueue_to_submit_us
-                    .record((handoff.as_micros() as u64).max(1));
-                append.payload.copied();
-                self.waiters.push_back(append.completer);
-            }
+        Some(Encoded {
+            batch: builder.finish(),
+            appends,
+            payload_bytes,
+        })
+    }
+
+    /// Moves the write cursor past the rest of its segment, which has no room for the next
+    /// record. Returns false, the ring full for now, when the next segment still holds live
+    /// entries.
+    fn skip_to_next_segment(&mut self) -> bool {
+        let geometry = self.geometry;
+        if self
+            .cursor
+            .skip_for_data(&geometry, self.control.head)
+            .is_err()
+        {
+            self.ring_full = true;
+            return false;
         }
-        let (write_offset, write_len, buffer_offset) = match slot.segment_header {
-            Some(_) => (
-                slot.write_ring_offset(&geometry),
-                batch.bytes + block as u32,
-                0,
-            ),
-            None => (slot.write_ring_offset(&geometry), batch.bytes, block),
+        true
+    }
+
+    /// The first `appends` queued appends are in the batch about to be submitted: the ring
+    /// had room and nothing gathers any more, the device's idle gap and each append's handoff
+    /// are recorded, lent payloads go back to their clients, and the tickets wait for the
+    /// batch's acknowledgement.
+    fn hand_over_appends(&mut self, appends: usize) {
+        self.ring_full = false;
+        self.gather_until = None;
+        let now = self.clock.now();
+        if let Some(since) = self.idle_since.take() {
+            let idle_gap = now.saturating_duration_since(since);
+            let _ = self
+                .idle_gap_us
+                .record((idle_gap.as_micros() as u64).max(1));
+        }
+        for append in self.queue.drain(..appends) {
+            self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload_len);
+            let handoff = now.saturating_duration_since(append.queued_at);
+            let _ = self
+                .enqueue_to_submit_us
+                .record((handoff.as_micros() as u64).max(1));
+            append.payload.copied();
+            self.waiters.push_back(append.completer);
+        }
+    }
+
+    /// Puts the encoded batch in flight and hands the device its write, with the flush linked
+    /// behind it when the durability mode has one (the segment header's block, when there is
+    /// one, is written with the batch). A backend that refuses either is broken.
+    fn submit_batch(
+        &mut self,
+        purpose: BatchPurpose,
+        slot: &BatchSlot,
+        buffer: usize,
+        encoded: Encoded,
+        watermark: u64,
+    ) {
+        let geometry = self.geometry;
+        let block = geometry.block_size_bytes;
+        let batch = encoded.batch;
+        let write_offset = slot.write_ring_offset(&geometry);
+        let (write_len, buffer_offset) = match slot.segment_header {
+            Some(_) => (batch.bytes + block, 0),
+            None => (batch.bytes, block as usize),
         };
         let sequence = self.next_sequence();
-        let sync = match self.durability {
-            Durability::Dsync => WriteSync::Dsync,
-            Durability::Fdatasync | Durability::NoSyncBenchmarkOnly => WriteSync::None,
-        };
         let has_flush = self.durability == Durability::Fdatasync;
         self.inflight.push_back(Inflight {
             sequence,
@@ -364,31 +439,40 @@ impl<B: IoBackend> DriveCore<B> {
             ring_offset: write_offset,
             write: OpState::Pending,
             flush: has_flush.then_some(OpState::Pending),
-            payload_bytes,
-            submitted: Instant::now(),
+            payload_bytes: encoded.payload_bytes,
+            submitted: self.clock.now(),
         });
         self.cursor.advance(&geometry, batch.bytes, batch.records);
         self.lsn_appended = self.cursor.next_lsn - 1;
-        let mut submitted = self.backend.submit_write(
-            Op::BatchWrite { sequence }.tag(),
-            write_offset,
-            buffer,
-            buffer_offset,
-            write_len,
-            sync,
-        );
-        if submitted.is_ok() && has_flush {
-            submitted = self.backend.submit_flush(
-                Op::BatchFlush { sequence }.tag(),
-                write_offset,
-                FlushOrder::AfterPreviousWrite,
-            );
-        }
+        let submitted = self.submit_write_and_flush(buffer_offset, write_len);
         if let Err(error) = submitted {
             // The backend could not take it: nothing it holds can be trusted to complete.
             self.device_broken(IoOperation::Submit, write_offset, &error);
         }
-        true
+    }
+
+    /// Submits the write of the batch just put in flight (from `buffer_offset` bytes into its
+    /// buffer) and, when the durability mode has one, the flush linked behind it.
+    fn submit_write_and_flush(&mut self, buffer_offset: usize, len: u32) -> std::io::Result<()> {
+        let batch = self
+            .inflight
+            .back()
+            .expect("the batch was just put in flight");
+        let (sequence, buffer, ring_offset) = (batch.sequence, batch.buffer, batch.ring_offset);
+        let has_flush = batch.flush.is_some();
+        let sync = match self.durability {
+            Durability::Dsync => WriteSync::Dsync,
+            Durability::Fdatasync | Durability::NoSyncBenchmarkOnly => WriteSync::None,
+        };
+        let write = Op::BatchWrite { sequence }.tag();
+        self.backend
+            .submit_write(write, ring_offset, buffer, buffer_offset, len, sync)?;
+        if has_flush {
+            let flush = Op::BatchFlush { sequence }.tag();
+            let order = FlushOrder::AfterPreviousWrite;
+            self.backend.submit_flush(flush, ring_offset, order)?;
+        }
+        Ok(())
     }
 
     /// A batch's write or flush completed.
@@ -476,7 +560,11 @@ impl<B: IoBackend> DriveCore<B> {
             self.payload_bytes += batch.payload_bytes;
             self.batches += 1;
             let _ = self.batch_entries.record(records);
-            let latency = batch.submitted.elapsed().as_micros() as u64;
+            let latency = self
+                .clock
+                .now()
+                .saturating_duration_since(batch.submitted)
+                .as_micros() as u64;
             let _ = self.sync_latency_us.record(latency.max(1));
             self.index.push_back(IndexedBatch {
                 position: batch.position,
@@ -487,7 +575,7 @@ impl<B: IoBackend> DriveCore<B> {
             });
         }
         if data_batch_acknowledged && self.inflight.is_empty() {
-            let now = Instant::now();
+            let now = self.clock.now();
             self.idle_since = Some(now);
             if self.group_gather_us > 0 {
                 self.expected_group = self.queue.len() as u64 + acknowledged;

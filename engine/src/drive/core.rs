@@ -2,8 +2,9 @@
 //! I/O completions and the clock. This module owns the machine's state, its loop (take
 //! requests, start work, wait for the device, handle completions), the clock's events, the
 //! accounting of requests, and fail-stop; the append path (group commit, acknowledgements,
-//! tail markers) is [`super::appends`], reads are [`super::reads`], trims [`super::trim`]. A
-//! simulation drives it directly (one thread, a simulated backend), so a seed replays exactly.
+//! tail markers) is [`super::appends`], reads are [`super::reads`], trims [`super::trim`], the
+//! clock itself [`super::clock`]. A simulation drives it directly (one thread, a simulated
+//! backend, a manual clock), so a seed replays exactly.
 //!
 //! Durability frontiers, always `lsn_covered <= lsn_durable <= lsn_written <= lsn_appended`:
 //! - `lsn_appended`: the last LSN given to a record (encoded into a submitted batch);
@@ -30,6 +31,7 @@ use sealog_wal::{Geometry, Kind, Position, RecoveryReport, WriteCursor};
 
 use super::appends::{Inflight, QueuedAppend};
 use super::buffers::Lanes;
+use super::clock::{Clock, SystemClock};
 use super::op::Op;
 use super::reads::{PendingRead, ReadRequest};
 use super::trim::{PendingTrim, TrimRequest};
@@ -62,9 +64,12 @@ pub struct DriveCore<B: IoBackend> {
     pub(super) when_full: WhenFull,
     spin_before_block_us: u64,
     pub(super) group_gather_us: u64,
-    /// Idle time before a tail marker, on the drive thread's clock; `None` when stepped by
-    /// hand (the caller sends [`DriveCore::on_idle_timer`] instead).
+    /// Idle time before a tail marker, on `clock`; `None` for a core without timers (its
+    /// caller sends [`DriveCore::on_idle_timer`] instead).
     tail_marker_idle: Option<Duration>,
+    /// Where every time the state machine reads comes from: the system clock on the drive
+    /// thread, or the clock a core stepped by hand was given.
+    pub(super) clock: Box<dyn Clock>,
     /// While the device is idle after a batch: how many appends the next batch waits for, and
     /// until when (see [`DriveOptions::group_gather_us`]).
     pub(super) expected_group: u64,
@@ -155,6 +160,7 @@ impl<B: IoBackend> DriveCore<B> {
             spin_before_block_us: options.spin_before_block_us,
             group_gather_us: 0,
             tail_marker_idle: None,
+            clock: Box::new(SystemClock),
             expected_group: 0,
             gather_until: None,
             geometry,
@@ -196,13 +202,20 @@ impl<B: IoBackend> DriveCore<B> {
         }
     }
 
-    /// The clock-driven behaviour the drive thread has and a hand-stepped core has not: group
-    /// commit's gathering window and the tail marker's idle timer.
-    /// Also adopts the notifier the drive's handle made its tickets with.
-    pub(super) fn set_thread_timers(&mut self, options: &DriveOptions, notifier: Arc<Notifier>) {
-        self.notifier = notifier;
+    /// The clock-driven behaviour, on `clock`: group commit's gathering window and the tail
+    /// marker's idle timer, which a core from [`DriveCore::recover`] has not. Set before the
+    /// first request, so that no time the core keeps was read from another clock.
+    pub(super) fn start_timers(&mut self, options: &DriveOptions, clock: Box<dyn Clock>) {
+        debug_assert!(self.queue.is_empty());
+        debug_assert!(self.idle_since.is_none());
+        self.clock = clock;
         self.group_gather_us = options.group_gather_us;
         self.tail_marker_idle = Some(Duration::from_micros(options.tail_marker_idle_us));
+    }
+
+    /// Adopts the notifier the drive's handle made its tickets with.
+    pub(super) fn adopt_notifier(&mut self, notifier: Arc<Notifier>) {
+        self.notifier = notifier;
     }
 
     fn check_frontiers(&self) {
@@ -212,15 +225,14 @@ impl<B: IoBackend> DriveCore<B> {
         debug_assert_eq!(self.lsn_appended + 1, self.cursor.next_lsn);
     }
 
-    /// The thread's loop: take requests, start batches, wait, handle completions.
+    /// The thread's loop: take requests, start batches, wait, handle completions. The core's
+    /// clock is the system clock here: the waits below (spinning, blocking on the channel up
+    /// to a timer's deadline) are real time.
     pub(super) fn run(&mut self, receiver: &Receiver<Request>, sleeping: &AtomicBool) {
         loop {
             // The tail marker's timer is looked at on every turn, so requests that keep the
             // drive awake (reads, stats) never hold it off.
-            if self
-                .tail_marker_due_at()
-                .is_some_and(|due| Instant::now() >= due)
-            {
+            if self.tail_marker_due() {
                 self.on_idle_timer();
             }
             if !self.is_busy() && !self.has_queued_work() {
@@ -276,17 +288,23 @@ impl<B: IoBackend> DriveCore<B> {
         !self.queue.is_empty() || self.waiters.len() <= SPIN_WAITERS_MAX
     }
 
-    /// When the tail marker is due, on the drive thread's clock: the idle time after the last
-    /// data batch was acknowledged, if a marker is needed. `None` for a core stepped by hand,
-    /// and for a time too far ahead to represent.
+    /// When the tail marker is due, on the core's clock: the idle time after the last data
+    /// batch was acknowledged, if a marker is needed. `None` for a core without timers, and
+    /// for a time too far ahead to represent.
     fn tail_marker_due_at(&self) -> Option<Instant> {
         let idle = self.tail_marker_idle?;
         if !self.needs_tail_marker() {
             return None;
         }
         self.idle_since
-            .unwrap_or_else(Instant::now)
+            .unwrap_or_else(|| self.clock.now())
             .checked_add(idle)
+    }
+
+    /// Whether the tail marker's idle time has passed on the core's clock.
+    fn tail_marker_due(&self) -> bool {
+        self.tail_marker_due_at()
+            .is_some_and(|due| self.clock.now() >= due)
     }
 
     /// When appends waiting for room give up (`WhenFull::Wait`): the oldest one's deadline.
@@ -335,10 +353,14 @@ impl<B: IoBackend> DriveCore<B> {
         }
     }
 
-    /// One turn: start what can start (batches up to the window, reads, a trim), then hand the
-    /// device what is queued and handle what it completed, waiting for at least one completion
-    /// when told to and something is in flight.
+    /// One turn: the clock's due events (a core with timers writes its tail marker once the
+    /// idle time has passed on its clock), then start what can start (batches up to the
+    /// window, reads, a trim), then hand the device what is queued and handle what it
+    /// completed, waiting for at least one completion when told to and something is in flight.
     pub fn step(&mut self, wait: Wait) {
+        if self.tail_marker_due() {
+            self.start_tail_marker();
+        }
         self.start_work();
         if self.is_busy() {
             let wait_for = usize::from(wait == Wait::ForCompletion);
@@ -365,7 +387,9 @@ impl<B: IoBackend> DriveCore<B> {
     /// The clock's event: the log has been idle for the tail marker's idle time. Writes a tail
     /// marker when no batch is in flight and some acknowledged entry is not yet covered by a
     /// durable watermark; does nothing otherwise (so one marker per idle period at most).
-    /// Reads and trims on the device do not hold it off.
+    /// Reads and trims on the device do not hold it off. A core with timers sends it to itself
+    /// when the idle time has passed on its clock; the caller of a core without them sends it
+    /// when it decides that the time has passed.
     pub fn on_idle_timer(&mut self) {
         self.start_tail_marker();
         self.notifier.publish();
@@ -430,6 +454,9 @@ impl<B: IoBackend> DriveCore<B> {
                 completer,
                 queued_at,
             } => {
+                // A request built without a time (for a core stepped by hand, whose clock may
+                // not be the system's) counts from when the core takes it, on its clock.
+                let queued_at = queued_at.unwrap_or_else(|| self.clock.now());
                 let payload_len = payload.len();
                 if let Err(error) = self.admit_append(kind, payload_len) {
                     completer.complete(Err(error));

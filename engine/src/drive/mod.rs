@@ -9,7 +9,9 @@
 //! [`DriveClosed`]), and a client that sends after the thread stopped drains the channel
 //! itself. No call ever waits on a drive that is gone.
 //!
-//! - [`core`]: the state machine (its loop, requests, the clock, fail-stop);
+//! - [`core`]: the state machine (its loop, requests, the clock's events, fail-stop);
+//! - `clock`: where the state machine reads the time ([`Clock`]: the system's, or a
+//!   [`ManualClock`] a test or a simulation advances);
 //! - [`appends`]: group commit, acknowledgements, ring-full backpressure, tail markers;
 //! - [`recover`]: recovery on open through the backend;
 //! - [`reads`] and [`trim`]: the read and trim paths of the state machine;
@@ -17,6 +19,7 @@
 
 mod appends;
 mod buffers;
+mod clock;
 mod core;
 mod op;
 mod reads;
@@ -39,6 +42,7 @@ use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport};
 
 use self::appends::Payload;
 pub use self::buffers::{buffer_bytes, buffer_count, READ_BUFFERS};
+pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::core::DriveCore;
 
 use crate::error::{AppendError, DriveClosed, DriveFailure, OpenError, ReadError, TrimError};
@@ -106,7 +110,9 @@ pub struct DriveOptions {
     /// many appends as were queued plus just acknowledged), so that a closed loop of writers
     /// stays one group instead of splitting into groups that each wait for the other's flush.
     /// A lone writer never waits (its one append is the whole group); 0 disables. Applies to
-    /// the drive thread; a [`DriveCore`] stepped by hand never waits on the clock.
+    /// a core with timers: the drive thread's, on the system clock, or a [`DriveCore`] stepped
+    /// by hand on the clock it was given ([`DriveCore::recover_with_clock`]); a core from
+    /// [`DriveCore::recover`] never waits on the clock.
     pub group_gather_us: u64,
     /// How long the log stays idle (no batch in flight, none starting) with acknowledged
     /// entries that no durable watermark covers yet before the drive writes a tail marker: a
@@ -114,8 +120,9 @@ pub struct DriveOptions {
     /// entry is reported as corruption rather than cut as a torn tail (DESIGN "Recovery",
     /// RELIABILITY I-16). One marker per idle period, none while appends keep coming, and
     /// one on clean close when needed. Microseconds; 0 writes it as soon as the log is idle.
-    /// The drive thread keeps this timer; a [`DriveCore`] stepped by hand gets the event from
-    /// its caller ([`DriveCore::on_idle_timer`]).
+    /// A core with timers keeps this one on its clock (the drive thread's is the system
+    /// clock); a core from [`DriveCore::recover`] gets the event from its caller
+    /// ([`DriveCore::on_idle_timer`]).
     pub tail_marker_idle_us: u64,
     /// How long a client waiting on a ticket spins before it parks, in microseconds (see
     /// [`crate::ticket::CLIENT_SPIN_US_DEFAULT`]); 0 parks at once.
@@ -268,8 +275,11 @@ enum RequestKind {
         /// CRC32C of the payload, computed on the client's thread.
         payload_crc: u32,
         completer: TicketCompleter,
-        /// When the client asked (for `WhenFull::Wait` and the handoff's latency).
-        queued_at: Instant,
+        /// When the client asked (for `WhenFull::Wait` and the handoff's latency): stamped on
+        /// the client's thread by [`Drive`]'s appends, whose drive thread reads the same system
+        /// clock. `None` from [`Request::append`]: a core stepped by hand may run on a manual
+        /// clock, so it stamps the request with its own clock when it takes it.
+        queued_at: Option<Instant>,
     },
     ReadBatch {
         lsn: u64,
@@ -291,7 +301,9 @@ pub type TrimReply = mpsc::Receiver<Result<(), TrimError>>;
 pub type ReadReply = mpsc::Receiver<Result<ReadEntries, ReadError>>;
 
 impl Request {
-    /// An append of a record of `kind`; the ticket yields its LSN once durable.
+    /// An append of a record of `kind`; the ticket yields its LSN once durable. Its time (for
+    /// a full ring's `WhenFull::Wait`, and the handoff's latency) is taken by the core when it
+    /// takes the request, on the core's clock.
     pub fn append(kind: Kind, payload: Vec<u8>) -> (Request, Ticket) {
         let (ticket, completer) = Ticket::standalone();
         let payload_crc = sealog_wal::format::payload_crc(&payload);
@@ -300,7 +312,7 @@ impl Request {
             payload: Payload::Owned(payload),
             payload_crc,
             completer,
-            queued_at: Instant::now(),
+            queued_at: None,
         };
         (Request(request), ticket)
     }
@@ -392,14 +404,7 @@ impl Drive {
         B: IoBackend + 'static,
         F: FnOnce() -> io::Result<B> + Send + 'static,
     {
-        if !(1..=CHANNEL_CAPACITY_MAX).contains(&options.channel_capacity) {
-            return Err(OpenError::Options {
-                path: path.to_path_buf(),
-                option: "channel_capacity",
-                value: options.channel_capacity as u64,
-                limit: CHANNEL_CAPACITY_MAX as u64,
-            });
-        }
+        check_options(path, &options)?;
         let (sender, receiver) = crossbeam_channel::bounded(options.channel_capacity);
         let leftovers = receiver.clone();
         let (opened_sender, opened_receiver) = mpsc::channel();
@@ -426,21 +431,7 @@ impl Drive {
                 action: "start the drive thread",
                 source,
             })?;
-        let opened = match opened_receiver.recv() {
-            Ok(Ok(opened)) => opened,
-            Ok(Err(error)) => {
-                let _ = thread.join();
-                return Err(error);
-            }
-            Err(_) => {
-                let _ = thread.join();
-                return Err(OpenError::Io {
-                    path: path.to_path_buf(),
-                    action: "recover (the drive thread stopped)",
-                    source: io::Error::other("drive thread exited"),
-                });
-            }
-        };
+        let (opened, thread) = await_open(path, thread, &opened_receiver)?;
         Ok(Drive {
             path: path.to_path_buf(),
             sender,
@@ -528,7 +519,7 @@ impl Drive {
             payload,
             payload_crc,
             completer,
-            queued_at,
+            queued_at: Some(queued_at),
         }))?;
         Ok(ticket)
     }
@@ -581,7 +572,7 @@ impl Drive {
                 payload: Payload::Lent(lent),
                 payload_crc,
                 completer,
-                queued_at,
+                queued_at: Some(queued_at),
             }))
         })?;
         Ok(ticket)
@@ -650,6 +641,43 @@ impl Drop for Drive {
     }
 }
 
+/// Refuses options out of range with an error naming the option: the channel's capacity.
+fn check_options(path: &Path, options: &DriveOptions) -> Result<(), OpenError> {
+    if !(1..=CHANNEL_CAPACITY_MAX).contains(&options.channel_capacity) {
+        return Err(OpenError::Options {
+            path: path.to_path_buf(),
+            option: "channel_capacity",
+            value: options.channel_capacity as u64,
+            limit: CHANNEL_CAPACITY_MAX as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Waits for the drive thread to report its open: what recovery found, with the thread back,
+/// or why it failed once the thread (which stops then) is joined.
+fn await_open(
+    path: &Path,
+    thread: JoinHandle<()>,
+    opened: &mpsc::Receiver<Result<Opened, OpenError>>,
+) -> Result<(Opened, JoinHandle<()>), OpenError> {
+    match opened.recv() {
+        Ok(Ok(opened)) => Ok((opened, thread)),
+        Ok(Err(error)) => {
+            let _ = thread.join();
+            Err(error)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(OpenError::Io {
+                path: path.to_path_buf(),
+                action: "recover (the drive thread stopped)",
+                source: io::Error::other("drive thread exited"),
+            })
+        }
+    }
+}
+
 /// The drive thread: build the backend, recover, report the open, run the state machine, and
 /// whatever way it ends, leave no request without an outcome.
 fn drive_thread<B, F>(
@@ -679,7 +707,7 @@ fn drive_thread<B, F>(
             return;
         }
     };
-    let mut drive = match DriveCore::recover(backend, path, options) {
+    let mut drive = match DriveCore::recover_with_clock(backend, path, options, SystemClock) {
         Ok(drive) => drive,
         Err(error) => {
             let _ = opened_sender.send(Err(error));
@@ -700,7 +728,7 @@ fn drive_thread<B, F>(
         stopped,
         notifier,
     } = channel;
-    drive.set_thread_timers(options, notifier);
+    drive.adopt_notifier(notifier);
     // Whatever way this thread ends from here (returning, or unwinding from anywhere below),
     // the guard marks the drive stopped and drops what is left in the channel.
     let _stop = StopGuard { stopped, receiver };

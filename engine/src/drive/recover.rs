@@ -9,8 +9,12 @@ use std::io;
 use std::path::Path;
 
 use sealog_wal::recovery::Written;
-use sealog_wal::{PlanError, ReplayError, ReplayOptions, RingSource, Step, TailMarker};
+use sealog_wal::{
+    Entry, PlanError, RecoveryPlan, RecoveryReport, ReplayError, ReplayOptions, RingSource, Step,
+    TailMarker,
+};
 
+use super::clock::Clock;
 use super::core::{DriveCore, IndexedBatch, Recovered};
 use super::op::Op;
 use super::{DriveOptions, Durability};
@@ -246,76 +250,41 @@ impl<B: IoBackend> DriveCore<B> {
         self.durability
     }
 
+    /// Recovery on open, for a core with timers on `clock`: the core [`DriveCore::recover`]
+    /// opens, whose group commit also waits out its gathering window and which writes its
+    /// tail marker once the idle time has passed, both on `clock` (see
+    /// [`DriveOptions::group_gather_us`] and [`DriveOptions::tail_marker_idle_us`]). The drive
+    /// thread's core runs on the system clock; a test or a simulation that steps a core by
+    /// hand gives it a [`super::ManualClock`] and advances it, so its timers fire when it says.
+    /// Every time the core reads is the clock's: requests built with [`super::Request::append`]
+    /// count from when the core takes them.
+    pub fn recover_with_clock(
+        backend: B,
+        path: &Path,
+        options: &DriveOptions,
+        clock: impl Clock + 'static,
+    ) -> Result<Self, OpenError> {
+        let mut core = DriveCore::recover(backend, path, options)?;
+        core.start_timers(options, Box::new(clock));
+        Ok(core)
+    }
+
     /// Recovery on open: replay, make the cut and the dirty region durable, write the new
-    /// incarnation's control block, flush, and only then accept appends.
+    /// incarnation's control block, flush, and only then accept appends. The core it returns
+    /// has no timers: no gathering window, and a tail marker only when its caller sends
+    /// [`DriveCore::on_idle_timer`]; its statistics read the system clock.
     pub fn recover(mut backend: B, path: &Path, options: &DriveOptions) -> Result<Self, OpenError> {
-        let io_error = |action: &'static str| {
-            move |source: io::Error| OpenError::Io {
-                path: path.to_path_buf(),
-                action,
-                source,
-            }
-        };
-        let replay_options = ReplayOptions {
-            mode: options.recovery,
-            read_chunk_bytes: backend.pool().buffer_bytes() as u32,
-        };
-        let size = backend.size_bytes();
-        let mut index: VecDeque<IndexedBatch> = VecDeque::new();
-        let report = {
-            let mut source = BackendSource {
-                backend: &mut backend,
-                size,
-                ahead: VecDeque::new(),
-                completions: Vec::new(),
-            };
-            sealog_wal::replay(
-                &mut source,
-                &replay_options,
-                &mut |entry| match index.back_mut() {
-                    Some(batch) if batch.position == entry.batch => batch.next_lsn = entry.lsn + 1,
-                    _ => index.push_back(IndexedBatch {
-                        position: entry.batch,
-                        first_lsn: entry.batch_first_lsn,
-                        next_lsn: entry.lsn + 1,
-                        bytes: entry.batch_bytes,
-                        incarnation: entry.incarnation,
-                    }),
-                },
-            )
-        };
-        let report = match report {
-            Ok(report) => report,
-            Err(error @ ReplayError::Corruption(_)) => {
-                return Err(OpenError::Corrupt {
-                    path: path.to_path_buf(),
-                    source: error,
-                })
-            }
-            Err(error) => {
-                return Err(OpenError::Ring {
-                    path: path.to_path_buf(),
-                    source: error,
-                })
-            }
-        };
-        let geometry = report.control.geometry;
+        let (report, index) = replay_ring(&mut backend, path, options)?;
         // The one recovery protocol: wal computes what to write and flush, in order, and the
         // engine carries it out (the model writer carries out the same plan in the tests).
-        let plan = sealog_wal::plan(&report).map_err(|error| match error {
-            PlanError::IncarnationExhausted { .. } => OpenError::Ring {
-                path: path.to_path_buf(),
-                source: ReplayError::IncarnationExhausted,
-            },
-            PlanError::Sequence(exhausted) => OpenError::ControlSequenceExhausted {
-                path: path.to_path_buf(),
-                sequence: exhausted.sequence,
-            },
-        })?;
+        let plan = plan_recovery(&report, path)?;
         for step in &plan.steps {
-            carry_out(&mut backend, step).map_err(io_error(step_action(step)))?;
+            carry_out(&mut backend, step).map_err(|source| OpenError::Io {
+                path: path.to_path_buf(),
+                action: step_action(step),
+                source,
+            })?;
         }
-        let marker_written = matches!(plan.tail_marker, TailMarker::Planned { .. });
         if let TailMarker::NoRoom(ring_full) = &plan.tail_marker {
             tracing::warn!(
                 path = %path.display(),
@@ -324,26 +293,103 @@ impl<B: IoBackend> DriveCore<B> {
                 report.watermark_max
             );
         }
+        let recovered = Recovered::after(report, plan, index);
+        Ok(DriveCore::start(backend, recovered, options))
+    }
+}
+
+/// Replays the ring through the backend (reads ahead included): what recovery found, and the
+/// read index of the batches it replayed.
+fn replay_ring<B: IoBackend>(
+    backend: &mut B,
+    path: &Path,
+    options: &DriveOptions,
+) -> Result<(RecoveryReport, VecDeque<IndexedBatch>), OpenError> {
+    let replay_options = ReplayOptions {
+        mode: options.recovery,
+        read_chunk_bytes: backend.pool().buffer_bytes() as u32,
+    };
+    let size = backend.size_bytes();
+    let mut index: VecDeque<IndexedBatch> = VecDeque::new();
+    let mut source = BackendSource {
+        backend,
+        size,
+        ahead: VecDeque::new(),
+        completions: Vec::new(),
+    };
+    let replayed = sealog_wal::replay(&mut source, &replay_options, &mut |entry| {
+        index_entry(&mut index, entry)
+    });
+    // The reads ahead settle (and give their buffers back) before recovery writes.
+    drop(source);
+    match replayed {
+        Ok(report) => Ok((report, index)),
+        Err(error @ ReplayError::Corruption(_)) => Err(OpenError::Corrupt {
+            path: path.to_path_buf(),
+            source: error,
+        }),
+        Err(error) => Err(OpenError::Ring {
+            path: path.to_path_buf(),
+            source: error,
+        }),
+    }
+}
+
+/// Adds a replayed entry to the read index: to its batch's entry when it is the batch the last
+/// entry was in, else as a new batch.
+fn index_entry(index: &mut VecDeque<IndexedBatch>, entry: &Entry<'_>) {
+    match index.back_mut() {
+        Some(batch) if batch.position == entry.batch => batch.next_lsn = entry.lsn + 1,
+        _ => index.push_back(IndexedBatch {
+            position: entry.batch,
+            first_lsn: entry.batch_first_lsn,
+            next_lsn: entry.lsn + 1,
+            bytes: entry.batch_bytes,
+            incarnation: entry.incarnation,
+        }),
+    }
+}
+
+/// What recovery writes and flushes, in order, for what replay found; a plan that cannot be
+/// made (an exhausted incarnation or control block sequence) refuses the open.
+fn plan_recovery(report: &RecoveryReport, path: &Path) -> Result<RecoveryPlan, OpenError> {
+    sealog_wal::plan(report).map_err(|error| match error {
+        PlanError::IncarnationExhausted { .. } => OpenError::Ring {
+            path: path.to_path_buf(),
+            source: ReplayError::IncarnationExhausted,
+        },
+        PlanError::Sequence(exhausted) => OpenError::ControlSequenceExhausted {
+            path: path.to_path_buf(),
+            sequence: exhausted.sequence,
+        },
+    })
+}
+
+impl Recovered {
+    /// The state machine's start once `plan` is carried out: the plan's control block,
+    /// incarnation and cursor, and what is covered (everything, when the plan wrote a tail
+    /// marker; else what a recovered watermark or the trim point covers).
+    fn after(report: RecoveryReport, plan: RecoveryPlan, index: VecDeque<IndexedBatch>) -> Self {
+        let marker_written = matches!(plan.tail_marker, TailMarker::Planned { .. });
         let lsn_durable = plan.lsn_durable;
-        let recovered = Recovered {
-            geometry,
+        let lsn_covered = if marker_written {
+            lsn_durable
+        } else {
+            report
+                .watermark_max
+                .max(plan.control.trim_lsn)
+                .min(lsn_durable)
+        };
+        Recovered {
+            geometry: report.control.geometry,
             control: plan.control,
             incarnation: plan.incarnation,
             cursor: plan.cursor,
             lsn_durable,
-            // What a recovered watermark, the plan's marker or the trim point covers.
-            lsn_covered: if marker_written {
-                lsn_durable
-            } else {
-                report
-                    .watermark_max
-                    .max(plan.control.trim_lsn)
-                    .min(lsn_durable)
-            },
+            lsn_covered,
             tail_markers: u64::from(marker_written),
             index,
             report,
-        };
-        Ok(DriveCore::start(backend, recovered, options))
+        }
     }
 }

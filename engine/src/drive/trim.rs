@@ -41,7 +41,8 @@ impl PendingTrim {
 }
 
 impl<B: IoBackend> DriveCore<B> {
-    /// Starts the next trim, if none is on the device.
+    /// Starts the next trim, if none is on the device: answered at once when it needs no
+    /// control block, else its control block written and flushed.
     pub(super) fn start_trim(&mut self) {
         if self.trim_in_flight.is_some() {
             return;
@@ -49,23 +50,41 @@ impl<B: IoBackend> DriveCore<B> {
         let Some(TrimRequest { lsn, reply }) = self.trims.pop_front() else {
             return;
         };
+        let Some(sequence) = self.control_sequence_for_trim(lsn, &reply) else {
+            return;
+        };
+        let control = self.trimmed_control(lsn, sequence);
+        self.submit_control_block(control, lsn, reply);
+    }
+
+    /// The sequence number of the control block a trim to `lsn` writes, or `None` once the
+    /// trim is answered without one: refused past the durable tail, done at or below the
+    /// trim point already, refused when the control block's sequence is exhausted.
+    fn control_sequence_for_trim(&self, lsn: u64, reply: &TrimSender) -> Option<u64> {
         if lsn > self.lsn_durable {
             let _ = reply.send(Err(TrimError::BeyondDurable {
                 lsn,
                 durable_lsn: self.lsn_durable,
             }));
-            return;
+            return None;
         }
         if lsn <= self.control.trim_lsn {
             let _ = reply.send(Ok(()));
-            return;
+            return None;
         }
-        let Ok(sequence_next) = self.control.next_sequence() else {
+        let Ok(sequence) = self.control.next_sequence() else {
             let _ = reply.send(Err(TrimError::ControlSequenceExhausted {
                 sequence: self.control.sequence,
             }));
-            return;
+            return None;
         };
+        Some(sequence)
+    }
+
+    /// The control block after a trim to `lsn`, numbered `sequence`: its head is the oldest
+    /// batch that keeps a live entry, else the oldest batch on the device, else where the
+    /// next batch goes.
+    fn trimmed_control(&self, lsn: u64, sequence: u64) -> ControlBlock {
         let keep = self.index.iter().find(|batch| batch.next_lsn > lsn + 1);
         let (head, head_lsn, head_incarnation) = match keep {
             Some(batch) => (batch.position, batch.first_lsn, batch.incarnation),
@@ -74,14 +93,20 @@ impl<B: IoBackend> DriveCore<B> {
                 None => (self.cursor.position, self.lsn_durable + 1, self.incarnation),
             },
         };
-        let control = ControlBlock {
-            sequence: sequence_next,
+        ControlBlock {
+            sequence,
             trim_lsn: lsn,
             head,
             head_lsn,
             head_incarnation,
             ..self.control
-        };
+        }
+    }
+
+    /// Encodes `control` into the control lane's buffer and hands the device its write to the
+    /// copy it belongs in, with the flush linked behind it; the trim is on the device until
+    /// both complete. A backend that refuses either is broken.
+    fn submit_control_block(&mut self, control: ControlBlock, lsn: u64, reply: TrimSender) {
         let buffer = self
             .lanes
             .acquire(Lane::Control)
