@@ -8,13 +8,9 @@
 
 use std::path::Path;
 
-use sealog::drive::{buffer_bytes, buffer_count};
-use sealog::storage::{self, Access, CONTROL_FILE};
+use sealog::storage::CONTROL_FILE;
 use sealog::sync_probe::{choose, MARGIN_PERCENT};
-use sealog::uring::UringBackend;
-use sealog::{
-    format, Drive, DriveCore, DriveOptions, Durability, FormatOptions, SyncChoice, SyncMethod,
-};
+use sealog::{format, Drive, DriveOptions, Durability, FormatOptions, SyncChoice, SyncMethod};
 use sealog_wal::format::{ControlBlock, CONTROL_SIZE_BEFORE_SYNC};
 
 fn options(sync_method: Option<SyncMethod>) -> FormatOptions {
@@ -34,20 +30,13 @@ fn control_of(path: &Path) -> ControlBlock {
     sealog_wal::read_control(&mut reader).expect("reads the control block")
 }
 
-/// The durability a drive opened on `path` with `requested` resolves to, read from its state
-/// machine (built on io_uring as the drive thread builds it).
+/// The durability a drive opened on `path` with `requested` resolves to, as the drive says.
 fn resolved(path: &Path, requested: Option<Durability>) -> Durability {
-    let files = storage::open(path, Access::ReadWrite).expect("opens");
-    let geometry = files.geometry;
-    let (backend, _) = UringBackend::new(files, buffer_count(&geometry), buffer_bytes(&geometry))
-        .expect("io_uring");
     let options = DriveOptions {
         durability: requested,
         ..DriveOptions::default()
     };
-    DriveCore::recover(backend, path, &options)
-        .expect("recovers")
-        .durability()
+    Drive::open(path, options).expect("opens").durability()
 }
 
 #[test]

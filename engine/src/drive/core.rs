@@ -115,6 +115,8 @@ pub struct DriveCore<B: IoBackend> {
     /// When the last data batch in flight was acknowledged (the device has had no data batch
     /// since): the start of an idle period.
     pub(super) idle_since: Option<Instant>,
+    /// When the timers started (the open, for the drive thread), on the core's clock.
+    timers_started: Instant,
     /// The last tail marker found no room (the ring is full up to a head no trim has moved
     /// yet): no new attempt until a trim or an acknowledgement changes that.
     pub(super) tail_marker_refused: bool,
@@ -197,6 +199,7 @@ impl<B: IoBackend> DriveCore<B> {
             enqueue_to_submit_us: histogram(),
             notifier: Notifier::for_drive(options.client_spin_us),
             idle_since: None,
+            timers_started: Instant::now(),
             tail_marker_refused: false,
             closing: false,
         }
@@ -208,6 +211,7 @@ impl<B: IoBackend> DriveCore<B> {
     pub(super) fn start_timers(&mut self, options: &DriveOptions, clock: Box<dyn Clock>) {
         debug_assert!(self.queue.is_empty());
         debug_assert!(self.idle_since.is_none());
+        self.timers_started = clock.now();
         self.clock = clock;
         self.group_gather_us = options.group_gather_us;
         self.tail_marker_idle = Some(Duration::from_micros(options.tail_marker_idle_us));
@@ -296,8 +300,11 @@ impl<B: IoBackend> DriveCore<B> {
         if !self.needs_tail_marker() {
             return None;
         }
+        // Before the first data batch of this open, the idle period began when the timers
+        // started: entries recovery found but could not cover (no room for its marker) get
+        // their marker once the idle time has passed, not only at the next acknowledgement.
         self.idle_since
-            .unwrap_or_else(|| self.clock.now())
+            .unwrap_or(self.timers_started)
             .checked_add(idle)
     }
 

@@ -346,6 +346,7 @@ pub struct Drive {
     report: RecoveryReport,
     geometry: Geometry,
     cache: Option<crate::io::CacheInfo>,
+    durability: Durability,
     /// Where this drive's tickets come from and park.
     tickets: Arc<TicketPool>,
 }
@@ -355,6 +356,7 @@ struct Opened {
     report: RecoveryReport,
     waker: Waker,
     cache: Option<crate::io::CacheInfo>,
+    durability: Durability,
 }
 
 impl Drive {
@@ -443,6 +445,7 @@ impl Drive {
             report: opened.report,
             geometry,
             cache: opened.cache,
+            durability: opened.durability,
             tickets,
         })
     }
@@ -465,6 +468,12 @@ impl Drive {
     /// The device's write cache and FUA settings, where known.
     pub fn cache_info(&self) -> Option<&crate::io::CacheInfo> {
         self.cache.as_ref()
+    }
+
+    /// How this drive makes appends durable: the options' override, or the method the ring
+    /// chose when it was formatted (fdatasync for a ring that recorded none).
+    pub fn durability(&self) -> Durability {
+        self.durability
     }
 
     /// Hands a request to the drive thread. Once the thread has stopped, the request is
@@ -718,6 +727,7 @@ fn drive_thread<B, F>(
         report: drive.recovery_report().clone(),
         waker: drive.backend_mut().waker(),
         cache: drive.backend_mut().cache_info(),
+        durability: drive.durability(),
     };
     if opened_sender.send(Ok(opened)).is_err() {
         return;
