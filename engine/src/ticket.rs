@@ -48,11 +48,16 @@ const FAILED: u32 = 2;
 /// and freed as before, which costs an allocation, not correctness.
 pub const TICKET_POOL_STATES: usize = 16_384;
 
-/// Default time a waiting client spins on its ticket before it parks, in microseconds. A lone
-/// writer's append is acknowledged a few microseconds after its flush completes, and parking
-/// costs a futex wait plus a wake-up (tens of microseconds on this machine, see the benchmark's
-/// wake latency); spinning longer than a flush only burns the CPU the drive thread needs.
-/// Measured with `sealog-bench --quick --client-spin-us` (see the closing note).
+/// Default time a waiting client spins on its ticket before it parks, in microseconds: about a
+/// flush on this machine, so a lone writer usually sees its acknowledgement without parking
+/// (parking costs a futex wait and a wake-up: 21-23 us p50 of completion-to-wake-up here,
+/// against 1 us spinning). The spin yields the CPU on every turn (`sched_yield`), because the
+/// flush itself runs on a kernel worker thread (io_uring's io-wq) that needs a CPU: a tight spin
+/// on a machine with two CPUs held the flush off until the spin ended. Measured with
+/// `sealog-bench --quick --cell 4096x1x1 --cell 4096x32x1 --client-spin-us 0|200`, three
+/// interleaved rounds each, p50 of a lone writer: parking at once 112-125 us; a tight 200 us
+/// spin 74-98 us or 249 us (the flush held off); a yielding 200 us spin 78-103 us; 32 writers
+/// unchanged (one client spins at most, and none while others are parked).
 pub const CLIENT_SPIN_US_DEFAULT: u64 = 200;
 
 /// How many clients of one drive spin at once (the others park at once): one, which with the
@@ -150,7 +155,8 @@ impl Notifier {
                     self.spinners.fetch_sub(1, Ordering::Relaxed);
                     return true;
                 }
-                std::hint::spin_loop();
+                // Yield, not a tight spin: the flush's kernel worker may need this CPU.
+                std::thread::yield_now();
             }
             self.spinners.fetch_sub(1, Ordering::Relaxed);
         }
