@@ -510,17 +510,7 @@ impl<B: IoBackend> DriveCore<B> {
         if self.closing {
             return Err(DriveClosed.into());
         }
-        if !kind.consumes_lsn() {
-            return Err(AppendError::ReservedKind { kind });
-        }
-        let limit = self.geometry.payload_size_max_bytes();
-        if payload_len as u64 > u64::from(limit) {
-            return Err(AppendError::PayloadTooLarge {
-                payload_len: payload_len as u64,
-                payload_size_max_bytes: limit,
-            });
-        }
-        Ok(())
+        check_append(&self.geometry, kind, payload_len)
     }
 
     /// Counters, histograms and state.
@@ -663,6 +653,27 @@ impl<B: IoBackend> DriveCore<B> {
         }
         self.ring_full = false;
     }
+}
+
+/// Whether an append of `kind` with `payload_len` bytes is one the ring takes: not a kind the
+/// format reserves, not over the ring's payload limit. The handle checks it on the caller's
+/// thread; the core again, since a hand-stepped core gets requests from anyone.
+pub(super) fn check_append(
+    geometry: &Geometry,
+    kind: Kind,
+    payload_len: usize,
+) -> Result<(), AppendError> {
+    if !kind.consumes_lsn() {
+        return Err(AppendError::ReservedKind { kind });
+    }
+    let limit = geometry.payload_size_max_bytes();
+    if payload_len as u64 > u64::from(limit) {
+        return Err(AppendError::PayloadTooLarge {
+            payload_len: payload_len as u64,
+            payload_size_max_bytes: limit,
+        });
+    }
+    Ok(())
 }
 
 /// What waiting on an idle drive came to.

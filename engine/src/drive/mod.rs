@@ -503,17 +503,7 @@ impl Drive {
     /// Checks an append before anything of it is queued: a kind the format reserves and a
     /// payload over the ring's limit are refused on the caller's thread.
     fn check_append(&self, kind: Kind, payload_len: usize) -> Result<(), AppendError> {
-        if !kind.consumes_lsn() {
-            return Err(AppendError::ReservedKind { kind });
-        }
-        let limit = self.geometry.payload_size_max_bytes();
-        if payload_len as u64 > u64::from(limit) {
-            return Err(AppendError::PayloadTooLarge {
-                payload_len: payload_len as u64,
-                payload_size_max_bytes: limit,
-            });
-        }
-        Ok(())
+        self::core::check_append(&self.geometry, kind, payload_len)
     }
 
     /// Queues an append whose payload the drive will copy; its CRC is computed here, on the
