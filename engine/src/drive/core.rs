@@ -369,6 +369,9 @@ impl<B: IoBackend> DriveCore<B> {
             self.start_tail_marker();
         }
         self.start_work();
+        // What the drive completed before this turn's wait (appends refused as they were
+        // taken, waits for room that ran out) reaches its clients now, not after the device.
+        self.notifier.publish();
         if self.is_busy() {
             let wait_for = usize::from(wait == Wait::ForCompletion);
             let waited = self.backend.wait(wait_for, &mut self.completions);
