@@ -49,10 +49,7 @@ impl Payload {
         match self {
             Payload::Owned(bytes) => payload_crc(bytes),
             Payload::Shared(bytes) => payload_crc(bytes),
-            Payload::Lent(parts) => parts
-                .parts()
-                .iter()
-                .fold(0, |crc, part| crc32c::crc32c_append(crc, part)),
+            Payload::Lent(parts) => parts_crc(parts.parts()),
         }
     }
 
@@ -71,6 +68,14 @@ impl Payload {
             parts.mark_copied();
         }
     }
+}
+
+/// CRC32C of the payload that `parts` make in order, without concatenating them: what
+/// [`payload_crc`] gives for their concatenation.
+pub(super) fn parts_crc(parts: &[&[u8]]) -> u32 {
+    parts
+        .iter()
+        .fold(0, |crc, part| crc32c::crc32c_append(crc, part))
 }
 
 /// An append waiting for a batch.

@@ -560,9 +560,7 @@ impl Drive {
         let queued_at = Instant::now();
         let payload_len = parts.iter().map(|part| part.len()).sum();
         self.check_append(kind, payload_len)?;
-        let payload_crc = parts
-            .iter()
-            .fold(0, |crc, part| crc32c::crc32c_append(crc, part));
+        let payload_crc = appends::parts_crc(parts);
         let (ticket, completer) = self.tickets.ticket();
         let state = Arc::clone(completer.state().expect("a new completer holds its state"));
         LentParts::lend(parts, &state, |lent| {
