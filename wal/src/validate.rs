@@ -221,8 +221,8 @@ pub fn check_record<'b>(
     if bytes.len() < ENTRY_HEADER_SIZE {
         return Err(fail(Check::PayloadLength));
     }
-    let header = EntryHeader::decode(expect.ring_id, bytes)
-        .map_err(|defect| fail(header_check(defect)))?;
+    let header =
+        EntryHeader::decode(expect.ring_id, bytes).map_err(|defect| fail(header_check(defect)))?;
     if let Some(check) = place_check(header.position, expect.position) {
         return Err(fail(check));
     }

@@ -9,8 +9,8 @@ use common::*;
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::{
-    check_batch, check_record, BatchExpectation, BatchFailure, Check, EntryHeader,
-    IncarnationRule, Kind, Position, RecordExpectation, RingId,
+    check_batch, check_record, BatchExpectation, BatchFailure, Check, EntryHeader, IncarnationRule,
+    Kind, Position, RecordExpectation, RingId,
 };
 
 const AT: Position = Position {
