@@ -608,7 +608,7 @@ impl<B: IoBackend> DriveCore<B> {
         }
         if let Some(trim) = self.trim_in_flight.as_mut() {
             if let Some(reply) = trim.reply.take() {
-                let _ = reply.send(Err(TrimError::Failed(failure.clone())));
+                reply.send(Err(TrimError::Failed(failure.clone())));
             }
         }
         for read in &mut self.reads {
@@ -663,7 +663,7 @@ impl<B: IoBackend> DriveCore<B> {
             read.reply.send(Err(ReadError::Failed(failure.clone())));
         }
         for trim in self.trims.drain(..) {
-            let _ = trim.reply.send(Err(TrimError::Failed(failure.clone())));
+            trim.reply.send(Err(TrimError::Failed(failure.clone())));
         }
         self.ring_full = false;
     }
