@@ -154,13 +154,10 @@ impl<B: IoBackend> DriveCore<B> {
             report,
         } = recovered;
         let view = Arc::new(ReadView::new(
-            control.ring_id,
-            geometry,
-            lsn_durable,
-            control.trim_lsn,
+            (control.ring_id, geometry),
+            (lsn_durable, control.trim_lsn),
             index,
-            options.read_cache_bytes,
-            options.read_ahead_bytes,
+            options,
         ));
         DriveCore {
             backend,

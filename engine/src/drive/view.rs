@@ -25,6 +25,7 @@ use sealog_wal::{Check, Geometry, RingId};
 use super::cache::RecentCache;
 use super::direct::{DirectFiles, ReadBuffers};
 use super::index::{IndexedRecord, ReadIndex};
+use super::DriveOptions;
 use crate::error::{DriveClosed, DriveFailure, ReadError, WaitError};
 
 /// Readers' side of a drive.
@@ -99,15 +100,17 @@ impl RecordRead {
 }
 
 impl ReadView {
+    /// The view of a ring (its identity and geometry) whose log is acknowledged up to
+    /// `durable_lsn` and trimmed up to `trim_lsn`, with what `index` holds, and a cache and
+    /// read-ahead as `options` say.
     pub(crate) fn new(
-        ring_id: RingId,
-        geometry: Geometry,
-        durable_lsn: u64,
-        trim_lsn: u64,
+        (ring_id, geometry): (RingId, Geometry),
+        (durable_lsn, trim_lsn): (u64, u64),
         index: ReadIndex,
-        cache_bytes: u64,
-        read_ahead_bytes: u64,
+        options: &DriveOptions,
     ) -> ReadView {
+        let cache_bytes = options.read_cache_bytes;
+        let read_ahead_bytes = options.read_ahead_bytes;
         ReadView {
             ring_id,
             geometry,
@@ -633,7 +636,14 @@ mod tests {
             },
         ];
         index.push(batch, 5, spans);
-        (ReadView::new(ring_id, geometry, 6, 4, index, 0, 0), bytes)
+        let options = DriveOptions {
+            read_cache_bytes: 0,
+            ..DriveOptions::default()
+        };
+        (
+            ReadView::new((ring_id, geometry), (6, 4), index, &options),
+            bytes,
+        )
     }
 
     fn device_record(view: &ReadView, lsn: u64) -> IndexedRecord {
