@@ -186,6 +186,16 @@ pub const READ_BUFFERS_DEFAULT: usize = 16;
 /// Default read-ahead of iterators: 4 MiB per read (four of the default batch limit).
 pub const READ_AHEAD_BYTES_DEFAULT: u64 = 4 << 20;
 
+/// The largest recent-batch cache a drive accepts: 1 TiB (a bound on what a typo can ask
+/// the drive to allocate, far above any machine's useful cache).
+pub const READ_CACHE_BYTES_MAX: u64 = 1 << 40;
+
+/// The most read buffers a drive accepts.
+pub const READ_BUFFERS_MAX: usize = 4096;
+
+/// The largest read-ahead a drive accepts: 1 GiB per read.
+pub const READ_AHEAD_BYTES_MAX: u64 = 1 << 30;
+
 /// Default spin before blocking, in microseconds: about the flush latency of this machine's
 /// disk, so the drive thread usually sees a flush complete while still on its CPU. Measured with
 /// `sealog-bench --quick --cell 4096x1x1 --cell 4096x32x1 --cell 4096x4x256` and `--spin-us 0`,
@@ -399,12 +409,13 @@ impl Drive {
             action: "duplicate the ring's files for readers",
             source,
         })?;
-        let read_buffers = ReadBuffers::new(options.read_buffers.max(1), buffer_bytes(&geometry))
+        check_options(path, &options)?;
+        let read_buffers = ReadBuffers::new(options.read_buffers, buffer_bytes(&geometry))
             .map_err(|source| OpenError::Io {
-            path: path.to_path_buf(),
-            action: "map the read buffers",
-            source,
-        })?;
+                path: path.to_path_buf(),
+                action: "map the read buffers",
+                source,
+            })?;
         let buffer_bytes = buffer_bytes(&geometry);
         let buffers = buffer_count(&geometry);
         let spin_us = options.spin_before_block_us;
@@ -639,7 +650,8 @@ impl Drive {
 
     /// [`Drive::read`] as a future: a cached entry (or a trimmed or not yet durable LSN) is
     /// ready at once; any other read is submitted on the drive's own io_uring, several in
-    /// flight, and the future wakes when it completes. No thread waits for it.
+    /// flight, and the future wakes when it completes. No thread waits for it. The waker is
+    /// called on the drive thread: it must only schedule its task, never block.
     pub fn read_async(&self, lsn: u64) -> DriveFuture<Vec<u8>, ReadError> {
         if let Some(stopped) = self.view.stopped() {
             return DriveFuture::ready(Err(
@@ -676,7 +688,9 @@ impl Drive {
         self.view.wait_durable(lsn, timeout)
     }
 
-    /// [`Drive::wait_durable`] as a future (no timeout: drop it to stop waiting).
+    /// [`Drive::wait_durable`] as a future (no timeout: drop it to stop waiting). Its waker is
+    /// called on the drive thread, as the acknowledgement is made: a waker must only schedule
+    /// its task (as every executor's does), never block or call back into the drive.
     pub fn durable_async(&self, lsn: u64) -> DurableFuture {
         DurableFuture {
             view: Arc::clone(&self.view),
@@ -749,13 +763,37 @@ impl Drop for Drive {
 
 /// Refuses options out of range with an error naming the option: the channel's capacity.
 fn check_options(path: &Path, options: &DriveOptions) -> Result<(), OpenError> {
-    if !(1..=CHANNEL_CAPACITY_MAX).contains(&options.channel_capacity) {
-        return Err(OpenError::Options {
-            path: path.to_path_buf(),
-            option: "channel_capacity",
-            value: options.channel_capacity as u64,
-            limit: CHANNEL_CAPACITY_MAX as u64,
-        });
+    let checks: [(&'static str, u64, std::ops::RangeInclusive<u64>); 4] = [
+        (
+            "channel_capacity",
+            options.channel_capacity as u64,
+            1..=CHANNEL_CAPACITY_MAX as u64,
+        ),
+        (
+            "read_cache_bytes",
+            options.read_cache_bytes,
+            0..=READ_CACHE_BYTES_MAX,
+        ),
+        (
+            "read_buffers",
+            options.read_buffers as u64,
+            1..=READ_BUFFERS_MAX as u64,
+        ),
+        (
+            "read_ahead_bytes",
+            options.read_ahead_bytes,
+            0..=READ_AHEAD_BYTES_MAX,
+        ),
+    ];
+    for (option, value, allowed) in checks {
+        if !allowed.contains(&value) {
+            return Err(OpenError::Options {
+                path: path.to_path_buf(),
+                option,
+                value,
+                limit: *allowed.end(),
+            });
+        }
     }
     Ok(())
 }
