@@ -152,6 +152,9 @@ pub struct DriveOptions {
     /// more readers wait in arrival order.
     pub read_buffers: usize,
     /// Bytes an iterator reads at a time from the device (at least the ring's batch limit).
+    /// An iterator that has read the device twice keeps its next read in flight on a thread
+    /// of its own, so it holds at most two buffers of this size and one thread (a catch-up
+    /// reader's cost; iterators that stay within the cache or stop early hold neither).
     pub read_ahead_bytes: u64,
 }
 
