@@ -1326,6 +1326,9 @@ struct Reader<'s, S: RingSource + ?Sized> {
     /// is hinted past it. For a hinted scan, so that an open reads what the walk and the
     /// probe need and not a chunk or three beyond them.
     ahead_stop: Option<(u64, u64)>,
+    /// One block read aside ([`Reader::read_aside`]): a segment header, so the chunk held
+    /// (and the reads hinted after it) stays where the scan goes on.
+    aside: Vec<u8>,
 }
 
 impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
@@ -1337,7 +1340,17 @@ impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
             start: 0,
             len: 0,
             ahead_stop: None,
+            aside: vec![0u8; BLOCK_SIZE_MAX_BYTES as usize],
         }
+    }
+
+    /// Reads `len` bytes (at most a block) at `offset` into the aside buffer, leaving the
+    /// chunk held as it is: for a segment header looked at between reads of the log, which
+    /// would otherwise make the scan read its chunk (and the reads hinted after it) again.
+    fn read_aside(&mut self, offset: u64, len: usize) -> io::Result<&[u8]> {
+        debug_assert!(len <= self.aside.len());
+        self.source.read_at(offset, &mut self.aside[..len])?;
+        Ok(&self.aside[..len])
     }
 
     /// How far a read from `from` in the segment ending at `limit` may reach beyond what it
@@ -1910,9 +1923,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let block = self.geometry.block_size_bytes;
         let offset = self.geometry.segment_ring_offset(first_data.segment);
         let limit = offset + u64::from(block);
+        debug_assert!(limit <= self.reader.source.size_bytes());
         let bytes = self
             .reader
-            .read(offset, block as usize, limit)
+            .read_aside(offset, block as usize)
             .map_err(|_| Check::ReadError)?;
         SegmentHeader::decode(self.ring_id, bytes).map_err(|defect| match defect {
             SegmentDefect::Zeroed => Check::SegmentNotStarted,
@@ -2145,10 +2159,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 let already_named = failure.check == Check::ReadError && failure.position == header;
                 if at < end && !already_named {
                     let header_offset = geometry.ring_offset(header);
-                    let header_limit = header_offset + u64::from(block);
                     if self
                         .reader
-                        .read(header_offset, block as usize, header_limit)
+                        .read_aside(header_offset, block as usize)
                         .is_err()
                     {
                         unreadable.unreadable_header(header);

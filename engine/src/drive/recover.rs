@@ -110,10 +110,16 @@ impl<B: IoBackend> RingSource for BackendSource<'_, B> {
     fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let chunk = self.backend.pool().buffer_bytes();
         let mut done = 0usize;
-        // The front comes from the oldest read ahead when it began exactly here; reads ahead
-        // that do not match are settled and forgotten. A failed read ahead is forgotten too:
-        // the synchronous read below redoes it and reports its own error.
-        while let Some(ahead) = self.settle_front()? {
+        // The front comes from the read ahead that began exactly here, when there is one:
+        // those before it were skipped, and are settled and forgotten. A read no read ahead
+        // began at (a segment header replay looks at aside) leaves them for the reads they
+        // were hinted for. A failed read ahead is forgotten too: the synchronous read below
+        // redoes it and reports its own error.
+        let hinted = self
+            .ahead
+            .iter()
+            .any(|ahead| ahead.ring_offset == ring_offset);
+        while let Some(ahead) = hinted.then(|| self.settle_front()).transpose()?.flatten() {
             if ahead.ring_offset == ring_offset {
                 if matches!(ahead.outcome, Some(Ok(_))) {
                     done = ahead.len.min(buf.len());
