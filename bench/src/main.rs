@@ -399,6 +399,12 @@ fn run(args: &Args) -> Result<(), String> {
         read_ceiling / 1e6,
         cells::RECOVERY_ROUNDS
     );
+    let hint_writes: u64 = all.iter().map(|cell| cell.hint_writes).sum();
+    let hint_waits: u64 = all.iter().map(|cell| cell.hint_waits).sum();
+    println!(
+        "tail hints: {hint_writes} control blocks moved the hint during the cells above; \
+         batches that waited for one: {hint_waits}"
+    );
     let busy_markers: u64 = all.iter().map(|cell| cell.tail_markers).sum();
     println!(
         "tail markers: {busy_markers} written during the cells above; a lone writer idle for \

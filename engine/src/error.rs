@@ -234,6 +234,17 @@ pub enum DriveFailure {
         /// The panic's message.
         message: String,
     },
+    /// The control block's sequence is exhausted, so no further tail hint can be made
+    /// durable and no batch may go past the one in force (2^63 control writes: never in
+    /// practice, but never a silent hang either).
+    #[error(
+        "the control block's sequence is exhausted at {sequence}: no further tail hint can be \
+         written, so nothing more can be appended"
+    )]
+    ControlSequenceExhausted {
+        /// The last sequence written.
+        sequence: u64,
+    },
     /// The backend completed an operation the drive never submitted: a broken device seam.
     #[error("the I/O backend completed an operation never submitted (tag {tag:#x})")]
     UnknownCompletion {

@@ -4,6 +4,7 @@
 //! succeeded, ring-full backpressure, and tail markers: a one-block batch carrying the current
 //! watermark, written once the log has been idle for a while with acknowledged entries that no
 //! durable watermark covers yet, and on clean close, in ring space data batches leave for it.
+//! No batch is submitted that could end past the durable tail hint ([`super::hints`]).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -283,7 +284,9 @@ impl<B: IoBackend> DriveCore<B> {
         if !self.needs_tail_marker() || !self.lanes.has_free(Lane::Batch) {
             return false;
         }
-        self.start_batch(BatchPurpose::TailMarker)
+        // A marker waiting for its tail hint has started in the sense that matters: the hint
+        // is on the device, and the marker follows it.
+        self.start_batch(BatchPurpose::TailMarker) || self.waiting_for_hint()
     }
 
     /// Encodes a batch (queued appends, or none for a tail marker) into a batch buffer and
@@ -292,6 +295,9 @@ impl<B: IoBackend> DriveCore<B> {
         let Some(slot) = self.batch_slot(purpose) else {
             return false;
         };
+        if !self.hint_allows(&slot) {
+            return false;
+        }
         let Some(buffer) = self.lanes.acquire(Lane::Batch) else {
             return false;
         };
@@ -306,6 +312,7 @@ impl<B: IoBackend> DriveCore<B> {
             self.hand_over_appends(encoded.appends);
         }
         self.submit_batch(purpose, &slot, buffer, encoded, watermark);
+        self.refresh_hint();
         true
     }
 

@@ -14,6 +14,7 @@
 //!   [`ManualClock`] a test or a simulation advances);
 //! - [`appends`]: group commit, acknowledgements, ring-full backpressure, tail markers;
 //! - [`recover`]: recovery on open through the backend;
+//! - [`hints`]: the tail hint kept ahead of the write cursor;
 //! - [`reads`] and [`trim`]: the read and trim paths of the state machine;
 //! - [`view`]: what readers share with the drive thread (the durable tail, the trim point,
 //!   the read [`index`], the recent-batch [`cache`], the ring's files for [`direct`] reads on
@@ -26,6 +27,7 @@ mod cache;
 mod clock;
 mod core;
 mod direct;
+mod hints;
 mod index;
 mod iter;
 mod op;
@@ -48,7 +50,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
-use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport};
+use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport, ScanPolicy};
 
 use self::appends::Payload;
 pub use self::buffers::{buffer_bytes, buffer_count, READ_BUFFERS};
@@ -108,6 +110,9 @@ pub struct DriveOptions {
     pub when_full: WhenFull,
     /// Strict (default) or truncating recovery.
     pub recovery: RecoveryMode,
+    /// Whether recovery's replay may stop its probe at the ring's tail hint (the default) or
+    /// reads the whole ring ([`ScanPolicy::Full`]: for tests that compare the two).
+    pub scan: ScanPolicy,
     /// Pin the drive thread to this CPU.
     pub cpu: Option<usize>,
     /// Capacity of the client channel (requests queued before `append` blocks), from 1 to
@@ -164,6 +169,7 @@ impl Default for DriveOptions {
             durability: None,
             when_full: WhenFull::Fail,
             recovery: RecoveryMode::Strict,
+            scan: ScanPolicy::Hinted,
             cpu: None,
             channel_capacity: 65536,
             spin_before_block_us: SPIN_BEFORE_BLOCK_US_DEFAULT,
@@ -263,6 +269,11 @@ pub struct Stats {
     /// The highest LSN a durable watermark on the device covers: damage at or below it is
     /// reported as corruption by the next open, never cut as a torn tail.
     pub lsn_covered: u64,
+    /// Batches that had to wait for a further tail hint to be durable before they could be
+    /// submitted (the hint is written ahead, so a steady writer should see none).
+    pub hint_waits: u64,
+    /// Control blocks written only to move the tail hint ahead of the writer.
+    pub hint_writes: u64,
     /// Running or failed.
     pub state: DriveState,
     /// What the drive holds now: appends queued for a batch, batches (and tail markers) on
