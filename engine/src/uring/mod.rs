@@ -151,7 +151,7 @@ impl UringBackend {
             Some(idle_ms) => builder.setup_sqpoll(idle_ms),
             None => builder.setup_coop_taskrun(),
         };
-        let ring = builder.build(RING_ENTRIES)?;
+        let ring = build_ring(&builder)?;
         let mut pool = BufferPool::new(buffers, buffer_bytes)?;
         let raw_fds: Vec<RawFd> = files.files.iter().map(AsRawFd::as_raw_fd).collect();
         let files_registered = ring.submitter().register_files(&raw_fds).is_ok();
@@ -601,5 +601,32 @@ impl IoBackend for UringBackend {
 
     fn cache_info(&self) -> Option<CacheInfo> {
         self.files.cache.clone()
+    }
+}
+
+/// How long a ring's setup is retried while the kernel refuses it for memory.
+const RING_SETUP_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Builds the ring, retrying for a while on ENOMEM. A process without CAP_IPC_LOCK has the
+/// ring's own memory (its submission and completion queues) and its registered buffers charged
+/// to its user's RLIMIT_MEMLOCK, and the kernel gives a closed ring's charge back only when its
+/// teardown, which runs asynchronously, finishes: a drive reopened right after a close can find
+/// the budget still held by the ring it just closed (seen here about one reopen in three as the
+/// unprivileged test user with an 8 MiB limit). Any other error, or ENOMEM past the retry
+/// time, is the open's error.
+fn build_ring(builder: &io_uring::Builder) -> io::Result<IoUring> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match builder.build(RING_ENTRIES) {
+            Err(error)
+                if error.raw_os_error() == Some(libc::ENOMEM)
+                    && started.elapsed() < RING_SETUP_RETRY =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            built => return built,
+        }
     }
 }
