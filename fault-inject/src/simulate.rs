@@ -295,6 +295,10 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
     // The incarnation of the last round's writer, whose surviving records say what is covered.
     let mut last_incarnation = None;
     let mut reopens = 0;
+    // Read faults in the opens of this round that failed on their own EIO and were retried:
+    // such an open may have made a decision its misread led to durable (its control block,
+    // with the cut, is written before it zeroes anything), and the retry inherits it.
+    let mut misread_in_failed_opens = FaultCounts::default();
     // One recovery more than rounds: the image of the last round's crash is checked too.
     let mut round = 0;
     while round <= options.rounds {
@@ -340,6 +344,7 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
                 match (refusal, image_left) {
                     (Refusal::Io, Some(left_image)) if reopens < REOPENS_AFTER_EIO_MAX => {
                         reopens += 1;
+                        misread_in_failed_opens.read_faults += round_counts.read_faults;
                         image = left_image;
                         continue;
                     }
@@ -348,7 +353,9 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
             }
         };
         let data_damaged = data_faults_so_far > 0;
-        let covered = covered_evidence(covered, &round_counts);
+        let mut during_open = round_counts;
+        during_open.read_faults += std::mem::take(&mut misread_in_failed_opens).read_faults;
+        let covered = covered_evidence(covered, &during_open);
         summary.recoveries_misread += u64::from(round_counts.read_faults > 0);
         let checked = check_recovered(&mut core, &mut model, covered, data_damaged)
             .map_err(|what| violation(format!("round {round}: {what}")))?;
@@ -425,7 +432,9 @@ fn allowed_refusal(
 
 /// What the covered-entry rule may hold a recovery to: the surviving watermark `covered`, or
 /// nothing when the drive answered one of recovery's own reads wrongly (`during_open`, the
-/// faults counted while it opened). A misdirected read or a sector made unreadable can hide
+/// faults counted while it opened, and while the opens of its round that failed on their own
+/// EIO and were retried did: seed 982 misread, cut, wrote the cut and failed zeroing after it,
+/// and its retry found the cut). A misdirected read or a sector made unreadable can hide
 /// the very batch whose watermark proves the damage before it; recovery takes what it could
 /// not read in the in-flight region for a torn block (DESIGN "Recovery") and cannot tell
 /// (seed 296 lost a batch's write, and the read of the batches after it was misdirected).

@@ -1300,6 +1300,9 @@ struct Probe {
     /// The highest incarnation among the valid records found (stale ones excluded).
     incarnation_max: u32,
     unreadable: UnreadableFound,
+    /// Where a hinted probe ended, when valid records found near its end carried it past the
+    /// end it started with (see [`Scanner::probe`]).
+    extended_to: Option<Position>,
 }
 
 /// Reads through a chunk buffer so that a scan makes large sequential reads. A read never
@@ -1619,6 +1622,12 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             probe_end,
         };
         let probe = self.probe(&at_break, lineage_incarnation);
+        if let Some(extended) = probe.extended_to {
+            if let Scan::Hinted { probe_end, .. } = &mut report.scan {
+                *probe_end = extended;
+            }
+            report.scan_end = extended.max(cut);
+        }
         let unread = probe
             .unreadable
             .evidence(geometry.window_bytes_max, drop_lsn, probe.lsn_max);
@@ -2132,8 +2141,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             expected_lsn,
             drop_lsn,
             failure,
-            probe_end: end,
-            ..
+            probe_end: mut end,
+            end: full_end,
         } = *at_break;
         let geometry = self.geometry;
         let block = geometry.block_size_bytes;
@@ -2225,6 +2234,23 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     unreadable.log_goes_on(place);
                 }
                 self.account(cut, drop_lsn, place, &header, &mut batches, &mut probe);
+                // A hinted probe follows the log past its end: a valid record of this log
+                // found within a window of that end may be followed by more, which a hint
+                // lost by a lying drive (its write dropped, a later hole hiding that the log
+                // ran past it) would otherwise hide; so the probe reads on to a window past
+                // every such record. A full scan's end is never passed. The writer never
+                // ends a batch past a durable hint, so on an honest drive this reads at most
+                // one window more, and only when the log's last batches lie at the hint.
+                let reach = self.window_reach(self.record_end(place, &header), full_end);
+                if reach > end {
+                    end = reach;
+                    probe.extended_to = Some(end);
+                    if end < full_end {
+                        self.read_ahead_until(end);
+                    } else {
+                        self.reader.ahead_stop = None;
+                    }
+                }
             }
         }
         probe.unreadable = unreadable.finish();
