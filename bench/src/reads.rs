@@ -1,0 +1,503 @@
+//! The read section (issue 11): tail reads from the recent-batch cache while a writer appends,
+//! cold random point reads of a full ring, and a catch-up iterator over it, each beside the
+//! ceiling it is judged against and measured in the same run. The ceilings bracket sealog's
+//! runs (one before, one after, their mean), because the device's speed drifts on a shared
+//! host within seconds.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use sealog::{Drive, DriveOptions, WhenFull};
+use sealog_wal::format::ENTRY_HEADER_SIZE;
+
+use crate::ceiling;
+use crate::cells::{fresh_ring, RingShape};
+use crate::random::SplitMix64;
+use crate::read_report::{
+    ReadLoad, ReadRow, CATCH_UP, COLD_BLOCKING, SECTION_CATCH_UP, SECTION_COLD, SECTION_TAIL,
+    TAIL_READ, TAIL_WRITER,
+};
+
+/// Payload of the tail section's appends and reads: 4 KiB entries, as the issue states them.
+pub const TAIL_PAYLOAD_BYTES: usize = 4096;
+/// Appends the tail section's one writer keeps in flight (the issue's 4 KiB x 256).
+pub const TAIL_WRITER_IN_FLIGHT: usize = 256;
+/// Bytes of recent batches the tail section's drive keeps in memory for reads. 64 MiB holds
+/// tens of milliseconds of a writer at the device's bandwidth (1-3 GB/s here), which is what a
+/// tailing reader needs, and it is far below the memory of the machines this engine runs on.
+pub const TAIL_READ_CACHE_BYTES: u64 = 64 << 20;
+/// Reader threads of the tail section's phases, in order. The writer runs alone first and
+/// last, so its no-reader figure brackets the phases with readers (the device drifts).
+const TAIL_PHASE_READERS: [u64; 4] = [0, 1, 4, 0];
+
+/// Payload of the cold reads' entries: the record (a 64-byte header and the payload) is one
+/// 4 KiB block, so a record-grained read is one 4 KiB read, the random-read ceiling's size.
+/// The full ring that recovery measures is filled with these (`cells::recovery_cell`).
+pub const COLD_PAYLOAD_BYTES: usize = 4096 - ENTRY_HEADER_SIZE;
+/// The random-read ceiling's read size: one record of [`COLD_PAYLOAD_BYTES`].
+pub const COLD_READ_BYTES: u32 = 4096;
+/// Reads in flight of the deep cold cells and their ceiling.
+pub const COLD_DEPTH: usize = 16;
+
+/// How long the read section's measurements run.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadTimes {
+    /// Each measured window (a phase of the tail section, a cold cell, a ceiling's pair).
+    pub window: Duration,
+    /// Before each window: threads started, the cache filled, nothing counted.
+    pub warmup: Duration,
+}
+
+/// What each thread of a timed read loop measured.
+type ThreadFigures = Result<(u64, Histogram<u64>), String>;
+
+/// Runs `threads` threads (none: only the wait), each calling `operation` (with its thread's
+/// generator) in a loop: counted and timed only during the window after the warm-up, which
+/// `also_measuring` (the tail writer's flag) follows too. Returns the count, the seconds of the
+/// window and the latencies (microseconds).
+fn timed_threads<F>(
+    threads: u64,
+    times: ReadTimes,
+    also_measuring: Option<&AtomicBool>,
+    operation: F,
+) -> Result<(u64, f64, Histogram<u64>), String>
+where
+    F: Fn(&mut SplitMix64) -> Result<(), String> + Sync,
+{
+    let measuring = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    let flags = |on: bool| {
+        measuring.store(on, Ordering::SeqCst);
+        if let Some(flag) = also_measuring {
+            flag.store(on, Ordering::SeqCst);
+        }
+    };
+    let (seconds, results) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let (measuring, stop, operation) = (&measuring, &stop, &operation);
+                scope.spawn(move || -> ThreadFigures {
+                    let mut random = SplitMix64::new(0x7a11 + thread);
+                    let mut latency =
+                        Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+                    let mut count = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let started = Instant::now();
+                        operation(&mut random)?;
+                        if measuring.load(Ordering::Relaxed) {
+                            latency
+                                .record(started.elapsed().as_micros().max(1) as u64)
+                                .ok();
+                            count += 1;
+                        }
+                    }
+                    Ok((count, latency))
+                })
+            })
+            .collect();
+        std::thread::sleep(times.warmup);
+        flags(true);
+        let started = Instant::now();
+        std::thread::sleep(times.window);
+        flags(false);
+        let seconds = started.elapsed().as_secs_f64();
+        stop.store(true, Ordering::SeqCst);
+        let results: Vec<ThreadFigures> = handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err("a reader panicked".into()))
+            })
+            .collect();
+        (seconds, results)
+    });
+    let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+    let mut count = 0u64;
+    for result in results {
+        let (thread_count, thread_latency) = result?;
+        count += thread_count;
+        latency
+            .add(thread_latency)
+            .map_err(|error| error.to_string())?;
+    }
+    Ok((count, seconds, latency))
+}
+
+/// The tail section's writer: appends 4 KiB entries with [`TAIL_WRITER_IN_FLIGHT`] in flight,
+/// publishes its highest acknowledged LSN for the readers, counts acknowledgements, and times
+/// them into the histogram of the phase `phase` names while `measuring` is set. It trims behind
+/// itself (a quarter of the ring kept, far more than the readers reach) so the ring never fills.
+struct TailWriter {
+    durable_lsn: AtomicU64,
+    acknowledged: AtomicU64,
+    measuring: AtomicBool,
+    phase: AtomicUsize,
+    stop: AtomicBool,
+}
+
+impl TailWriter {
+    fn run(&self, drive: &Drive, phases: usize) -> Result<Vec<Histogram<u64>>, String> {
+        let mut latency: Vec<Histogram<u64>> = (0..phases)
+            .map(|_| Histogram::<u64>::new(3).map_err(|error| error.to_string()))
+            .collect::<Result<_, _>>()?;
+        let payload = bytes::Bytes::from(vec![0x6b; TAIL_PAYLOAD_BYTES]);
+        let record_bytes = (TAIL_PAYLOAD_BYTES + ENTRY_HEADER_SIZE) as u64;
+        let ring_bytes = drive.geometry().ring_size_bytes().unwrap_or(0);
+        let keep = (ring_bytes / 4 / record_bytes).max(64);
+        let trim_every = (keep / 4).max(1);
+        let mut pending = VecDeque::with_capacity(TAIL_WRITER_IN_FLIGHT);
+        while !self.stop.load(Ordering::Relaxed) {
+            while pending.len() < TAIL_WRITER_IN_FLIGHT {
+                let ticket = drive
+                    .append_bytes(payload.clone())
+                    .map_err(|error| error.to_string())?;
+                pending.push_back((Instant::now(), ticket));
+            }
+            let (submitted, ticket) = pending.pop_front().expect("one pending");
+            let lsn = ticket.wait().map_err(|error| error.to_string())?;
+            self.durable_lsn.fetch_max(lsn, Ordering::Release);
+            if self.measuring.load(Ordering::Relaxed) {
+                self.acknowledged.fetch_add(1, Ordering::Relaxed);
+                let phase = self.phase.load(Ordering::Relaxed);
+                latency[phase]
+                    .record(submitted.elapsed().as_micros().max(1) as u64)
+                    .ok();
+            }
+            if lsn % trim_every == 0 {
+                drive
+                    .trim(lsn.saturating_sub(keep))
+                    .map_err(|error| error.to_string())?;
+            }
+        }
+        for (_, ticket) in pending {
+            let _ = ticket.wait();
+        }
+        Ok(latency)
+    }
+}
+
+/// Tail reads: one writer appends 4 KiB x 256 in flight on a fresh ring of `shape`, alone,
+/// then beside 1 and 4 reader threads, then alone again; each reader reads random entries among
+/// the newest half of the cache's bytes ([`TAIL_READ_CACHE_BYTES`]). Rows: the writer in every
+/// phase (those with readers judged against its no-reader figure, the mean of the two phases
+/// without) and the readers.
+pub fn tail_reads(
+    ring: &Path,
+    shape: RingShape,
+    options: DriveOptions,
+    times: ReadTimes,
+) -> Result<Vec<ReadRow>, String> {
+    fresh_ring(ring, shape)?;
+    let drive = Drive::open(
+        ring,
+        DriveOptions {
+            when_full: WhenFull::Wait(Duration::from_secs(10)),
+            ..options
+        },
+    )
+    .map_err(|error| error.to_string())?;
+    let newest_entries =
+        TAIL_READ_CACHE_BYTES / 2 / (TAIL_PAYLOAD_BYTES + ENTRY_HEADER_SIZE) as u64;
+    let writer = TailWriter {
+        durable_lsn: AtomicU64::new(0),
+        acknowledged: AtomicU64::new(0),
+        measuring: AtomicBool::new(false),
+        phase: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+    };
+    let (phases, writer_latency) = std::thread::scope(|scope| {
+        let writing = scope.spawn(|| writer.run(&drive, TAIL_PHASE_READERS.len()));
+        let phases = tail_phases(&drive, &writer, newest_entries, times);
+        writer.stop.store(true, Ordering::SeqCst);
+        let latency = writing
+            .join()
+            .unwrap_or_else(|_| Err("the writer panicked".into()));
+        (phases, latency)
+    });
+    drive.close();
+    let (phases, writer_latency) = (phases?, writer_latency?);
+    Ok(tail_rows(&phases, &writer_latency))
+}
+
+/// One phase of the tail section: how many readers, the writer's acknowledgements and the
+/// readers' figures over the window.
+struct TailPhase {
+    readers: u64,
+    appends: u64,
+    seconds: f64,
+    reads: u64,
+    read_latency: Histogram<u64>,
+}
+
+/// Runs the phases of [`TAIL_PHASE_READERS`] while the writer runs.
+fn tail_phases(
+    drive: &Drive,
+    writer: &TailWriter,
+    newest_entries: u64,
+    times: ReadTimes,
+) -> Result<Vec<TailPhase>, String> {
+    let mut phases = Vec::new();
+    for (phase, &readers) in TAIL_PHASE_READERS.iter().enumerate() {
+        crate::progress(&format!("tail reads: writer beside {readers} readers"));
+        writer.phase.store(phase, Ordering::SeqCst);
+        let before = writer.acknowledged.load(Ordering::SeqCst);
+        let read = |random: &mut SplitMix64| -> Result<(), String> {
+            let durable = writer.durable_lsn.load(Ordering::Acquire);
+            if durable == 0 {
+                std::thread::yield_now();
+                return Ok(());
+            }
+            let lsn = durable - random.below(durable.min(newest_entries));
+            let payload = drive.read(lsn).map_err(|error| error.to_string())?;
+            if payload.len() != TAIL_PAYLOAD_BYTES {
+                return Err(format!("tail read of {lsn}: {} bytes", payload.len()));
+            }
+            Ok(())
+        };
+        let (reads, seconds, read_latency) =
+            timed_threads(readers, times, Some(&writer.measuring), read)?;
+        let appends = writer.acknowledged.load(Ordering::SeqCst) - before;
+        phases.push(TailPhase {
+            readers,
+            appends,
+            seconds,
+            reads,
+            read_latency,
+        });
+    }
+    Ok(phases)
+}
+
+/// The tail section's rows from its phases.
+fn tail_rows(phases: &[TailPhase], writer_latency: &[Histogram<u64>]) -> Vec<ReadRow> {
+    let writer_load = ReadLoad::single_thread(TAIL_WRITER_IN_FLIGHT as u64);
+    let writer_rows: Vec<ReadRow> = phases
+        .iter()
+        .zip(writer_latency)
+        .map(|(phase, latency)| {
+            let mut row = ReadRow::measured(
+                TAIL_WRITER,
+                TAIL_PAYLOAD_BYTES as u64,
+                writer_load,
+                phase.appends,
+                phase.seconds,
+                latency,
+            );
+            row.section = SECTION_TAIL;
+            row.readers_alongside = phase.readers;
+            row.note = "appends acknowledged per second; latency submission to acknowledgement"
+                .to_string();
+            row
+        })
+        .collect();
+    // The no-reader figure: the mean of the phases without readers (first and last).
+    let alone: Vec<&ReadRow> = writer_rows
+        .iter()
+        .filter(|row| row.readers_alongside == 0)
+        .collect();
+    let mut baseline = ReadRow::mean_of(&alone);
+    baseline.note = format!(
+        "the writer alone: the mean of {} phases without readers, before and after",
+        alone.len()
+    );
+    let mut rows = vec![baseline.clone()];
+    for (phase, mut writer_row) in phases.iter().zip(writer_rows) {
+        if phase.readers == 0 {
+            continue;
+        }
+        writer_row.judge_against(&baseline, false);
+        let mut reader = ReadRow::measured(
+            TAIL_READ,
+            TAIL_PAYLOAD_BYTES as u64,
+            ReadLoad::blocking_threads(phase.readers),
+            phase.reads,
+            phase.seconds,
+            &phase.read_latency,
+        );
+        reader.section = SECTION_TAIL;
+        reader.note = format!(
+            "Drive::read of random entries among the newest {} MiB (half the cache's {} MiB)",
+            TAIL_READ_CACHE_BYTES >> 21,
+            TAIL_READ_CACHE_BYTES >> 20
+        );
+        rows.push(writer_row);
+        rows.push(reader);
+    }
+    rows
+}
+
+/// Cold point reads of the full ring at `ring` (closed; its entries are records of
+/// [`COLD_PAYLOAD_BYTES`], one per 4 KiB block): the random-read ceiling at depths 1 and
+/// [`COLD_DEPTH`], then sealog's reads of random live LSNs on a drive just opened (so nothing is
+/// cached) by 1 and 16 blocking threads, then the ceilings again; and the catch-up iterator
+/// from the first live LSN over the whole ring beside the sequential read ceiling (the better
+/// of 1 and 4 reads in flight) at the iterator's read size, on the same open drive.
+pub fn cold_and_catch_up(
+    ring: &Path,
+    options: DriveOptions,
+    times: ReadTimes,
+) -> Result<Vec<ReadRow>, String> {
+    let ceiling_times = |depth: usize| -> Result<ReadRow, String> {
+        ceiling::builtin_random_read(ring, COLD_READ_BYTES, depth, times.window / 2)
+    };
+    let geometry = sealog::storage::open(ring, sealog::storage::Access::ReadOnly)
+        .map_err(|error| error.to_string())?
+        .geometry;
+    let read_bytes = iterator_read_bytes(&options, &geometry);
+    crate::progress("cold reads: the random-read ceiling (before)");
+    let before = [ceiling_times(1)?, ceiling_times(COLD_DEPTH)?];
+    crate::progress("catch-up: the sequential read ceiling (before)");
+    let sequential_before = sequential_ceiling(ring, read_bytes)?;
+    let drive = Drive::open(ring, options).map_err(|error| error.to_string())?;
+    let report = drive.recovery_report();
+    let (first_lsn, last_lsn) = match (report.first_lsn, report.last_lsn) {
+        (Some(first), Some(last)) => (first, last),
+        _ => return Err(format!("{}: no live entries to read", ring.display())),
+    };
+    let mut sealog_rows = Vec::new();
+    for threads in [1, COLD_DEPTH as u64] {
+        crate::progress(&format!("cold reads: sealog, {threads} blocking threads"));
+        sealog_rows.push(cold_blocking(&drive, first_lsn..=last_lsn, threads, times)?);
+    }
+    crate::progress("catch-up: sealog's iterator over the ring");
+    let mut iterator = catch_up(&drive, first_lsn, times.window * 4)?;
+    drive.close();
+    drop(drive);
+    crate::progress("cold reads: the random-read ceiling (after)");
+    let after = [ceiling_times(1)?, ceiling_times(COLD_DEPTH)?];
+    crate::progress("catch-up: the sequential read ceiling (after)");
+    let sequential_after = sequential_ceiling(ring, read_bytes)?;
+    let mut rows = Vec::new();
+    for (before, after) in before.iter().zip(&after) {
+        let mut ceiling = ReadRow::mean_of(&[before, after]);
+        ceiling.section = SECTION_COLD;
+        ceiling.note = format!(
+            "{}; the mean of a run before sealog's and one after",
+            before.note
+        );
+        for row in sealog_rows
+            .iter_mut()
+            .filter(|row| row.load.in_flight == ceiling.load.in_flight)
+        {
+            row.judge_against(&ceiling, false);
+        }
+        rows.push(ceiling);
+    }
+    rows.extend(sealog_rows);
+    let mut sequential = ReadRow::mean_of(&[&sequential_before, &sequential_after]);
+    sequential.note = format!(
+        "{}; the mean of a run before the iterator and one after",
+        sequential_before.note
+    );
+    iterator.judge_against(&sequential, true);
+    rows.push(sequential);
+    rows.push(iterator);
+    Ok(rows)
+}
+
+/// The bytes the drive's catch-up iterator reads at a time: today a batch (it reads the batch
+/// holding its next entry), at most the ring's largest.
+fn iterator_read_bytes(_options: &DriveOptions, geometry: &sealog_wal::Geometry) -> usize {
+    geometry.batch_size_max_bytes as usize
+}
+
+/// The sequential O_DIRECT read of the whole ring at `read_bytes` a read, the better of 1 and
+/// 4 in flight, as a row (MB/s of the ring read; one "operation" is one read).
+fn sequential_ceiling(ring: &Path, read_bytes: usize) -> Result<ReadRow, String> {
+    let depth_1 = ceiling::builtin_sequential_read(ring, 1, read_bytes)?;
+    let depth_4 = ceiling::builtin_sequential_read(ring, 4, read_bytes)?;
+    let (depth, bytes_per_sec) = if depth_4 > depth_1 {
+        (4, depth_4)
+    } else {
+        (1, depth_1)
+    };
+    Ok(ReadRow {
+        section: SECTION_CATCH_UP,
+        engine: ceiling::SEQUENTIAL_READ.to_string(),
+        entry_bytes: read_bytes as u64,
+        load: ReadLoad::single_thread(depth),
+        ops_per_sec: bytes_per_sec / read_bytes as f64,
+        mb_per_sec: bytes_per_sec / 1e6,
+        note: format!(
+            "the whole ring, {read_bytes}-byte O_DIRECT reads (the iterator's read size), the \
+             better of 1 and 4 in flight (depth 1 {:.0} MB/s, depth 4 {:.0} MB/s)",
+            depth_1 / 1e6,
+            depth_4 / 1e6
+        ),
+        ..ReadRow::default()
+    })
+}
+
+/// `threads` threads of blocking `Drive::read`s of random LSNs in `live`.
+fn cold_blocking(
+    drive: &Drive,
+    live: std::ops::RangeInclusive<u64>,
+    threads: u64,
+    times: ReadTimes,
+) -> Result<ReadRow, String> {
+    let (first, count) = (*live.start(), live.end() - live.start() + 1);
+    let (reads, seconds, latency) = timed_threads(threads, times, None, |random| {
+        let lsn = first + random.below(count);
+        let payload = drive.read(lsn).map_err(|error| error.to_string())?;
+        if payload.len() != COLD_PAYLOAD_BYTES {
+            return Err(format!("cold read of {lsn}: {} bytes", payload.len()));
+        }
+        Ok(())
+    })?;
+    let mut row = ReadRow::measured(
+        COLD_BLOCKING,
+        COLD_PAYLOAD_BYTES as u64,
+        ReadLoad::blocking_threads(threads),
+        reads,
+        seconds,
+        &latency,
+    );
+    row.section = SECTION_COLD;
+    row.note = format!(
+        "Drive::read of random live LSNs (of {count}), {threads} threads each blocking on one; \
+         the drive opened just before, so nothing was cached"
+    );
+    Ok(row)
+}
+
+/// Iterates from `first_lsn` to the durable tail (or until `cap`), timing it: a row whose
+/// throughput is the records' bytes (header and payload: the ring bytes the iterator covered)
+/// per second, so it compares with the ceiling's reads of the ring.
+fn catch_up(drive: &Drive, first_lsn: u64, cap: Duration) -> Result<ReadRow, String> {
+    let started = Instant::now();
+    let mut entries = 0u64;
+    let mut record_bytes = 0u64;
+    let mut capped = false;
+    for entry in drive.iter_from(first_lsn) {
+        let (_, payload) = entry.map_err(|error| error.to_string())?;
+        entries += 1;
+        record_bytes += (payload.len() + ENTRY_HEADER_SIZE) as u64;
+        if entries % 1024 == 0 && started.elapsed() > cap {
+            capped = true;
+            break;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+    let mut row = ReadRow::measured(
+        CATCH_UP,
+        COLD_PAYLOAD_BYTES as u64,
+        ReadLoad::single_thread(1),
+        entries,
+        seconds,
+        &latency,
+    );
+    row.section = SECTION_CATCH_UP;
+    row.mb_per_sec = record_bytes as f64 / seconds.max(1e-9) / 1e6;
+    row.note = format!(
+        "Drive::iter_from the first live LSN: {entries} entries, {} MiB of records in {seconds:.2} \
+         s{}; MB/s counts records (header and payload)",
+        record_bytes >> 20,
+        if capped { ", stopped at the time cap" } else { "" }
+    );
+    Ok(row)
+}
