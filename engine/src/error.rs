@@ -304,12 +304,12 @@ pub enum AppendError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
     /// The entry was released by a trim (or never existed below the first live LSN).
-    #[error("LSN {lsn} is trimmed: the log starts at LSN {first_lsn}")]
+    #[error("LSN {lsn} is trimmed: the log starts at LSN {first_live}")]
     Trimmed {
         /// The LSN asked for.
         lsn: u64,
         /// The first live LSN.
-        first_lsn: u64,
+        first_live: u64,
     },
     /// The entry is not acknowledged yet (or was never appended): nothing unacknowledged is
     /// ever served.
@@ -320,29 +320,37 @@ pub enum ReadError {
         /// The highest acknowledged LSN.
         durable_lsn: u64,
     },
-    /// The record read from the device fails one of replay's checks.
+    /// The record read from the device fails one of replay's checks, or the device failed the
+    /// read ([`Check::ReadError`]): this read's outcome only; the drive runs on.
     #[error("LSN {lsn} at {position} is damaged: the {check} check failed")]
     Damaged {
-        /// The LSN asked for (or the record in its batch that failed).
+        /// The LSN asked for (or, for an iterator, the record of its batch that failed).
         lsn: u64,
         /// Where the failing check is.
         position: Position,
         /// The check that failed.
         check: Check,
     },
-    /// The device failed the read: this read's outcome only; the drive runs on.
-    #[error("reading LSN {lsn} at ring offset {ring_offset} failed: errno {errno} ({message})")]
-    Io {
-        /// The LSN asked for.
-        lsn: u64,
-        /// Where the read was.
-        ring_offset: u64,
-        /// The errno.
-        errno: i32,
-        /// The errno's text.
-        message: String,
-    },
     /// The drive failed stop.
+    #[error(transparent)]
+    Failed(#[from] DriveFailure),
+    /// The drive was closed.
+    #[error(transparent)]
+    Closed(#[from] DriveClosed),
+}
+
+/// Why a wait for the durable tail ended without reaching its LSN.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WaitError {
+    /// The timeout passed first.
+    #[error("LSN {lsn} was not durable in time: the durable tail is LSN {durable_lsn}")]
+    TimedOut {
+        /// The LSN waited for.
+        lsn: u64,
+        /// The highest acknowledged LSN when the wait gave up.
+        durable_lsn: u64,
+    },
+    /// The drive failed stop: the tail will not move again.
     #[error(transparent)]
     Failed(#[from] DriveFailure),
     /// The drive was closed.

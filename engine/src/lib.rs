@@ -15,6 +15,7 @@
 //! - [`ticket`]: append outcomes, waitable and awaitable, from a per-drive pool, parked on one
 //!   futex per drive;
 //! - [`pool`]: the aligned buffer pool;
+//! - [`reply`]: one-shot answers to reads and trims, blocking or awaited;
 //! - [`reader`]: read-only access for verify, dump and inspect.
 
 #![deny(unsafe_code)]
@@ -25,6 +26,7 @@ pub mod error;
 pub mod io;
 pub mod pool;
 pub mod reader;
+pub mod reply;
 pub mod storage;
 pub mod sync_probe;
 pub mod ticket;
@@ -33,13 +35,13 @@ pub mod ticket;
 pub mod uring;
 
 pub use drive::{
-    Clock, Drive, DriveCore, DriveOptions, DriveState, Durability, EntryIter, ManualClock,
-    ReadEntries, Request, Stats, SystemClock, Wait, WhenFull,
+    Clock, Drive, DriveCore, DriveFuture, DriveOptions, DriveState, Durability, DurableFuture,
+    EntryIter, ManualClock, ReadStats, Request, Stats, SystemClock, Wait, WhenFull,
 };
 pub use engine::Engine;
 pub use error::{
     AppendError, DriveClosed, DriveFailure, FormatError, IoOperation, OpenError, ReadError,
-    TrimError,
+    TrimError, WaitError,
 };
 pub use sealog_wal::format::{SyncChoice, SyncMeasurement, SyncMethod};
 pub use storage::{format, FormatOptions};

@@ -73,15 +73,21 @@ impl RingFiles {
     /// The file holding `ring_offset` and the offset inside it. Every request lies inside one
     /// file: a write or read never crosses a segment or the control area.
     pub fn locate(&self, ring_offset: u64) -> (usize, u64) {
-        match self.kind {
+        RingFiles::locate_in(self.kind, &self.geometry, ring_offset)
+    }
+
+    /// [`RingFiles::locate`] for a ring of `kind` and `geometry` (for readers holding
+    /// duplicates of its files).
+    pub fn locate_in(kind: RingKind, geometry: &Geometry, ring_offset: u64) -> (usize, u64) {
+        match kind {
             RingKind::BlockDevice => (0, ring_offset),
             RingKind::Directory => {
-                let control = self.geometry.control_area_bytes();
+                let control = geometry.control_area_bytes();
                 if ring_offset < control {
                     (0, ring_offset)
                 } else {
-                    let segment = (ring_offset - control) / self.geometry.segment_size_bytes;
-                    let inside = (ring_offset - control) % self.geometry.segment_size_bytes;
+                    let segment = (ring_offset - control) / geometry.segment_size_bytes;
+                    let inside = (ring_offset - control) % geometry.segment_size_bytes;
                     (1 + segment as usize, inside)
                 }
             }

@@ -474,23 +474,18 @@ fn check_recovered(
             }
         };
         match outcome {
-            Ok(entries) => {
-                for (found, payload) in entries.into_vec() {
-                    if found != lsn {
-                        return Err(format!("read LSN {found} where {lsn} was next"));
-                    }
-                    // I-2: nothing comes back that was not submitted with this LSN.
-                    if model.payloads.get(&found) != Some(&payload) {
-                        return Err(format!(
-                            "LSN {found} came back with a payload never submitted for it"
-                        ));
-                    }
-                    checked.compared += 1;
-                    lsn += 1;
+            Ok(payload) => {
+                // I-2: nothing comes back that was not submitted with this LSN.
+                if model.payloads.get(&lsn) != Some(&payload) {
+                    return Err(format!(
+                        "LSN {lsn} came back with a payload never submitted for it"
+                    ));
                 }
+                checked.compared += 1;
+                lsn += 1;
             }
             // A read fault (latent sector error, misdirected read) is reported, never served.
-            Err(ReadError::Io { .. } | ReadError::Damaged { .. })
+            Err(ReadError::Damaged { .. })
                 if data_damaged || core.backend_mut().counts().data_faults > 0 =>
             {
                 checked.unreadable += 1;
@@ -521,13 +516,10 @@ fn check_reads(
             return true;
         };
         let wrong = match outcome {
-            Ok(entries) => {
-                let (found, payload) = (entries.lsn, &entries.payload);
-                (found != *lsn || model.payloads.get(lsn) != Some(payload))
-                    .then(|| format!("read of LSN {lsn} returned other bytes (LSN {found})"))
-            }
+            Ok(payload) => (model.payloads.get(lsn) != Some(&payload))
+                .then(|| format!("read of LSN {lsn} returned other bytes")),
             Err(ReadError::Trimmed { .. }) | Err(ReadError::Failed(_)) => None,
-            Err(ReadError::Io { .. } | ReadError::Damaged { .. }) if data_faults > 0 => None,
+            Err(ReadError::Damaged { .. }) if data_faults > 0 => None,
             Err(error) => Some(format!("read of acknowledged LSN {lsn} failed: {error}")),
         };
         if let Some(wrong) = wrong {

@@ -116,7 +116,7 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
         drive.read(last - 20),
         Err(ReadError::Trimmed {
             lsn: last - 20,
-            first_lsn: last - 7
+            first_live: last - 7
         })
     );
     // Without trims the ring fills: appends fail with RingFull rather than overwrite.
@@ -210,7 +210,7 @@ fn bad_input_is_typed(backend: Backend) {
         drive.read(0),
         Err(ReadError::Trimmed {
             lsn: 0,
-            first_lsn: 1
+            first_live: 1
         })
     );
 }
@@ -226,7 +226,7 @@ fn iterating_from_a_trimmed_lsn_says_where_the_log_starts(backend: Backend) {
         from_trimmed.next(),
         Some(Err(ReadError::Trimmed {
             lsn: 4,
-            first_lsn: 11
+            first_live: 11
         }))
     );
     assert_eq!(from_trimmed.next(), None);

@@ -43,8 +43,8 @@ pub use replay::{
 };
 pub use source::RingSource;
 pub use validate::{
-    check_batch, check_batch_start, BatchExpectation, BatchFailure, CheckedBatch, CheckedRecord,
-    IncarnationRule,
+    check_batch, check_batch_start, check_record, BatchExpectation, BatchFailure, CheckedBatch,
+    CheckedRecord, IncarnationRule, RecordExpectation,
 };
 
 /// Feeds arbitrary bytes to replay as a ring, in both recovery modes; used by the `replay`

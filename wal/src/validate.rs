@@ -183,6 +183,85 @@ impl<'b> Iterator for CheckedRecords<'b> {
     }
 }
 
+/// What one record read from the ring (for a point read) is expected to be: a reader's index
+/// recorded where the record's header lies, which batch it belongs to, and who wrote it.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordExpectation {
+    /// The ring's identity (every header CRC is seeded with it).
+    pub ring_id: RingId,
+    /// The ring's geometry (the payload limit).
+    pub geometry: Geometry,
+    /// Where the record's header was read from.
+    pub position: Position,
+    /// The LSN it must carry.
+    pub lsn: u64,
+    /// The first LSN of its batch (so its index in the batch is `lsn - batch_first_lsn`).
+    pub batch_first_lsn: u64,
+    /// Its batch's length in bytes.
+    pub batch_bytes: u32,
+    /// The incarnation that wrote it.
+    pub incarnation: u32,
+}
+
+/// Checks one record read on its own: `bytes` starts at the record's header and holds at
+/// least the header and its payload. Every check [`check_batch`] runs on a record runs here
+/// (integrity, place, LSN, batch membership, incarnation, payload length and CRC); what only
+/// the whole batch can show (padding, the other records) is left to replay, which checked the
+/// batch when it was written or recovered. A failure names the record's position and LSN.
+pub fn check_record<'b>(
+    expect: &RecordExpectation,
+    bytes: &'b [u8],
+) -> Result<CheckedRecord<'b>, BatchFailure> {
+    let fail = |check| BatchFailure {
+        position: expect.position,
+        lsn: expect.lsn,
+        check,
+        inside_batch: true,
+    };
+    if bytes.len() < ENTRY_HEADER_SIZE {
+        return Err(fail(Check::PayloadLength));
+    }
+    let header =
+        EntryHeader::decode(expect.ring_id, bytes).map_err(|defect| fail(header_check(defect)))?;
+    if let Some(check) = place_check(header.position, expect.position) {
+        return Err(fail(check));
+    }
+    if header.lsn != expect.lsn {
+        return Err(fail(Check::LsnGap));
+    }
+    if header.kind == Kind::Padding
+        || header.batch_bytes != expect.batch_bytes
+        || expect.lsn.checked_sub(expect.batch_first_lsn) != Some(u64::from(header.batch_index))
+    {
+        return Err(fail(Check::BatchLayout));
+    }
+    if header.incarnation != expect.incarnation {
+        return Err(fail(Check::Incarnation));
+    }
+    if header.watermark >= expect.batch_first_lsn {
+        return Err(fail(Check::Watermark));
+    }
+    let record_end = header.record_bytes();
+    let payload_max = u64::from(expect.geometry.payload_size_max_bytes());
+    if u64::from(header.payload_len) > payload_max || record_end > bytes.len() as u64 {
+        return Err(fail(Check::PayloadLength));
+    }
+    let payload_range = ENTRY_HEADER_SIZE..record_end as usize;
+    let payload = &bytes[payload_range.clone()];
+    if crc32c::crc32c(payload) != header.payload_crc {
+        return Err(fail(Check::PayloadCrc));
+    }
+    Ok(CheckedRecord {
+        lsn: header.lsn,
+        kind: header.kind,
+        payload,
+        payload_range,
+        position: header.position,
+        incarnation: header.incarnation,
+        watermark: header.watermark,
+    })
+}
+
 /// The check a header defect fails.
 pub(crate) fn header_check(defect: HeaderDefect) -> Check {
     match defect {

@@ -9,8 +9,8 @@ use common::*;
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::{
-    check_batch, BatchExpectation, BatchFailure, Check, EntryHeader, IncarnationRule, Kind,
-    Position, RingId,
+    check_batch, check_record, BatchExpectation, BatchFailure, Check, EntryHeader, IncarnationRule,
+    Kind, Position, RecordExpectation, RingId,
 };
 
 const AT: Position = Position {
@@ -334,4 +334,96 @@ fn the_end_of_a_batch_must_be_padding_or_zeros() {
     let found = failure(&bytes, &expectation());
     assert_eq!((found.check, found.lsn), (Check::Padding, FIRST_LSN + 1));
     assert_eq!(found.position.offset, AT.offset + (BLOCK - 30) as u32);
+}
+
+/// What a point read of the second record of `two_records()` expects.
+fn record_expectation() -> RecordExpectation {
+    RecordExpectation {
+        ring_id: ring_id(),
+        geometry: small_geometry(),
+        position: Position {
+            offset: AT.offset + SECOND as u32,
+            ..AT
+        },
+        lsn: FIRST_LSN + 1,
+        batch_first_lsn: FIRST_LSN,
+        batch_bytes: two_records().len() as u32,
+        incarnation: INCARNATION,
+    }
+}
+
+/// The check a point read of the second record fails, reported at its header with its LSN.
+fn record_fails(bytes: &[u8], expect: &RecordExpectation) -> Check {
+    match check_record(expect, &bytes[SECOND..]) {
+        Err(found) => {
+            assert_eq!((found.position, found.lsn), (expect.position, expect.lsn));
+            found.check
+        }
+        Ok(record) => panic!("a crafted record passed: {record:?}"),
+    }
+}
+
+#[test]
+fn a_record_read_alone_passes_the_same_checks_as_its_batch() {
+    let bytes = two_records();
+    let expect = record_expectation();
+    // Only the record's own bytes: the header and payload, not the padding after them.
+    let record_bytes = &bytes[SECOND..SECOND + ENTRY_HEADER_SIZE + 200];
+    let record = check_record(&expect, record_bytes).expect("valid");
+    assert_eq!((record.lsn, record.kind), (FIRST_LSN + 1, Kind::Data));
+    assert_eq!(record.payload, &[2u8; 200][..]);
+    // One byte short of its payload is a length failure, not a panic.
+    let short = &bytes[SECOND..SECOND + ENTRY_HEADER_SIZE + 199];
+    assert_eq!(
+        check_record(&expect, short).map(|_| ()).unwrap_err().check,
+        Check::PayloadLength
+    );
+    assert_eq!(
+        check_record(&expect, &bytes[SECOND..SECOND + 10])
+            .map(|_| ())
+            .unwrap_err()
+            .check,
+        Check::PayloadLength
+    );
+}
+
+#[test]
+fn a_record_read_alone_fails_each_check_by_name() {
+    let expect = record_expectation();
+    let mut bytes = two_records();
+    bytes[SECOND + ENTRY_HEADER_SIZE + 7] ^= 1;
+    assert_eq!(record_fails(&bytes, &expect), Check::PayloadCrc);
+    let mut bytes = two_records();
+    bytes[SECOND + 20] ^= 1;
+    assert_eq!(record_fails(&bytes, &expect), Check::HeaderCrc);
+    let mut bytes = two_records();
+    bytes[SECOND..SECOND + ENTRY_HEADER_SIZE].fill(0);
+    assert_eq!(record_fails(&bytes, &expect), Check::NotWritten);
+    let other_ring = RecordExpectation {
+        ring_id: RingId([9; 16]),
+        ..expect
+    };
+    assert_eq!(record_fails(&two_records(), &other_ring), Check::RingId);
+    let cases: [(&dyn Fn(&mut EntryHeader), Check); 6] = [
+        (&|h| h.lsn += 1, Check::LsnGap),
+        (&|h| h.position.offset += 4096, Check::Position),
+        (&|h| h.position.lap -= 1, Check::StaleLap),
+        (&|h| h.incarnation += 1, Check::Incarnation),
+        (&|h| h.batch_index = 0, Check::BatchLayout),
+        (&|h| h.payload_len = 1 << 30, Check::PayloadLength),
+    ];
+    for (change, check) in cases {
+        let mut bytes = two_records();
+        reseal(&mut bytes, SECOND, change);
+        assert_eq!(record_fails(&bytes, &expect), check);
+    }
+    // The index says another batch length than the header: not the batch indexed.
+    let moved = RecordExpectation {
+        batch_bytes: expect.batch_bytes + BLOCK as u32,
+        ..expect
+    };
+    assert_eq!(record_fails(&two_records(), &moved), Check::BatchLayout);
+    let mut bytes = two_records();
+    reseal(&mut bytes, SECOND, |h| h.watermark = FIRST_LSN);
+    assert_eq!(record_fails(&bytes, &expect), Check::Watermark);
 }

@@ -15,7 +15,8 @@ use sealog_wal::layout::BatchSlot;
 use sealog_wal::{EncodeError, Kind, Position};
 
 use super::buffers::Lane;
-use super::core::{DriveCore, IndexedBatch};
+use super::core::DriveCore;
+use super::index::{IndexedBatch, RecordSpan};
 use super::op::Op;
 use super::{Durability, WhenFull};
 use crate::error::{AppendError, DriveFailure, IoOperation};
@@ -408,6 +409,9 @@ impl<B: IoBackend> DriveCore<B> {
                 .record((handoff.as_micros() as u64).max(1));
             append.payload.copied();
             self.waiters.push_back(append.completer);
+            // Checked when queued: a payload is within the ring's limit, a u32.
+            self.inflight_payload_lens
+                .push_back(u32::try_from(append.payload_len).expect("within the payload limit"));
         }
     }
 
@@ -545,6 +549,11 @@ impl<B: IoBackend> DriveCore<B> {
         let mut data_batch_acknowledged = false;
         while self.inflight.front().is_some_and(Inflight::durable) {
             let batch = self.inflight.pop_front().expect("front");
+            if batch.purpose == BatchPurpose::Data {
+                // Indexed (and cached) before the durable tail passes it, while its buffer
+                // still holds its bytes.
+                self.index_batch(&batch);
+            }
             self.lanes.release(Lane::Batch, batch.buffer);
             // The batch's watermark is on the device now.
             self.lsn_covered = self.lsn_covered.max(batch.watermark);
@@ -571,13 +580,9 @@ impl<B: IoBackend> DriveCore<B> {
                 .saturating_duration_since(batch.submitted)
                 .as_micros() as u64;
             let _ = self.sync_latency_us.record(latency.max(1));
-            self.index.push_back(IndexedBatch {
-                position: batch.position,
-                first_lsn: batch.first_lsn,
-                next_lsn: batch.next_lsn,
-                bytes: batch.bytes,
-                incarnation: self.incarnation,
-            });
+        }
+        if data_batch_acknowledged {
+            self.view.publish_durable(self.lsn_durable);
         }
         if data_batch_acknowledged && self.inflight.is_empty() {
             let now = self.clock.now();
@@ -587,6 +592,43 @@ impl<B: IoBackend> DriveCore<B> {
                 self.gather_until = now.checked_add(Duration::from_micros(self.group_gather_us));
             }
         }
+    }
+
+    /// Adds a durable data batch to the read index, with its entries' spans, and copies its
+    /// bytes into the recent-batch cache.
+    fn index_batch(&mut self, batch: &Inflight) {
+        let block = self.geometry.block_size_bytes as usize;
+        let bytes = &self.backend.pool().buffer(batch.buffer)[block..block + batch.bytes as usize];
+        let cached = self.view.cache.insert(&mut self.cache_writer, bytes);
+        let records = (batch.next_lsn - batch.first_lsn) as usize;
+        let mut offset_in_batch = 0u32;
+        let spans = self
+            .inflight_payload_lens
+            .drain(..records)
+            .map(|payload_len| {
+                let span = RecordSpan {
+                    offset_in_batch,
+                    payload_len,
+                };
+                offset_in_batch += ENTRY_HEADER_SIZE as u32 + payload_len;
+                span
+            });
+        self.view
+            .index
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(
+                IndexedBatch {
+                    position: batch.position,
+                    first_lsn: batch.first_lsn,
+                    next_lsn: batch.next_lsn,
+                    bytes: batch.bytes,
+                    incarnation: self.incarnation,
+                    cached,
+                },
+                batch.first_lsn,
+                spans,
+            );
     }
 
     /// Where the oldest batch on the device starts: its position, first LSN and incarnation.

@@ -10,8 +10,9 @@
 
 use sealog_wal::Geometry;
 
-/// Reads the drive keeps in flight at most (each in a buffer of its own).
-pub const READ_BUFFERS: usize = 4;
+/// Reads the drive keeps in flight at most on its own ring (each in a buffer of its own): async
+/// reads and a simulated drive's, as deep as the benchmark's random-read ceiling.
+pub const READ_BUFFERS: usize = 16;
 
 /// Bytes of each pool buffer: a segment header block plus the largest batch.
 pub fn buffer_bytes(geometry: &Geometry) -> usize {

@@ -27,14 +27,17 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use hdrhistogram::Histogram;
 use sealog_wal::format::ControlBlock;
-use sealog_wal::{Geometry, Kind, Position, RecoveryReport, WriteCursor};
+use sealog_wal::{Geometry, Kind, RecoveryReport, WriteCursor};
 
 use super::appends::{Inflight, QueuedAppend};
 use super::buffers::Lanes;
+use super::cache::CacheWriter;
 use super::clock::{Clock, SystemClock};
+use super::index::ReadIndex;
 use super::op::Op;
 use super::reads::{PendingRead, ReadRequest};
 use super::trim::{PendingTrim, TrimRequest};
+use super::view::ReadView;
 use super::{
     DriveOptions, DriveState, Durability, QueueDepths, Request, RequestKind, Stats, Wait, WhenFull,
 };
@@ -45,16 +48,6 @@ use crate::ticket::Notifier;
 /// The most acknowledgements a completion can bring for the drive thread still to spin for it
 /// when no append is queued behind it (see `DriveCore::spin_pays`).
 const SPIN_WAITERS_MAX: usize = 4;
-
-/// A batch in the ring, for reads and trim.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct IndexedBatch {
-    pub(super) position: Position,
-    pub(super) first_lsn: u64,
-    pub(super) next_lsn: u64,
-    pub(super) bytes: u32,
-    pub(super) incarnation: u32,
-}
 
 /// The drive's state machine: what its thread runs, stepped by requests and I/O completions.
 /// A simulation drives it directly (one thread, a simulated backend), so a seed replays exactly.
@@ -89,7 +82,12 @@ pub struct DriveCore<B: IoBackend> {
     pub(super) queued_bytes: u64,
     pub(super) waiters: VecDeque<crate::ticket::TicketCompleter>,
     pub(super) inflight: VecDeque<Inflight>,
-    pub(super) index: VecDeque<IndexedBatch>,
+    /// Payload lengths of the records handed to batches not yet acknowledged, in LSN order:
+    /// the read index's spans once their batch is.
+    pub(super) inflight_payload_lens: VecDeque<u32>,
+    /// What readers share with the drive: the read index, the cache, the durable tail.
+    pub(super) view: Arc<ReadView>,
+    pub(super) cache_writer: CacheWriter,
     pub(super) reads: Vec<PendingRead>,
     pub(super) reads_waiting: VecDeque<ReadRequest>,
     pub(super) trims: VecDeque<TrimRequest>,
@@ -133,7 +131,7 @@ pub(super) struct Recovered {
     pub(super) lsn_durable: u64,
     pub(super) lsn_covered: u64,
     pub(super) tail_markers: u64,
-    pub(super) index: VecDeque<IndexedBatch>,
+    pub(super) index: ReadIndex,
     pub(super) report: RecoveryReport,
 }
 
@@ -155,6 +153,15 @@ impl<B: IoBackend> DriveCore<B> {
             index,
             report,
         } = recovered;
+        let view = Arc::new(ReadView::new(
+            control.ring_id,
+            geometry,
+            lsn_durable,
+            control.trim_lsn,
+            index,
+            options.read_cache_bytes,
+            options.read_ahead_bytes,
+        ));
         DriveCore {
             backend,
             durability: crate::sync_probe::resolve(options.durability, &control.sync),
@@ -179,7 +186,9 @@ impl<B: IoBackend> DriveCore<B> {
             queued_bytes: 0,
             waiters: VecDeque::new(),
             inflight: VecDeque::new(),
-            index,
+            inflight_payload_lens: VecDeque::new(),
+            view,
+            cache_writer: CacheWriter::new(),
             reads: Vec::new(),
             reads_waiting: VecDeque::new(),
             trims: VecDeque::new(),
@@ -482,16 +491,16 @@ impl<B: IoBackend> DriveCore<B> {
                     queued_at,
                 });
             }
-            RequestKind::ReadBatch { lsn, reply } => {
+            RequestKind::Read { lsn, reply } => {
                 if self.closing {
-                    let _ = reply.send(Err(ReadError::Closed(DriveClosed)));
+                    reply.send(Err(ReadError::Closed(DriveClosed)));
                     return;
                 }
                 self.reads_waiting.push_back(ReadRequest { lsn, reply });
             }
             RequestKind::Trim { lsn, reply } => {
                 if self.closing {
-                    let _ = reply.send(Err(TrimError::Closed(DriveClosed)));
+                    reply.send(Err(TrimError::Closed(DriveClosed)));
                     return;
                 }
                 self.trims.push_back(TrimRequest { lsn, reply });
@@ -604,9 +613,11 @@ impl<B: IoBackend> DriveCore<B> {
         }
         for read in &mut self.reads {
             if let Some(reply) = read.reply.take() {
-                let _ = reply.send(Err(ReadError::Failed(failure.clone())));
+                reply.send(Err(ReadError::Failed(failure.clone())));
             }
         }
+        // Readers waiting for the durable tail learn that it will not move again.
+        self.view.stop(Some(failure.clone()));
         self.failed = Some(failure);
         self.release_finished_batches();
         self.reject_queued();
@@ -649,12 +660,20 @@ impl<B: IoBackend> DriveCore<B> {
             append.completer.complete(Err(failure.clone().into()));
         }
         for read in self.reads_waiting.drain(..) {
-            let _ = read.reply.send(Err(ReadError::Failed(failure.clone())));
+            read.reply.send(Err(ReadError::Failed(failure.clone())));
         }
         for trim in self.trims.drain(..) {
             let _ = trim.reply.send(Err(TrimError::Failed(failure.clone())));
         }
         self.ring_full = false;
+    }
+}
+
+impl<B: IoBackend> Drop for DriveCore<B> {
+    /// However the core ends (a clean close, fail-stop, a panic on the drive thread), readers
+    /// waiting for the durable tail are woken: it will never move again.
+    fn drop(&mut self) {
+        self.view.stop(self.failed.clone());
     }
 }
 

@@ -15,23 +15,33 @@
 //! - [`appends`]: group commit, acknowledgements, ring-full backpressure, tail markers;
 //! - [`recover`]: recovery on open through the backend;
 //! - [`reads`] and [`trim`]: the read and trim paths of the state machine;
+//! - [`view`]: what readers share with the drive thread (the durable tail, the trim point,
+//!   the read [`index`], the recent-batch [`cache`], the ring's files for [`direct`] reads on
+//!   the caller's thread, the readers waiting for the tail); [`iter`]: iterators reading ahead;
 //! - [`op`]: the typed operations and their tags; [`buffers`]: the pool's lanes.
 
 mod appends;
 mod buffers;
+mod cache;
 mod clock;
 mod core;
+mod direct;
+mod index;
+mod iter;
 mod op;
 mod reads;
 mod recover;
 mod trim;
+mod view;
 
-use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
+use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -44,9 +54,15 @@ use self::appends::Payload;
 pub use self::buffers::{buffer_bytes, buffer_count, READ_BUFFERS};
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::core::DriveCore;
+pub use self::iter::EntryIter;
 
-use crate::error::{AppendError, DriveClosed, DriveFailure, OpenError, ReadError, TrimError};
+use self::direct::{DirectFiles, ReadBuffers};
+use self::view::{Lookup, ReadView};
+use crate::error::{
+    AppendError, DriveClosed, DriveFailure, OpenError, ReadError, TrimError, WaitError,
+};
 use crate::io::{IoBackend, Waker};
+use crate::reply::{reply, Answer, Reply};
 use crate::ticket::{Notifier, Ticket, TicketCompleter, TicketPool, CLIENT_SPIN_US_DEFAULT};
 use crate::uring::lend::LentParts;
 
@@ -127,6 +143,16 @@ pub struct DriveOptions {
     /// How long a client waiting on a ticket spins before it parks, in microseconds (see
     /// [`crate::ticket::CLIENT_SPIN_US_DEFAULT`]); 0 parks at once.
     pub client_spin_us: u64,
+    /// Bytes of the recent-batch cache: copies of the newest acknowledged batches in ordinary
+    /// memory (never locked), from which reads of recent entries are served without touching
+    /// the device. 0 disables it; below one batch (the ring's batch limit) there is none.
+    pub read_cache_bytes: u64,
+    /// Reads on the device at once from callers' threads (each in an aligned buffer of the
+    /// ring's batch limit plus a block, mapped at open and touched only as far as reads go);
+    /// more readers wait in arrival order.
+    pub read_buffers: usize,
+    /// Bytes an iterator reads at a time from the device (at least the ring's batch limit).
+    pub read_ahead_bytes: u64,
 }
 
 impl Default for DriveOptions {
@@ -142,9 +168,23 @@ impl Default for DriveOptions {
             group_gather_us: GROUP_GATHER_US_DEFAULT,
             tail_marker_idle_us: TAIL_MARKER_IDLE_US_DEFAULT,
             client_spin_us: CLIENT_SPIN_US_DEFAULT,
+            read_cache_bytes: READ_CACHE_BYTES_DEFAULT,
+            read_buffers: READ_BUFFERS_DEFAULT,
+            read_ahead_bytes: READ_AHEAD_BYTES_DEFAULT,
         }
     }
 }
+
+/// Default size of the recent-batch cache: 64 MiB, about 20 ms of appends at this machine's
+/// write bandwidth, and far more for a log server whose readers tail a slower writer.
+pub const READ_CACHE_BYTES_DEFAULT: u64 = 64 << 20;
+
+/// Default number of reads on the device at once from callers' threads: 16, the depth at
+/// which the benchmark's random-read ceiling is measured.
+pub const READ_BUFFERS_DEFAULT: usize = 16;
+
+/// Default read-ahead of iterators: 4 MiB per read (four of the default batch limit).
+pub const READ_AHEAD_BYTES_DEFAULT: u64 = 4 << 20;
 
 /// Default spin before blocking, in microseconds: about the flush latency of this machine's
 /// disk, so the drive thread usually sees a flush complete while still on its CPU. Measured with
@@ -235,33 +275,10 @@ pub struct QueueDepths {
     pub trim_in_flight: bool,
 }
 
-/// The answer to a read: the entry asked for, then the rest of its batch (an iterator keeps
-/// them; a point read drops them).
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[must_use]
-pub struct ReadEntries {
-    /// The LSN asked for.
-    pub lsn: u64,
-    /// Its payload, checked.
-    pub payload: Vec<u8>,
-    /// The live entries after it in its batch, checked.
-    pub following: Vec<(u64, Vec<u8>)>,
-}
-
-impl ReadEntries {
-    /// Every entry, in LSN order.
-    pub fn into_vec(self) -> Vec<(u64, Vec<u8>)> {
-        let mut entries = Vec::with_capacity(1 + self.following.len());
-        entries.push((self.lsn, self.payload));
-        entries.extend(self.following);
-        entries
-    }
-}
-
-/// Where a read's entries go.
-type ReadSender = mpsc::Sender<Result<ReadEntries, ReadError>>;
+/// Where a read's payload goes.
+type ReadSender = Reply<Result<Vec<u8>, ReadError>>;
 /// Where a trim's outcome goes.
-type TrimSender = mpsc::Sender<Result<(), TrimError>>;
+type TrimSender = Reply<Result<(), TrimError>>;
 
 /// A request to a drive: what clients send its thread, and what a simulation hands its
 /// [`DriveCore`] directly. Built with [`Request::append`], [`Request::read`] and
@@ -281,7 +298,7 @@ enum RequestKind {
         /// clock, so it stamps the request with its own clock when it takes it.
         queued_at: Option<Instant>,
     },
-    ReadBatch {
+    Read {
         lsn: u64,
         reply: ReadSender,
     },
@@ -295,10 +312,10 @@ enum RequestKind {
     Close,
 }
 
-/// The outcome of a trim request.
-pub type TrimReply = mpsc::Receiver<Result<(), TrimError>>;
-/// The outcome of a read request: the entry and the rest of its batch.
-pub type ReadReply = mpsc::Receiver<Result<ReadEntries, ReadError>>;
+/// The outcome of a trim request (blocking, polled or awaited).
+pub type TrimReply = Answer<Result<(), TrimError>>;
+/// The outcome of a read request: the entry's payload (blocking, polled or awaited).
+pub type ReadReply = Answer<Result<Vec<u8>, ReadError>>;
 
 impl Request {
     /// An append of a record of `kind`; the ticket yields its LSN once durable. Its time (for
@@ -317,15 +334,15 @@ impl Request {
         (Request(request), ticket)
     }
 
-    /// A read of the batch holding `lsn`.
+    /// A read of the entry at `lsn`, on the drive's ring.
     pub fn read(lsn: u64) -> (Request, ReadReply) {
-        let (reply, answer) = mpsc::channel();
-        (Request(RequestKind::ReadBatch { lsn, reply }), answer)
+        let (reply, answer) = reply();
+        (Request(RequestKind::Read { lsn, reply }), answer)
     }
 
     /// A durable trim up to `lsn`, inclusive.
     pub fn trim(lsn: u64) -> (Request, TrimReply) {
-        let (reply, answer) = mpsc::channel();
+        let (reply, answer) = reply();
         (Request(RequestKind::Trim { lsn, reply }), answer)
     }
 }
@@ -349,6 +366,8 @@ pub struct Drive {
     durability: Durability,
     /// Where this drive's tickets come from and park.
     tickets: Arc<TicketPool>,
+    /// What readers share with the drive thread.
+    view: Arc<ReadView>,
 }
 
 /// What recovery hands back to `open`.
@@ -357,6 +376,7 @@ struct Opened {
     waker: Waker,
     cache: Option<crate::io::CacheInfo>,
     durability: Durability,
+    view: Arc<ReadView>,
 }
 
 impl Drive {
@@ -374,12 +394,23 @@ impl Drive {
             }
         }
         let geometry = files.geometry;
+        let direct = DirectFiles::from_ring(&files).map_err(|source| OpenError::Io {
+            path: path.to_path_buf(),
+            action: "duplicate the ring's files for readers",
+            source,
+        })?;
+        let read_buffers = ReadBuffers::new(options.read_buffers.max(1), buffer_bytes(&geometry))
+            .map_err(|source| OpenError::Io {
+            path: path.to_path_buf(),
+            action: "map the read buffers",
+            source,
+        })?;
         let buffer_bytes = buffer_bytes(&geometry);
         let buffers = buffer_count(&geometry);
         let spin_us = options.spin_before_block_us;
         let sqpoll_idle_ms = options.sqpoll_idle_ms;
         let thread_path = path.to_path_buf();
-        Drive::open_with(path, geometry, options, move || {
+        let drive = Drive::open_with(path, geometry, options, move || {
             let (mut backend, note) = crate::uring::UringBackend::with_sqpoll(
                 files,
                 buffers,
@@ -391,7 +422,9 @@ impl Drive {
                 tracing::info!(path = %thread_path.display(), "{note}");
             }
             Ok(backend)
-        })
+        })?;
+        drive.view.attach_files(direct, read_buffers);
+        Ok(drive)
     }
 
     /// Opens a drive on a backend built by `make_backend` on the drive thread (the io_uring
@@ -447,6 +480,7 @@ impl Drive {
             cache: opened.cache,
             durability: opened.durability,
             tickets,
+            view: opened.view,
         })
     }
 
@@ -575,29 +609,95 @@ impl Drive {
         Ok(ticket)
     }
 
-    /// Reads a live (acknowledged, untrimmed) entry, checking it with replay's own checks.
+    /// Reads a live (acknowledged, untrimmed) entry. An entry still in the recent-batch
+    /// cache is copied from memory; any other is read from the device (only the blocks that
+    /// hold it) on this thread, in parallel with every other reader and the write path, and
+    /// checked with replay's record checks. Outcomes: the payload, [`ReadError::Trimmed`],
+    /// [`ReadError::NotYetDurable`] (nothing unacknowledged is ever served) or
+    /// [`ReadError::Damaged`] (a record failing a check, or a read error: that read's outcome
+    /// only, the drive runs on).
     pub fn read(&self, lsn: u64) -> Result<Vec<u8>, ReadError> {
-        Ok(self.read_batch(lsn)?.payload)
+        if let Some(stopped) = self.view.stopped() {
+            return Err(stopped.map_or_else(ReadError::Closed, ReadError::Failed));
+        }
+        match self.view.lookup(lsn)? {
+            Lookup::Cached(payload) => Ok(payload),
+            Lookup::Device(record) => match self.view.direct() {
+                Some(direct) => self.view.read_direct(direct, record),
+                // A drive on a simulated device reads through its thread.
+                None => self.read_on_drive(lsn),
+            },
+        }
     }
 
-    /// The entry at `lsn` and the rest of its batch.
-    fn read_batch(&self, lsn: u64) -> Result<ReadEntries, ReadError> {
+    /// Reads an entry through the drive thread's ring.
+    fn read_on_drive(&self, lsn: u64) -> Result<Vec<u8>, ReadError> {
         let (request, answer) = Request::read(lsn);
         self.send(request)?;
         answer.recv().map_err(|_| DriveClosed)?
     }
 
-    /// Iterates over live entries from `lsn` on, a batch at a time, up to the durable tail as
-    /// it was when the iterator got there. Starting below the first live LSN yields
-    /// [`ReadError::Trimmed`] naming where the log starts; past the durable tail,
-    /// [`ReadError::NotYetDurable`].
-    pub fn iter_from(&self, lsn: u64) -> EntryIter<'_> {
-        EntryIter {
-            drive: self,
-            next_lsn: lsn,
-            batch: VecDeque::new(),
-            done: false,
+    /// [`Drive::read`] as a future: a cached entry (or a trimmed or not yet durable LSN) is
+    /// ready at once; any other read is submitted on the drive's own io_uring, several in
+    /// flight, and the future wakes when it completes. No thread waits for it.
+    pub fn read_async(&self, lsn: u64) -> DriveFuture<Vec<u8>, ReadError> {
+        if let Some(stopped) = self.view.stopped() {
+            return DriveFuture::ready(Err(
+                stopped.map_or_else(ReadError::Closed, ReadError::Failed)
+            ));
         }
+        match self.view.lookup(lsn) {
+            Ok(Lookup::Cached(payload)) => DriveFuture::ready(Ok(payload)),
+            Err(error) => DriveFuture::ready(Err(error)),
+            Ok(Lookup::Device(_)) => {
+                let (request, answer) = Request::read(lsn);
+                match self.send(request) {
+                    Ok(()) => DriveFuture::waiting(answer),
+                    Err(closed) => DriveFuture::ready(Err(closed.into())),
+                }
+            }
+        }
+    }
+
+    /// Iterates over live entries from `lsn` on, up to the durable tail, reading ahead in
+    /// large sequential reads (recent batches come from the cache). At the durable tail it
+    /// returns `None`; calling `next` again later goes on from there (wait with
+    /// [`Drive::wait_durable`] in between to follow the log). Starting below the first live
+    /// LSN yields [`ReadError::Trimmed`] naming where the log starts; past the durable tail
+    /// (beyond the next LSN), [`ReadError::NotYetDurable`].
+    pub fn iter_from(&self, lsn: u64) -> EntryIter<'_> {
+        EntryIter::new(self, lsn)
+    }
+
+    /// Blocks until the durable tail reaches `lsn` (every entry up to it is acknowledged), or
+    /// `timeout` passes: the durable tail then. Woken once, by the acknowledgement that
+    /// passes `lsn`: a tailing reader or a long-poll request needs no polling.
+    pub fn wait_durable(&self, lsn: u64, timeout: Option<Duration>) -> Result<u64, WaitError> {
+        self.view.wait_durable(lsn, timeout)
+    }
+
+    /// [`Drive::wait_durable`] as a future (no timeout: drop it to stop waiting).
+    pub fn durable_async(&self, lsn: u64) -> DurableFuture {
+        DurableFuture {
+            view: Arc::clone(&self.view),
+            lsn,
+            id: None,
+        }
+    }
+
+    /// The highest acknowledged LSN, without asking the drive thread.
+    pub fn durable_lsn(&self) -> u64 {
+        self.view.durable_lsn()
+    }
+
+    /// The first live (untrimmed) LSN, without asking the drive thread.
+    pub fn first_live_lsn(&self) -> u64 {
+        self.view.trim_lsn() + 1
+    }
+
+    /// What reads did and what their structures hold, without asking the drive thread.
+    pub fn read_stats(&self) -> ReadStats {
+        self.view.read_stats()
     }
 
     /// Releases every entry with LSN at or below `lsn` (inclusive), durably: once this returns,
@@ -606,6 +706,15 @@ impl Drive {
         let (request, answer) = Request::trim(lsn);
         self.send(request)?;
         answer.recv().map_err(|_| DriveClosed)?
+    }
+
+    /// [`Drive::trim`] as a future: ready once the trim is durable.
+    pub fn trim_async(&self, lsn: u64) -> DriveFuture<(), TrimError> {
+        let (request, answer) = Request::trim(lsn);
+        match self.send(request) {
+            Ok(()) => DriveFuture::waiting(answer),
+            Err(closed) => DriveFuture::ready(Err(closed.into())),
+        }
     }
 
     /// Counters, histograms and state.
@@ -716,6 +825,7 @@ fn drive_thread<B, F>(
         waker: drive.backend_mut().waker(),
         cache: drive.backend_mut().cache_info(),
         durability: drive.durability(),
+        view: Arc::clone(&drive.view),
     };
     if opened_sender.send(Ok(opened)).is_err() {
         return;
@@ -779,39 +889,97 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Live entries from an LSN on: `(lsn, payload)`.
-pub struct EntryIter<'a> {
-    drive: &'a Drive,
-    next_lsn: u64,
-    batch: VecDeque<(u64, Vec<u8>)>,
-    done: bool,
+/// The outcome of a drive's request as a future: a read or trim answered by the drive thread,
+/// or one answered at once. A drive that stops without answering yields its close error.
+#[must_use = "futures do nothing unless awaited"]
+pub struct DriveFuture<T, E> {
+    ready: Option<Result<T, E>>,
+    answer: Option<Answer<Result<T, E>>>,
 }
 
-impl Iterator for EntryIter<'_> {
-    type Item = Result<(u64, Vec<u8>), ReadError>;
+impl<T, E> DriveFuture<T, E> {
+    fn ready(outcome: Result<T, E>) -> Self {
+        DriveFuture {
+            ready: Some(outcome),
+            answer: None,
+        }
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(entry) = self.batch.pop_front() {
-            self.next_lsn = entry.0 + 1;
-            return Some(Ok(entry));
+    fn waiting(answer: Answer<Result<T, E>>) -> Self {
+        DriveFuture {
+            ready: None,
+            answer: Some(answer),
         }
-        if self.done {
-            return None;
+    }
+}
+
+impl<T: Unpin, E: From<DriveClosed> + Unpin> Future for DriveFuture<T, E> {
+    type Output = Result<T, E>;
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(outcome) = self.ready.take() {
+            return Poll::Ready(outcome);
         }
-        match self.drive.read_batch(self.next_lsn) {
-            Ok(entries) => {
-                self.batch = entries.into_vec().into();
-                self.next()
-            }
-            // The durable tail: the iteration is complete.
-            Err(ReadError::NotYetDurable { lsn, durable_lsn }) if lsn == durable_lsn + 1 => {
-                self.done = true;
-                None
-            }
-            Err(error) => {
-                self.done = true;
-                Some(Err(error))
+        let Some(answer) = self.answer.as_mut() else {
+            panic!("a DriveFuture polled after it completed");
+        };
+        match Pin::new(answer).poll(context) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(answered) => {
+                self.answer = None;
+                Poll::Ready(answered.unwrap_or_else(|_| Err(DriveClosed.into())))
             }
         }
     }
 }
+
+/// Waits for the durable tail to reach an LSN ([`Drive::durable_async`]): the durable tail
+/// then, or why it never will (the drive failed or closed).
+#[must_use = "futures do nothing unless awaited"]
+pub struct DurableFuture {
+    view: Arc<ReadView>,
+    lsn: u64,
+    id: Option<u64>,
+}
+
+impl Future for DurableFuture {
+    type Output = Result<u64, WaitError>;
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let lsn = self.lsn;
+        for registered in [false, true] {
+            let durable = self.view.durable_lsn();
+            if durable >= lsn {
+                if let Some(id) = self.id.take() {
+                    self.view.unregister(lsn, id);
+                }
+                return Poll::Ready(Ok(durable));
+            }
+            if let Some(stopped) = self.view.stopped() {
+                if let Some(id) = self.id.take() {
+                    self.view.unregister(lsn, id);
+                }
+                return Poll::Ready(Err(
+                    stopped.map_or_else(WaitError::Closed, WaitError::Failed)
+                ));
+            }
+            if !registered {
+                // Registered (or its waker refreshed), then looked at again: an advance between
+                // the first look and the registration woke nobody.
+                let id = self.id;
+                self.id = Some(self.view.register_task(lsn, id, context.waker()));
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for DurableFuture {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.view.unregister(self.lsn, id);
+        }
+    }
+}
+
+pub use self::view::ReadStats;

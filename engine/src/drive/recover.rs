@@ -15,7 +15,8 @@ use sealog_wal::{
 };
 
 use super::clock::Clock;
-use super::core::{DriveCore, IndexedBatch, Recovered};
+use super::core::{DriveCore, Recovered};
+use super::index::{IndexedBatch, ReadIndex, RecordSpan};
 use super::op::Op;
 use super::{DriveOptions, Durability};
 use crate::error::OpenError;
@@ -304,13 +305,13 @@ fn replay_ring<B: IoBackend>(
     backend: &mut B,
     path: &Path,
     options: &DriveOptions,
-) -> Result<(RecoveryReport, VecDeque<IndexedBatch>), OpenError> {
+) -> Result<(RecoveryReport, ReadIndex), OpenError> {
     let replay_options = ReplayOptions {
         mode: options.recovery,
         read_chunk_bytes: backend.pool().buffer_bytes() as u32,
     };
     let size = backend.size_bytes();
-    let mut index: VecDeque<IndexedBatch> = VecDeque::new();
+    let mut index = ReadIndex::default();
     let mut source = BackendSource {
         backend,
         size,
@@ -335,19 +336,22 @@ fn replay_ring<B: IoBackend>(
     }
 }
 
-/// Adds a replayed entry to the read index: to its batch's entry when it is the batch the last
-/// entry was in, else as a new batch.
-fn index_entry(index: &mut VecDeque<IndexedBatch>, entry: &Entry<'_>) {
-    match index.back_mut() {
-        Some(batch) if batch.position == entry.batch => batch.next_lsn = entry.lsn + 1,
-        _ => index.push_back(IndexedBatch {
-            position: entry.batch,
-            first_lsn: entry.batch_first_lsn,
-            next_lsn: entry.lsn + 1,
-            bytes: entry.batch_bytes,
-            incarnation: entry.incarnation,
-        }),
-    }
+/// Adds a replayed entry to the read index, with its span in its batch.
+fn index_entry(index: &mut ReadIndex, entry: &Entry<'_>) {
+    let batch = IndexedBatch {
+        position: entry.batch,
+        first_lsn: entry.batch_first_lsn,
+        next_lsn: entry.lsn + 1,
+        bytes: entry.batch_bytes,
+        incarnation: entry.incarnation,
+        cached: None,
+    };
+    // Replay checked both: the record lies inside its batch, its payload within the limit.
+    let span = RecordSpan {
+        offset_in_batch: entry.position.offset - entry.batch.offset,
+        payload_len: entry.payload.len() as u32,
+    };
+    index.push_replayed(batch, entry.lsn, span);
 }
 
 /// What recovery writes and flushes, in order, for what replay found; a plan that cannot be
@@ -369,7 +373,7 @@ impl Recovered {
     /// The state machine's start once `plan` is carried out: the plan's control block,
     /// incarnation and cursor, and what is covered (everything, when the plan wrote a tail
     /// marker; else what a recovered watermark or the trim point covers).
-    fn after(report: RecoveryReport, plan: RecoveryPlan, index: VecDeque<IndexedBatch>) -> Self {
+    fn after(report: RecoveryReport, plan: RecoveryPlan, index: ReadIndex) -> Self {
         let marker_written = matches!(plan.tail_marker, TailMarker::Planned { .. });
         let lsn_durable = plan.lsn_durable;
         let lsn_covered = if marker_written {

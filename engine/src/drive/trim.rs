@@ -50,42 +50,42 @@ impl<B: IoBackend> DriveCore<B> {
         let Some(TrimRequest { lsn, reply }) = self.trims.pop_front() else {
             return;
         };
-        let Some(sequence) = self.control_sequence_for_trim(lsn, &reply) else {
-            return;
+        let sequence = match self.control_sequence_for_trim(lsn) {
+            Ok(sequence) => sequence,
+            Err(answer) => {
+                reply.send(answer);
+                return;
+            }
         };
         let control = self.trimmed_control(lsn, sequence);
         self.submit_control_block(control, lsn, reply);
     }
 
-    /// The sequence number of the control block a trim to `lsn` writes, or `None` once the
-    /// trim is answered without one: refused past the durable tail, done at or below the
-    /// trim point already, refused when the control block's sequence is exhausted.
-    fn control_sequence_for_trim(&self, lsn: u64, reply: &TrimSender) -> Option<u64> {
+    /// The sequence number of the control block a trim to `lsn` writes, or the trim's answer
+    /// when it needs none: refused past the durable tail, done at or below the trim point
+    /// already, refused when the control block's sequence is exhausted.
+    fn control_sequence_for_trim(&self, lsn: u64) -> Result<u64, Result<(), TrimError>> {
         if lsn > self.lsn_durable {
-            let _ = reply.send(Err(TrimError::BeyondDurable {
+            return Err(Err(TrimError::BeyondDurable {
                 lsn,
                 durable_lsn: self.lsn_durable,
             }));
-            return None;
         }
         if lsn <= self.control.trim_lsn {
-            let _ = reply.send(Ok(()));
-            return None;
+            return Err(Ok(()));
         }
-        let Ok(sequence) = self.control.next_sequence() else {
-            let _ = reply.send(Err(TrimError::ControlSequenceExhausted {
+        self.control.next_sequence().map_err(|_| {
+            Err(TrimError::ControlSequenceExhausted {
                 sequence: self.control.sequence,
-            }));
-            return None;
-        };
-        Some(sequence)
+            })
+        })
     }
 
     /// The control block after a trim to `lsn`, numbered `sequence`: its head is the oldest
     /// batch that keeps a live entry, else the oldest batch on the device, else where the
     /// next batch goes.
     fn trimmed_control(&self, lsn: u64, sequence: u64) -> ControlBlock {
-        let keep = self.index.iter().find(|batch| batch.next_lsn > lsn + 1);
+        let keep = self.view.index().first_keeping(lsn);
         let (head, head_lsn, head_incarnation) = match keep {
             Some(batch) => (batch.position, batch.first_lsn, batch.incarnation),
             None => match self.inflight_front() {
@@ -198,18 +198,19 @@ impl<B: IoBackend> DriveCore<B> {
         let trim = self.trim_in_flight.take().expect("checked");
         self.lanes.release(Lane::Control, trim.buffer);
         self.control = trim.control;
-        while self
+        // Readers see the entries trimmed before their index entries go, and before any later
+        // batch can reuse their blocks.
+        self.view.publish_trim(trim.lsn);
+        self.view
             .index
-            .front()
-            .is_some_and(|batch| batch.next_lsn <= trim.lsn + 1)
-        {
-            self.index.pop_front();
-        }
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .trim(trim.lsn);
         // Trimmed entries need no watermark: damage to them is never a question again.
         self.lsn_covered = self.lsn_covered.max(trim.lsn);
         self.on_head_moved();
         if let Some(reply) = trim.reply {
-            let _ = reply.send(Ok(()));
+            reply.send(Ok(()));
         }
     }
 }

@@ -1,0 +1,173 @@
+//! Reads on the caller's thread: the ring's files (duplicated descriptors, O_DIRECT like the
+//! drive's own) and a bounded set of aligned read buffers, so that readers on many threads read
+//! the device in parallel (one read in flight per reader), never through the drive thread and
+//! never behind the write path. A reader that finds every buffer taken waits in a fair queue
+//! (first come, first served), never spinning.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use memmap2::MmapMut;
+use sealog_wal::Geometry;
+
+use crate::pool::BUFFER_ALIGN_BYTES;
+use crate::storage::{RingFiles, RingKind};
+
+/// The ring's files as readers see them.
+pub(crate) struct DirectFiles {
+    kind: RingKind,
+    geometry: Geometry,
+    files: Vec<File>,
+}
+
+impl DirectFiles {
+    /// Duplicates the descriptors of an open ring (they keep its O_DIRECT flag).
+    pub(crate) fn from_ring(ring: &RingFiles) -> io::Result<DirectFiles> {
+        Ok(DirectFiles {
+            kind: ring.kind,
+            geometry: ring.geometry,
+            files: ring
+                .files
+                .iter()
+                .map(File::try_clone)
+                .collect::<io::Result<_>>()?,
+        })
+    }
+
+    /// Reads `buf.len()` bytes at `ring_offset` (block-aligned, inside one segment).
+    pub(crate) fn read_at(&self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let (file, offset) = RingFiles::locate_in(self.kind, &self.geometry, ring_offset);
+        self.files[file].read_exact_at(buf, offset)
+    }
+}
+
+/// Aligned buffers for reads on callers' threads, handed out in arrival order.
+pub(crate) struct ReadBuffers {
+    buffer_bytes: usize,
+    count: usize,
+    queue: Mutex<BufferQueue>,
+    freed: Condvar,
+}
+
+struct BufferQueue {
+    free: Vec<MmapMut>,
+    /// Tickets in arrival order: the reader holding `serving` takes the next free buffer.
+    next_ticket: u64,
+    serving: u64,
+}
+
+/// A read buffer, returned to its queue when dropped.
+pub(crate) struct ReadBuffer<'a> {
+    map: Option<MmapMut>,
+    owner: &'a ReadBuffers,
+}
+
+impl ReadBuffers {
+    /// `count` buffers of `buffer_bytes` each (rounded up to the alignment), mapped now but
+    /// backed by memory only as reads touch them.
+    pub(crate) fn new(count: usize, buffer_bytes: usize) -> io::Result<ReadBuffers> {
+        let buffer_bytes = buffer_bytes.div_ceil(BUFFER_ALIGN_BYTES) * BUFFER_ALIGN_BYTES;
+        let free = (0..count)
+            .map(|_| MmapMut::map_anon(buffer_bytes))
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(ReadBuffers {
+            buffer_bytes,
+            count,
+            queue: Mutex::new(BufferQueue {
+                free,
+                next_ticket: 0,
+                serving: 0,
+            }),
+            freed: Condvar::new(),
+        })
+    }
+
+    /// Bytes of each buffer.
+    pub(crate) fn buffer_bytes(&self) -> usize {
+        self.buffer_bytes
+    }
+
+    /// Number of buffers.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BufferQueue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Takes a buffer, waiting behind every reader that asked earlier.
+    pub(crate) fn take(&self) -> ReadBuffer<'_> {
+        let mut queue = self.lock();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        while queue.serving != ticket || queue.free.is_empty() {
+            queue = self
+                .freed
+                .wait(queue)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        queue.serving += 1;
+        let map = queue.free.pop();
+        drop(queue);
+        // The next ticket may be served too if buffers are left.
+        self.freed.notify_all();
+        ReadBuffer { map, owner: self }
+    }
+}
+
+impl ReadBuffer<'_> {
+    /// The buffer's first `len` bytes.
+    pub(crate) fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
+        &mut self.map.as_mut().expect("held until dropped")[..len]
+    }
+}
+
+impl Drop for ReadBuffer<'_> {
+    fn drop(&mut self) {
+        if let Some(map) = self.map.take() {
+            self.owner.lock().free.push(map);
+            self.owner.freed.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn more_readers_than_buffers_are_served_in_turn() {
+        let buffers = Arc::new(ReadBuffers::new(2, 4096).expect("map"));
+        let held = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let readers: Vec<_> = (0..32)
+            .map(|_| {
+                let (buffers, held, most) = (buffers.clone(), held.clone(), most.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        let mut buffer = buffers.take();
+                        let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        buffer.bytes_mut(4096)[0] = 1;
+                        held.fetch_sub(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for reader in readers {
+            reader.join().expect("reader");
+        }
+        assert!(
+            most.load(Ordering::SeqCst) <= 2,
+            "never more than the buffers"
+        );
+        assert_eq!(buffers.lock().free.len(), 2, "every buffer came back");
+    }
+}
