@@ -421,7 +421,7 @@ pub fn builtin_random_read(
             })?;
             let buffer = completion.tag as usize;
             latency
-                .record(submitted_at[buffer].elapsed().as_micros().max(1) as u64)
+                .record(submitted_at[buffer].elapsed().as_nanos().max(1) as u64)
                 .ok();
             reads += 1;
             in_flight -= 1;

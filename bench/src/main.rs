@@ -706,6 +706,10 @@ struct RestartFigures {
     read_rows: Vec<ReadRow>,
     /// Peak resident memory of the process during the tail section, bytes (0: not measured).
     tail_peak_rss_bytes: u64,
+    /// The read statistics of the drive on the full ring (its read index) and of the tail
+    /// section's drive (its cache), when the read section ran.
+    full_ring_read_stats: Option<sealog::ReadStats>,
+    tail_read_stats: Option<sealog::ReadStats>,
     /// fio's random reads at 1 and 16 in flight, when fio is installed.
     fio_rows: Vec<ReadRow>,
     /// The open section's rows (the three ring sizes).
@@ -755,12 +759,12 @@ fn read_and_open_sections(
     let mut read_rows = Vec::new();
     let mut fio_rows = Vec::new();
     let mut tail_peak_rss_bytes = 0;
+    let mut full_ring_read_stats = None;
+    let mut tail_read_stats = None;
     if sections.read {
-        read_rows.extend(reads::cold_and_catch_up(
-            &full_ring,
-            options.clone(),
-            times,
-        )?);
+        let (rows, stats) = reads::cold_and_catch_up(&full_ring, options.clone(), times)?;
+        read_rows.extend(rows);
+        full_ring_read_stats = Some(stats);
         let fio_target = ceiling::FioReadTarget::of_ring(&full_ring, context.full_ring_bytes)?;
         for depth in [1, reads::COLD_DEPTH] {
             progress(&format!("cold reads: fio randread, {depth} in flight"));
@@ -780,7 +784,9 @@ fn read_and_open_sections(
     if sections.read {
         let ring = context.ring_path("tail");
         let rss_reset = cells::reset_peak_rss();
-        read_rows.extend(reads::tail_reads(&ring, shape, options, times)?);
+        let (rows, stats) = reads::tail_reads(&ring, shape, options, times)?;
+        read_rows.extend(rows);
+        tail_read_stats = Some(stats);
         if rss_reset {
             tail_peak_rss_bytes = cells::peak_rss_since_reset_bytes().unwrap_or(0);
         }
@@ -805,6 +811,8 @@ fn read_and_open_sections(
         recovery,
         read_rows,
         tail_peak_rss_bytes,
+        full_ring_read_stats,
+        tail_read_stats,
         fio_rows,
         open_times,
         sync_method: ring_sync_method,
@@ -831,12 +839,9 @@ fn print_read_and_open_sections(context: &RunContext<'_>, restart: &RestartFigur
             context.full_ring_bytes >> 20,
             reads::COLD_PAYLOAD_BYTES
         );
-        println!(
-            "memory: the tail section's read cache {} MiB (bench setting), peak RSS of the tail \
-             section {} MiB; the read index's bytes per live entry: not reported by this engine",
-            reads::TAIL_READ_CACHE_BYTES >> 20,
-            restart.tail_peak_rss_bytes >> 20
-        );
+        for line in memory_lines(restart) {
+            println!("{line}");
+        }
     }
     if let Some(recovery) = &restart.recovery {
         let read_ceiling = recovery.read_ceiling_bytes_per_sec();
@@ -868,6 +873,52 @@ fn print_read_and_open_sections(context: &RunContext<'_>, restart: &RestartFigur
              the last row is the full ring of the recovery line"
         );
     }
+}
+
+/// What the read structures hold, from the drives' read statistics: the tail drive's cache
+/// bound and read buffers against its configuration, and the full ring's read index per entry.
+fn memory_lines(restart: &RestartFigures) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(tail) = &restart.tail_read_stats {
+        lines.push(format!(
+            "memory: the tail drive's read cache bounded at {} MiB (configured {} MiB), {} read \
+             buffers of {} KiB ({} MiB); peak RSS of the tail section {} MiB",
+            tail.cache_capacity_bytes >> 20,
+            reads::TAIL_READ_CACHE_BYTES >> 20,
+            tail.read_buffers,
+            tail.read_buffer_bytes >> 10,
+            (tail.read_buffers * tail.read_buffer_bytes) >> 20,
+            restart.tail_peak_rss_bytes >> 20
+        ));
+    }
+    if let Some(full) = &restart.full_ring_read_stats {
+        lines.push(format!(
+            "memory: the full ring's read index: {} live entries in {:.1} MiB, {:.1} bytes per \
+             live entry",
+            full.index_entries,
+            full.index_memory_bytes as f64 / (1u64 << 20) as f64,
+            full.index_bytes_per_entry
+        ));
+    }
+    lines
+}
+
+/// The read statistics' memory figures for the JSON.
+fn read_memory_json(stats: Option<&sealog::ReadStats>) -> serde_json::Value {
+    stats.map_or(serde_json::Value::Null, |stats| {
+        json!({
+            "cache_capacity_bytes": stats.cache_capacity_bytes,
+            "read_buffers": stats.read_buffers,
+            "read_buffer_bytes": stats.read_buffer_bytes,
+            "index_entries": stats.index_entries,
+            "index_memory_bytes": stats.index_memory_bytes,
+            "index_bytes_per_entry": stats.index_bytes_per_entry,
+            "cache_hits": stats.cache_hits,
+            "device_reads": stats.device_reads,
+            "device_read_bytes": stats.device_read_bytes,
+            "damaged": stats.damaged,
+        })
+    })
 }
 
 /// The full ring's recovery as a row of the open table (no format time: it was filled, not
@@ -920,7 +971,12 @@ fn read_and_open_json(document: &mut serde_json::Value, restart: &RestartFigures
         "tail_writer_in_flight": reads::TAIL_WRITER_IN_FLIGHT,
         "tail_read_cache_bytes": reads::TAIL_READ_CACHE_BYTES,
         "tail_peak_rss_bytes": restart.tail_peak_rss_bytes,
-        "read_index_bytes_per_entry": serde_json::Value::Null,
+        "read_index_bytes_per_entry": restart
+            .full_ring_read_stats
+            .as_ref()
+            .map(|stats| stats.index_bytes_per_entry),
+        "full_ring_read_stats": read_memory_json(restart.full_ring_read_stats.as_ref()),
+        "tail_read_stats": read_memory_json(restart.tail_read_stats.as_ref()),
     });
     document["open_times"] = json!(restart
         .open_times
