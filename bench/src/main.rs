@@ -1,16 +1,21 @@
 //! `sealog-bench`: sealog against what the device itself can do and against its peers, in one
-//! run on one file system: the built-in io_uring write+datasync ceilings (4 KiB and 1 MiB, queue
-//! depth 1) and a sequential O_DIRECT read (1 and 4 reads in flight), fio's when it is
+//! run on one file system, in three sections (`--section` runs some alone). Write: the built-in
+//! io_uring write+datasync ceilings (4 KiB and 1 MiB, queue depth 1), fio's when it is
 //! installed, the raw paths a lone append could take (write + linked fdatasync, RWF_DSYNC, at
 //! queue depth 1) and the raw write bandwidth (no sync), the sync method the run's ring chose
-//! when it was formatted, sealog's cells (payload sizes x writers x appends in flight), the
-//! recovery of a full 1 GiB ring, and with `--features peers` raft-engine's and okaywal's
-//! cells and the single writer against them in interleaved rounds (`rounds.rs`); each cell with
-//! its ratio to the ceiling that bounds it (and a peer's with sealog's ratio to it), then the
-//! issues' targets with this run's figures. A table on the terminal, `--json PATH` with the
-//! machine description, `--plot PATH` an SVG.
+//! when it was formatted, sealog's cells (payload sizes x writers x appends in flight), and with
+//! `--features peers` raft-engine's and okaywal's cells and the single writer against them in
+//! interleaved rounds (`rounds.rs`). Read (`reads.rs`): tail reads from the recent-batch cache
+//! beside a writer, cold random point reads and a catch-up iterator over a full 1 GiB ring,
+//! against the built-in random and sequential O_DIRECT read ceilings and fio's random reads.
+//! Open (`opens.rs`): the recovery of the full ring against the sequential read ceiling, and
+//! the open time of rings of 256 MiB, 1 GiB and 4 GiB holding the same small live region. Each
+//! figure with its ratio to the ceiling that bounds it, then the issues' targets with this
+//! run's figures. A table on the terminal, `--json PATH` with the machine description, `--plot
+//! PATH` an SVG of the write cells.
 //!
-//! `cargo run --release -p sealog-bench -- --quick` is the README's main job (about a minute).
+//! `cargo run --release -p sealog-bench -- --quick` is the README's main job (about two
+//! minutes).
 
 #![forbid(unsafe_code)]
 

@@ -529,6 +529,7 @@ fn cold_blocking(
     times: ReadTimes,
 ) -> Result<ReadRow, String> {
     let (first, count) = (*live.start(), live.end() - live.start() + 1);
+    let stats_before = drive.read_stats();
     let (reads, seconds, latency) = timed_threads(threads, times, None, None, |random| {
         let lsn = first + random.below(count);
         let payload = drive.read(lsn).map_err(|error| error.to_string())?;
@@ -547,10 +548,23 @@ fn cold_blocking(
     );
     row.section = SECTION_COLD;
     row.note = format!(
-        "Drive::read of random live LSNs (of {count}), {threads} threads each blocking on one; \
-         the drive opened just before, so nothing was cached"
+        "Drive::read of random live LSNs (of {count}), {threads} threads each blocking on one \
+         ({}; warm-up included)",
+        served_from(&stats_before, &drive.read_stats())
     );
     Ok(row)
+}
+
+/// Where reads between two snapshots of the drive's read statistics were served from: cold
+/// reads must be device reads, not cache hits.
+fn served_from(before: &ReadStats, after: &ReadStats) -> String {
+    let device_reads = after.device_reads - before.device_reads;
+    let bytes = after.device_read_bytes - before.device_read_bytes;
+    format!(
+        "{} cache hits, {device_reads} device reads of {} bytes each on average",
+        after.cache_hits - before.cache_hits,
+        bytes / device_reads.max(1)
+    )
 }
 
 /// Wakes the thread that polls the cold reads' futures (an executor's waker, as
@@ -583,6 +597,7 @@ fn cold_async(
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
     let mut context = Context::from_waker(&waker);
     let mut random = SplitMix64::new(0xa5c0_0001);
+    let stats_before = drive.read_stats();
     let mut start = || -> ReadInFlight {
         let lsn = first + random.below(count);
         (lsn, Instant::now(), drive.read_async(lsn))
@@ -632,7 +647,8 @@ fn cold_async(
     row.section = SECTION_COLD;
     row.note = format!(
         "Drive::read_async of random live LSNs (of {count}), {depth} futures in flight polled \
-         by one thread (the drive thread's io_uring reads them)"
+         by one thread (the drive thread's io_uring reads them; {}, warm-up included)",
+        served_from(&stats_before, &drive.read_stats())
     );
     Ok(row)
 }
