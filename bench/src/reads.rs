@@ -45,12 +45,11 @@ struct TailPlan {
     paced_reads_per_sec: Option<f64>,
 }
 
-/// The tail section's phases, in order. The writer runs alone first and last, so its no-reader
-/// figure brackets the phases with readers (the device drifts). Four readers run twice: as fast
-/// as they go (the most the cache serves), and paced at the target's 500 k reads/s, which asks
-/// what serving that rate costs the writer: on this machine's 2 CPUs, readers that never stop
-/// take the CPUs the writer and the drive thread need, whatever the engine does.
-const TAIL_PHASES: [TailPlan; 5] = [
+/// The tail section's phases of one round, in order. Four readers run twice: as fast as they
+/// go (the most the cache serves), and paced at the target's 500 k reads/s, which asks what
+/// serving that rate costs the writer: on this machine's 2 CPUs, readers that never stop take
+/// the CPUs the writer and the drive thread need, whatever the engine does.
+const TAIL_ROUND: [TailPlan; 4] = [
     TailPlan {
         readers: 0,
         paced_reads_per_sec: None,
@@ -67,11 +66,19 @@ const TAIL_PHASES: [TailPlan; 5] = [
         readers: 4,
         paced_reads_per_sec: Some(TAIL_READS_PER_SEC_GOAL),
     },
-    TailPlan {
-        readers: 0,
-        paced_reads_per_sec: None,
-    },
 ];
+
+/// Rounds of [`TAIL_ROUND`], then one more phase of the writer alone: its throughput drifts
+/// with the device's by a factor of several within seconds on a shared host, so each figure
+/// is the mean of phases spread over the section, and the no-reader figure brackets the rest.
+const TAIL_ROUNDS: usize = 2;
+
+/// Every phase of the tail section, in order.
+fn tail_plans() -> Vec<TailPlan> {
+    let mut plans: Vec<TailPlan> = (0..TAIL_ROUNDS).flat_map(|_| TAIL_ROUND).collect();
+    plans.push(TAIL_ROUND[0]);
+    plans
+}
 
 /// Payload of the cold reads' entries: the record (a 64-byte header and the payload) is one
 /// 4 KiB block, so a record-grained read is one 4 KiB read, the random-read ceiling's size.
@@ -260,7 +267,7 @@ pub fn tail_reads(
         stop: AtomicBool::new(false),
     };
     let (phases, writer_latency) = std::thread::scope(|scope| {
-        let writing = scope.spawn(|| writer.run(&drive, TAIL_PHASES.len()));
+        let writing = scope.spawn(|| writer.run(&drive, tail_plans().len()));
         let phases = tail_phases(&drive, &writer, newest_entries, times);
         writer.stop.store(true, Ordering::SeqCst);
         let latency = writing
@@ -295,7 +302,12 @@ fn tail_phases(
     times: ReadTimes,
 ) -> Result<Vec<TailPhase>, String> {
     let mut phases = Vec::new();
-    for (phase, plan) in TAIL_PHASES.iter().enumerate() {
+    // The rounds share the section's time.
+    let times = ReadTimes {
+        window: times.window / TAIL_ROUNDS as u32,
+        ..times
+    };
+    for (phase, plan) in tail_plans().iter().enumerate() {
         let readers = plan.readers;
         crate::progress(&format!("tail reads: writer beside {readers} readers"));
         writer.phase.store(phase, Ordering::SeqCst);
@@ -340,80 +352,97 @@ fn tail_phases(
 /// The tail section's rows from its phases.
 fn tail_rows(phases: &[TailPhase], writer_latency: &[Histogram<u64>]) -> Vec<ReadRow> {
     let writer_load = ReadLoad::single_thread(TAIL_WRITER_IN_FLIGHT as u64);
-    let writer_rows: Vec<ReadRow> = phases
-        .iter()
-        .zip(writer_latency)
-        .map(|(phase, latency)| {
-            let mut row = ReadRow::measured(
-                TAIL_WRITER,
-                TAIL_PAYLOAD_BYTES as u64,
-                writer_load,
-                phase.appends,
-                phase.seconds,
-                latency,
-            );
-            row.section = SECTION_TAIL;
-            row.readers_alongside = phase.plan.readers;
-            row.readers_paced_per_sec = phase.plan.paced_reads_per_sec.unwrap_or(0.0);
-            row.note = "appends acknowledged per second; latency submission to acknowledgement"
-                .to_string();
-            row
-        })
-        .collect();
-    // The no-reader figure: the mean of the phases without readers (first and last).
-    let alone: Vec<&ReadRow> = writer_rows
-        .iter()
-        .filter(|row| row.readers_alongside == 0)
-        .collect();
-    let mut baseline = ReadRow::mean_of(&alone);
-    baseline.note = format!(
-        "the writer alone: the mean of {} phases without readers, before and after",
-        alone.len()
-    );
-    let mut rows = vec![baseline.clone()];
-    for (phase, mut writer_row) in phases.iter().zip(writer_rows) {
-        let readers = phase.plan.readers;
-        if readers == 0 {
-            continue;
-        }
-        writer_row.judge_against(&baseline, false);
-        let mut reader = ReadRow::measured(
+    let writer_row = |phase: &TailPhase, latency: &Histogram<u64>| {
+        let mut row = ReadRow::measured(
+            TAIL_WRITER,
+            TAIL_PAYLOAD_BYTES as u64,
+            writer_load,
+            phase.appends,
+            phase.seconds,
+            latency,
+        );
+        row.section = SECTION_TAIL;
+        row.readers_alongside = phase.plan.readers;
+        row.readers_paced_per_sec = phase.plan.paced_reads_per_sec.unwrap_or(0.0);
+        row
+    };
+    let reader_row = |phase: &TailPhase| {
+        let mut row = ReadRow::measured(
             TAIL_READ,
             TAIL_PAYLOAD_BYTES as u64,
-            ReadLoad::blocking_threads(readers),
+            ReadLoad::blocking_threads(phase.plan.readers),
             phase.reads,
             phase.seconds,
             &phase.read_latency,
         );
-        reader.section = SECTION_TAIL;
-        reader.readers_paced_per_sec = writer_row.readers_paced_per_sec;
-        let served = phase.cache_hits + phase.device_reads;
-        let pace = phase
-            .plan
-            .paced_reads_per_sec
-            .map_or_else(String::new, |rate| {
-                format!(", paced at {:.0} k/s in all", rate / 1e3)
-            });
+        row.section = SECTION_TAIL;
+        row.readers_paced_per_sec = phase.plan.paced_reads_per_sec.unwrap_or(0.0);
+        row
+    };
+    // Each plan's figures: the mean of its phases.
+    let of_plan = |plan: &TailPlan| -> Vec<(&TailPhase, &Histogram<u64>)> {
+        phases
+            .iter()
+            .zip(writer_latency)
+            .filter(|(phase, _)| {
+                (phase.plan.readers, phase.plan.paced_reads_per_sec)
+                    == (plan.readers, plan.paced_reads_per_sec)
+            })
+            .collect()
+    };
+    let alone = of_plan(&TAIL_ROUND[0]);
+    let alone_rows: Vec<ReadRow> = alone
+        .iter()
+        .map(|(phase, latency)| writer_row(phase, latency))
+        .collect();
+    let mut baseline = ReadRow::mean_of(&alone_rows.iter().collect::<Vec<_>>());
+    baseline.note = format!(
+        "the writer alone, appends acknowledged per second (latency: submission to \
+         acknowledgement): the mean of {} phases without readers, first, between the rounds and \
+         last",
+        alone.len()
+    );
+    let mut rows = vec![baseline.clone()];
+    for plan in &TAIL_ROUND[1..] {
+        let runs = of_plan(plan);
+        let writers: Vec<ReadRow> = runs
+            .iter()
+            .map(|(phase, latency)| writer_row(phase, latency))
+            .collect();
+        let readers: Vec<ReadRow> = runs.iter().map(|(phase, _)| reader_row(phase)).collect();
+        let mut writer = ReadRow::mean_of(&writers.iter().collect::<Vec<_>>());
+        writer.judge_against(&baseline, false);
+        writer.note = format!(
+            "the writer beside the readers below: the mean of {} phases, against its no-reader \
+             figure",
+            runs.len()
+        );
+        let mut reader = ReadRow::mean_of(&readers.iter().collect::<Vec<_>>());
+        let cache_hits: u64 = runs.iter().map(|(phase, _)| phase.cache_hits).sum();
+        let device_reads: u64 = runs.iter().map(|(phase, _)| phase.device_reads).sum();
+        let pace = plan.paced_reads_per_sec.map_or_else(String::new, |rate| {
+            format!(", paced at {:.0} k/s in all", rate / 1e3)
+        });
         reader.note = format!(
-            "Drive::read of random entries among the newest {} MiB (half the cache's {} MiB){pace}: \
-             {:.1} % from the cache ({} cache hits, {} device reads)",
+            "Drive::read of random entries among the newest {} MiB (half the cache's {} MiB){pace}, \
+             the mean of {} phases: {:.1} % from the cache ({cache_hits} cache hits, \
+             {device_reads} device reads, warm-ups included)",
             TAIL_READ_CACHE_BYTES >> 21,
             TAIL_READ_CACHE_BYTES >> 20,
-            100.0 * phase.cache_hits as f64 / served.max(1) as f64,
-            phase.cache_hits,
-            phase.device_reads
+            runs.len(),
+            100.0 * cache_hits as f64 / (cache_hits + device_reads).max(1) as f64,
         );
-        rows.push(writer_row);
+        rows.push(writer);
         rows.push(reader);
     }
     rows
 }
 
 /// Cold point reads of the full ring at `ring` (closed; its entries are records of
-/// [`COLD_PAYLOAD_BYTES`], one per 4 KiB block): the random-read ceiling at depths 1 and
-/// [`COLD_DEPTH`], then sealog's reads of random live LSNs on a drive just opened (so nothing is
-/// cached) by 1 and 16 blocking threads and by 16 futures on one thread, then the ceilings
-/// again; and the catch-up iterator from the first live LSN over the whole ring beside the
+/// [`COLD_PAYLOAD_BYTES`], one per 4 KiB block), in [`COLD_ROUNDS`] rounds: the random-read
+/// ceiling at depths 1 and [`COLD_DEPTH`], then sealog's reads of random live LSNs on a drive
+/// just opened (so nothing is cached) by 1 and 16 blocking threads and by 16 futures on one
+/// thread; the ceiling once more after the last; and the catch-up iterator from the first live LSN over the whole ring beside the
 /// sequential read ceiling (the better of 1 and 4 reads in flight) at the iterator's read
 /// size, on the same open drive. Also returns the drive's read statistics with the full ring's
 /// read index.
@@ -422,49 +451,72 @@ pub fn cold_and_catch_up(
     options: DriveOptions,
     times: ReadTimes,
 ) -> Result<(Vec<ReadRow>, ReadStats), String> {
-    let ceiling_times = |depth: usize| -> Result<ReadRow, String> {
-        ceiling::builtin_random_read(ring, COLD_READ_BYTES, depth, times.window / 2)
-    };
     let geometry = sealog::storage::open(ring, sealog::storage::Access::ReadOnly)
         .map_err(|error| error.to_string())?
         .geometry;
     let read_bytes = iterator_read_bytes(&options, &geometry);
-    crate::progress("cold reads: the random-read ceiling (before)");
-    let before = [ceiling_times(1)?, ceiling_times(COLD_DEPTH)?];
     crate::progress("catch-up: the sequential read ceiling (before)");
     let sequential_before = sequential_ceiling(ring, read_bytes)?;
-    let drive = Drive::open(ring, options).map_err(|error| error.to_string())?;
-    let report = drive.recovery_report();
-    let (first_lsn, last_lsn) = match (report.first_lsn, report.last_lsn) {
-        (Some(first), Some(last)) => (first, last),
-        _ => return Err(format!("{}: no live entries to read", ring.display())),
+    // The ceiling's runs at depths 1 and 16, and sealog's runs of its three ways.
+    let mut ceiling_runs: [Vec<ReadRow>; 2] = Default::default();
+    let mut sealog_runs: [Vec<ReadRow>; 3] = Default::default();
+    let ceiling_run = |runs: &mut [Vec<ReadRow>; 2]| -> Result<(), String> {
+        crate::progress("cold reads: the random-read ceiling");
+        for (depth, runs) in [1, COLD_DEPTH].into_iter().zip(runs.iter_mut()) {
+            runs.push(ceiling::builtin_random_read(
+                ring,
+                COLD_READ_BYTES,
+                depth,
+                times.window / 4,
+            )?);
+        }
+        Ok(())
     };
-    let mut sealog_rows = Vec::new();
-    for threads in [1, COLD_DEPTH as u64] {
-        crate::progress(&format!("cold reads: sealog, {threads} blocking threads"));
-        sealog_rows.push(cold_blocking(&drive, first_lsn..=last_lsn, threads, times)?);
+    let mut finish = None;
+    for round in 0..COLD_ROUNDS {
+        ceiling_run(&mut ceiling_runs)?;
+        let drive = Drive::open(ring, options.clone()).map_err(|error| error.to_string())?;
+        let run_times = ReadTimes {
+            window: times.window / COLD_ROUNDS as u32,
+            ..times
+        };
+        for (index, runs) in sealog_runs.iter_mut().enumerate() {
+            crate::progress(&format!(
+                "cold reads, round {}/{COLD_ROUNDS}: sealog, {}",
+                round + 1,
+                [
+                    "1 blocking thread",
+                    "16 blocking threads",
+                    "16 futures on one thread"
+                ][index]
+            ));
+            runs.push(cold_run(&drive, index, run_times)?);
+        }
+        if round + 1 == COLD_ROUNDS {
+            // The read index of a full ring: its bytes per live entry are the figure to report.
+            let stats = drive.read_stats();
+            crate::progress("catch-up: sealog's iterator over the ring");
+            let iterator = catch_up(&drive, drive.first_live_lsn(), times.window * 4)?;
+            finish = Some((stats, iterator));
+        }
+        drive.close();
     }
-    crate::progress(&format!(
-        "cold reads: sealog, {COLD_DEPTH} futures on one thread"
-    ));
-    sealog_rows.push(cold_async(&drive, first_lsn..=last_lsn, COLD_DEPTH, times)?);
-    // The read index of a full ring: its bytes per live entry are the figure to report.
-    let stats = drive.read_stats();
-    crate::progress("catch-up: sealog's iterator over the ring");
-    let mut iterator = catch_up(&drive, first_lsn, times.window * 4)?;
-    drive.close();
-    drop(drive);
-    crate::progress("cold reads: the random-read ceiling (after)");
-    let after = [ceiling_times(1)?, ceiling_times(COLD_DEPTH)?];
+    ceiling_run(&mut ceiling_runs)?;
     crate::progress("catch-up: the sequential read ceiling (after)");
     let sequential_after = sequential_ceiling(ring, read_bytes)?;
+    let (stats, mut iterator) = finish.ok_or("no cold read rounds")?;
     let mut rows = Vec::new();
-    for (before, after) in before.iter().zip(&after) {
-        let mut ceiling = ReadRow::mean_of(&[before, after]);
+    let mut sealog_rows: Vec<ReadRow> = sealog_runs
+        .iter()
+        .map(|runs| ReadRow::mean_of(&runs.iter().collect::<Vec<_>>()))
+        .collect();
+    for runs in &ceiling_runs {
+        let mut ceiling = ReadRow::mean_of(&runs.iter().collect::<Vec<_>>());
         ceiling.section = SECTION_COLD;
         ceiling.note = format!(
-            "{}; the mean of a run before sealog's and one after",
-            before.note
+            "{}; the mean of {} runs, before, between and after sealog's",
+            ceiling.note,
+            runs.len()
         );
         for row in sealog_rows
             .iter_mut()
@@ -484,6 +536,29 @@ pub fn cold_and_catch_up(
     rows.push(sequential);
     rows.push(iterator);
     Ok((rows, stats))
+}
+
+/// Rounds of the cold reads: each a run of the random-read ceiling, then the drive opened anew
+/// (nothing cached) and sealog's runs; a last ceiling run closes them. The device's speed
+/// drifts within seconds on a shared host: interleaved short runs put the ceiling and sealog
+/// under the same drift, and each row is the mean of its runs.
+pub const COLD_ROUNDS: usize = 2;
+
+/// One of sealog's cold runs on `drive`, over its live LSNs: `way` 0 is one blocking thread,
+/// 1 is [`COLD_DEPTH`] blocking threads, 2 is [`COLD_DEPTH`] futures on one thread.
+fn cold_run(drive: &Drive, way: usize, times: ReadTimes) -> Result<ReadRow, String> {
+    let live = drive.first_live_lsn()..=drive.durable_lsn();
+    if live.is_empty() {
+        return Err(format!(
+            "{}: no live entries to read",
+            drive.path().display()
+        ));
+    }
+    match way {
+        0 => cold_blocking(drive, live, 1, times),
+        1 => cold_blocking(drive, live, COLD_DEPTH as u64, times),
+        _ => cold_async(drive, live, COLD_DEPTH, times),
+    }
 }
 
 /// The bytes the drive's catch-up iterator reads at a time: its read-ahead, at least the ring's
