@@ -1,11 +1,12 @@
 //! The fixed pool of O_DIRECT buffers a drive owns: one page-aligned anonymous mapping
-//! (memmap2), cut into equal buffers, allocated once at open and registered with io_uring where
-//! the memlock limit allows. Nothing on the hot path allocates. Which buffer serves what, and
-//! when it is free, is the drive's business (its lanes); the pool only owns the memory.
+//! (memmap2), cut into equal buffers, allocated once at open and registered with io_uring as
+//! far as the memlock limit allows (the lowest indices first). Nothing on the hot path
+//! allocates. Which buffer serves what, and when it is free, is the drive's business (its
+//! lanes); the pool only owns the memory.
 
 use std::io;
 
-use memmap2::MmapMut;
+use memmap2::{Advice, MmapMut};
 
 /// Aligned buffers, each `buffer_bytes` long.
 pub struct BufferPool {
@@ -56,6 +57,14 @@ impl BufferPool {
     /// The whole mapping, for registration with the kernel.
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.map.as_mut_ptr()
+    }
+
+    /// Asks the kernel to back the pool with small pages only (MADV_NOHUGEPAGE), before its
+    /// pages are first touched: registering part of a huge page charges the whole of it to the
+    /// locked-memory limit, so a pool registered within a budget wants its charge to be its
+    /// own size.
+    pub fn advise_small_pages(&self) -> io::Result<()> {
+        self.map.advise(Advice::NoHugePage)
     }
 
     /// Total bytes mapped.

@@ -122,7 +122,8 @@ impl<T> Answer<T> {
         state.value.take().ok_or(ReplyDropped)
     }
 
-    /// The answer if it has arrived (once: a second call finds it taken, [`TryRecvError::Dropped`]).
+    /// The answer if it has arrived (once: a second call finds it taken,
+    /// [`TryRecvError::Dropped`]).
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
         let mut state = self.slot.lock();
         match (state.value.take(), state.closed) {

@@ -263,8 +263,16 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         Durability::Dsync
     };
     let mut clock = SimClock::new(seed);
+    // Reads come from the device under faults as well as from the cache: a third of the seeds
+    // run without a cache, a third with one of two batches (evicting all the time).
+    let read_cache_bytes = match seed % 3 {
+        0 => 0,
+        1 => 2 * u64::from(geometry.batch_size_max_bytes),
+        _ => DriveOptions::default().read_cache_bytes,
+    };
     let drive_options = clock.timers(DriveOptions {
         durability: Some(durability),
+        read_cache_bytes,
         ..DriveOptions::default()
     });
     let ring_id = RingId(seed.to_le_bytes().repeat(2).try_into().unwrap_or([7; 16]));

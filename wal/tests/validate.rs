@@ -404,7 +404,8 @@ fn a_record_read_alone_fails_each_check_by_name() {
         ..expect
     };
     assert_eq!(record_fails(&two_records(), &other_ring), Check::RingId);
-    let cases: [(&dyn Fn(&mut EntryHeader), Check); 6] = [
+    type Change = dyn Fn(&mut EntryHeader);
+    let cases: [(&Change, Check); 6] = [
         (&|h| h.lsn += 1, Check::LsnGap),
         (&|h| h.position.offset += 4096, Check::Position),
         (&|h| h.position.lap -= 1, Check::StaleLap),

@@ -154,13 +154,10 @@ impl<B: IoBackend> DriveCore<B> {
             report,
         } = recovered;
         let view = Arc::new(ReadView::new(
-            control.ring_id,
-            geometry,
-            lsn_durable,
-            control.trim_lsn,
+            (control.ring_id, geometry),
+            (lsn_durable, control.trim_lsn),
             index,
-            options.read_cache_bytes,
-            options.read_ahead_bytes,
+            options,
         ));
         DriveCore {
             backend,
@@ -608,7 +605,7 @@ impl<B: IoBackend> DriveCore<B> {
         }
         if let Some(trim) = self.trim_in_flight.as_mut() {
             if let Some(reply) = trim.reply.take() {
-                let _ = reply.send(Err(TrimError::Failed(failure.clone())));
+                reply.send(Err(TrimError::Failed(failure.clone())));
             }
         }
         for read in &mut self.reads {
@@ -663,7 +660,7 @@ impl<B: IoBackend> DriveCore<B> {
             read.reply.send(Err(ReadError::Failed(failure.clone())));
         }
         for trim in self.trims.drain(..) {
-            let _ = trim.reply.send(Err(TrimError::Failed(failure.clone())));
+            trim.reply.send(Err(TrimError::Failed(failure.clone())));
         }
         self.ring_full = false;
     }

@@ -25,6 +25,7 @@ use sealog_wal::{Check, Geometry, RingId};
 use super::cache::RecentCache;
 use super::direct::{DirectFiles, ReadBuffers};
 use super::index::{IndexedRecord, ReadIndex};
+use super::DriveOptions;
 use crate::error::{DriveClosed, DriveFailure, ReadError, WaitError};
 
 /// Readers' side of a drive.
@@ -99,15 +100,17 @@ impl RecordRead {
 }
 
 impl ReadView {
+    /// The view of a ring (its identity and geometry) whose log is acknowledged up to
+    /// `durable_lsn` and trimmed up to `trim_lsn`, with what `index` holds, and a cache and
+    /// read-ahead as `options` say.
     pub(crate) fn new(
-        ring_id: RingId,
-        geometry: Geometry,
-        durable_lsn: u64,
-        trim_lsn: u64,
+        (ring_id, geometry): (RingId, Geometry),
+        (durable_lsn, trim_lsn): (u64, u64),
         index: ReadIndex,
-        cache_bytes: u64,
-        read_ahead_bytes: u64,
+        options: &DriveOptions,
     ) -> ReadView {
+        let cache_bytes = options.read_cache_bytes;
+        let read_ahead_bytes = options.read_ahead_bytes;
         ReadView {
             ring_id,
             geometry,
@@ -562,5 +565,163 @@ impl ReadView {
             durable_lsn: self.durable_lsn(),
             first_live_lsn: self.trim_lsn() + 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drive::index::{IndexedBatch, RecordSpan};
+    use sealog_wal::batch::{BatchBuilder, BatchStart};
+    use sealog_wal::{Kind, Position};
+
+    const BLOCK: u32 = 4096;
+
+    fn geometry() -> Geometry {
+        Geometry {
+            block_size_bytes: BLOCK,
+            segment_size_bytes: 64 * u64::from(BLOCK),
+            segment_count: 4,
+            batch_size_max_bytes: 8 * BLOCK,
+            window_batches_max: 2,
+            window_bytes_max: 16 * u64::from(BLOCK),
+        }
+    }
+
+    const AT: Position = Position {
+        lap: 1,
+        segment: 2,
+        offset: BLOCK,
+    };
+
+    /// A view whose index holds one batch at `AT` with LSNs 5 and 6, and that batch's bytes.
+    fn view_with_batch() -> (ReadView, Vec<u8>) {
+        let ring_id = RingId([7; 16]);
+        let geometry = geometry();
+        let mut bytes = vec![0u8; geometry.batch_size_max_bytes as usize];
+        let mut builder = BatchBuilder::new(
+            &mut bytes,
+            BatchStart {
+                ring_id,
+                position: AT,
+                first_lsn: 5,
+                watermark: 4,
+                incarnation: 3,
+                block_size_bytes: BLOCK,
+                capacity_bytes: geometry.batch_size_max_bytes,
+                payload_size_max_bytes: geometry.payload_size_max_bytes(),
+            },
+        );
+        builder.push(Kind::Data, &[1; 100]).expect("fits");
+        builder.push(Kind::Data, &[2; 5000]).expect("fits");
+        let batch_bytes = builder.finish().bytes;
+        bytes.truncate(batch_bytes as usize);
+        let mut index = ReadIndex::default();
+        let batch = IndexedBatch {
+            position: AT,
+            first_lsn: 5,
+            next_lsn: 7,
+            bytes: batch_bytes,
+            incarnation: 3,
+            cached: None,
+        };
+        let spans = [
+            RecordSpan {
+                offset_in_batch: 0,
+                payload_len: 100,
+            },
+            RecordSpan {
+                offset_in_batch: 164,
+                payload_len: 5000,
+            },
+        ];
+        index.push(batch, 5, spans);
+        let options = DriveOptions {
+            read_cache_bytes: 0,
+            ..DriveOptions::default()
+        };
+        (
+            ReadView::new((ring_id, geometry), (6, 4), index, &options),
+            bytes,
+        )
+    }
+
+    fn device_record(view: &ReadView, lsn: u64) -> IndexedRecord {
+        match view.lookup(lsn) {
+            Ok(Lookup::Device(record)) => record,
+            Ok(Lookup::Cached(_)) => panic!("no cache"),
+            Err(error) => panic!("LSN {lsn}: {error}"),
+        }
+    }
+
+    #[test]
+    fn a_record_read_spans_only_its_blocks_and_checks_out() {
+        let (view, batch) = view_with_batch();
+        let record = device_record(&view, 6);
+        let read = RecordRead::new(&view.geometry, record);
+        // Header at 164 in the batch, 5064 bytes: blocks 0 and 1 of the batch.
+        assert_eq!(read.ring_offset, view.geometry.ring_offset(AT));
+        assert_eq!((read.len, read.header_at), (2 * BLOCK as usize, 164));
+        assert_eq!(
+            view.check_read(&read, &batch[..read.len]),
+            Ok(vec![2; 5000])
+        );
+        assert!(matches!(
+            view.lookup(7),
+            Err(ReadError::NotYetDurable {
+                lsn: 7,
+                durable_lsn: 6
+            })
+        ));
+        assert_eq!(
+            view.lookup(4).map(|_| ()),
+            Err(ReadError::Trimmed {
+                lsn: 4,
+                first_live: 5
+            })
+        );
+    }
+
+    /// What a reader reads after a later lap reused the blocks (here: zeros) is `Damaged`
+    /// unless the trim point covers the LSN by then, when it is `Trimmed`: never served.
+    #[test]
+    fn other_bytes_than_the_entry_are_trimmed_once_a_trim_passed_it_else_damaged() {
+        let (view, batch) = view_with_batch();
+        let read = RecordRead::new(&view.geometry, device_record(&view, 5));
+        let overwritten = vec![0u8; read.len];
+        assert_eq!(
+            view.check_read(&read, &overwritten),
+            Err(ReadError::Damaged {
+                lsn: 5,
+                position: AT,
+                check: Check::NotWritten
+            })
+        );
+        let mut flipped = batch.clone();
+        flipped[sealog_wal::format::ENTRY_HEADER_SIZE + 10] ^= 1;
+        assert!(matches!(
+            view.check_read(&read, &flipped[..read.len]),
+            Err(ReadError::Damaged {
+                check: Check::PayloadCrc,
+                ..
+            })
+        ));
+        view.publish_trim(5);
+        assert_eq!(
+            view.check_read(&read, &overwritten),
+            Err(ReadError::Trimmed {
+                lsn: 5,
+                first_live: 6
+            })
+        );
+        assert_eq!(
+            view.read_failed(&read, libc::EIO),
+            Err(ReadError::Trimmed {
+                lsn: 5,
+                first_live: 6
+            })
+        );
+        let stats = view.read_stats();
+        assert_eq!(stats.damaged, 2);
     }
 }

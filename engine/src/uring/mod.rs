@@ -1,5 +1,6 @@
 //! The io_uring backend of [`IoBackend`]: one ring per drive thread, the ring's files
-//! registered, the buffer pool registered (WRITE_FIXED/READ_FIXED) when RLIMIT_MEMLOCK allows,
+//! registered, as much of the buffer pool registered (WRITE_FIXED/READ_FIXED) as
+//! RLIMIT_MEMLOCK allows ([`memlock`]: the lowest indices first, the rest plain READ/WRITE),
 //! a flush linked behind its write with IOSQE_IO_LINK, and an eventfd polled by the ring so a
 //! client can wake a drive thread blocked in io_uring_enter. This module (with [`sys`]) is the
 //! only place in the workspace with `unsafe`: every SQE points at memory the backend owns until
@@ -13,6 +14,7 @@
 //! resubmitted; a write that transfers 0 bytes fails with EIO.
 
 pub mod lend;
+pub mod memlock;
 pub mod sys;
 
 use std::io;
@@ -21,10 +23,12 @@ use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types, IoUring};
 use nix::sys::eventfd::{EfdFlags, EventFd};
+use nix::unistd::{sysconf, SysconfVar};
 
 use crate::io::{CacheInfo, Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
-use crate::pool::BufferPool;
+use crate::pool::{BufferPool, BUFFER_ALIGN_BYTES};
 use crate::storage::RingFiles;
+use memlock::{charged_bytes, BufferRegistration, MemlockBudget};
 
 /// Submission queue entries per ring.
 const RING_ENTRIES: u32 = 256;
@@ -64,7 +68,9 @@ pub struct UringBackend {
     raw_fds: Vec<RawFd>,
     files_registered: bool,
     pool: BufferPool,
-    buffers_registered: bool,
+    /// What of the pool is registered: buffers below `registration.buffers_registered` use
+    /// READ_FIXED and WRITE_FIXED, the others plain READ and WRITE.
+    registration: BufferRegistration,
     ops: Vec<Option<Op>>,
     free_slots: Vec<usize>,
     /// A write pushed last, not yet handed to the kernel, so a following flush can link to it.
@@ -79,8 +85,44 @@ pub struct UringBackend {
     spin_us: u64,
 }
 
-/// Why the backend could not register its buffers, when it could not (reported once).
+/// What the backend registered of its pool and why not all of it, when it did not register
+/// all of it (for the caller to report once).
 pub type RegistrationNote = Option<String>;
+
+/// Registers the longest prefix of `pool` that the process's locked-memory budget allows
+/// (see [`memlock`]).
+fn register_pool(ring: &IoUring, pool: &mut BufferPool) -> BufferRegistration {
+    let budget = MemlockBudget::of_this_process();
+    if budget.available_bytes().is_some() {
+        // A huge page backing part of a buffer is charged whole, which would make the charge
+        // of a prefix larger than its pages; small pages keep it what `charged_bytes` says.
+        // Best effort: where the advice fails, the kernel's refusal still bounds the prefix.
+        let _ = pool.advise_small_pages();
+    }
+    let page_bytes = match sysconf(SysconfVar::PAGE_SIZE) {
+        Ok(Some(bytes)) if bytes > 0 => bytes as usize,
+        _ => BUFFER_ALIGN_BYTES,
+    };
+    let base = pool.as_mut_ptr();
+    let iovecs: Vec<libc::iovec> = (0..pool.count())
+        .map(|index| libc::iovec {
+            // SAFETY: `index` is below the pool's count, so the offset stays inside the one
+            // mapping `base` points at.
+            iov_base: unsafe { base.add(index * pool.buffer_bytes()) }.cast(),
+            iov_len: pool.buffer_bytes(),
+        })
+        .collect();
+    let charged: Vec<u64> = iovecs
+        .iter()
+        .map(|iovec| charged_bytes(iovec.iov_base as usize, iovec.iov_len, page_bytes))
+        .collect();
+    BufferRegistration::register(&charged, pool.buffer_bytes(), budget, |count| {
+        // SAFETY: every iovec covers memory of the pool's mapping, which the backend owns and
+        // keeps mapped until after the ring is dropped (fields drop in declaration order:
+        // `ring` before `pool`), so the kernel never sees a dangling registered buffer.
+        unsafe { ring.submitter().register_buffers(&iovecs[..count]) }
+    })
+}
 
 impl UringBackend {
     /// Builds the ring for `files` and a pool of `buffers` buffers of `buffer_bytes`, on the
@@ -113,25 +155,8 @@ impl UringBackend {
         let mut pool = BufferPool::new(buffers, buffer_bytes)?;
         let raw_fds: Vec<RawFd> = files.files.iter().map(AsRawFd::as_raw_fd).collect();
         let files_registered = ring.submitter().register_files(&raw_fds).is_ok();
-        let iovecs: Vec<libc::iovec> = (0..pool.count())
-            .map(|index| libc::iovec {
-                // SAFETY: `index` is below the pool's count, so the offset stays inside the one
-                // mapping `as_mut_ptr` points at.
-                iov_base: unsafe { pool.as_mut_ptr().add(index * pool.buffer_bytes()) }.cast(),
-                iov_len: pool.buffer_bytes(),
-            })
-            .collect();
-        // SAFETY: every iovec covers memory of the pool's mapping, which the backend owns and
-        // keeps mapped until after the ring is dropped (fields drop in declaration order:
-        // `ring` before `pool`), so the kernel never sees a dangling registered buffer.
-        let registered = unsafe { ring.submitter().register_buffers(&iovecs) };
-        let note = registered.as_ref().err().map(|error| {
-            format!(
-                "registering {} bytes of buffers failed ({error}); using unregistered buffers \
-                 (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK to register them)",
-                pool.total_bytes()
-            )
-        });
+        let registration = register_pool(&ring, &mut pool);
+        let note = (!registration.is_complete()).then(|| registration.to_string());
         let wake = Arc::new(EventFd::from_flags(
             EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
         )?);
@@ -142,7 +167,7 @@ impl UringBackend {
             raw_fds,
             files_registered,
             pool,
-            buffers_registered: registered.is_ok(),
+            registration,
             ops: Vec::new(),
             free_slots: Vec::new(),
             unlinked_write: None,
@@ -190,9 +215,20 @@ impl UringBackend {
         self.spin_us = spin_us;
     }
 
-    /// Whether the pool is registered with the ring.
-    pub fn buffers_registered(&self) -> bool {
-        self.buffers_registered
+    /// What of the pool is registered with the ring, and why not all of it.
+    pub fn registration(&self) -> &BufferRegistration {
+        &self.registration
+    }
+
+    /// How many buffers are registered: the pool's lowest indices, `[0, count)`.
+    pub fn registered_buffers(&self) -> usize {
+        self.registration.buffers_registered
+    }
+
+    /// Bytes of the buffers registered, all charged to the user's locked memory unless the
+    /// process has CAP_IPC_LOCK.
+    pub fn registered_buffer_bytes(&self) -> u64 {
+        self.registration.registered_bytes()
     }
 
     fn slot(&mut self, op: Op) -> usize {
@@ -227,7 +263,8 @@ impl UringBackend {
         } else {
             0
         };
-        let entry = match (op.kind, self.buffers_registered, self.files_registered) {
+        let fixed_buffer = op.buffer < self.registration.buffers_registered;
+        let entry = match (op.kind, fixed_buffer, self.files_registered) {
             (OpKind::Write, true, true) => opcode::WriteFixed::new(fixed, pointer, len, index)
                 .offset(offset)
                 .rw_flags(rw_flags)
@@ -400,6 +437,11 @@ impl Drop for UringBackend {
         // device still busy.
         if self.files_registered {
             let _ = self.ring.submitter().unregister_files();
+        }
+        // Likewise give the buffers' locked-memory charge back now: a drive reopened right
+        // after a close plans its registration with what this process holds at that moment.
+        if self.registration.buffers_registered > 0 {
+            let _ = self.ring.submitter().unregister_buffers();
         }
     }
 }
