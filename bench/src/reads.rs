@@ -1,8 +1,9 @@
 //! The read section (issue 11): tail reads from the recent-batch cache while a writer appends,
 //! cold random point reads of a full ring, and a catch-up iterator over it, each beside the
-//! ceiling it is judged against and measured in the same run. The ceilings bracket sealog's
-//! runs (one before, one after, their mean), because the device's speed drifts on a shared
-//! host within seconds.
+//! ceiling it is judged against and measured in the same run. Runs are short and interleaved
+//! in rounds (the ceiling before, between and after sealog's runs; the writer alone first,
+//! between and last), each figure the mean of its runs, because the device's speed drifts by
+//! several times within seconds on a shared host.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -37,6 +38,7 @@ pub const TAIL_WRITER_IN_FLIGHT: usize = 256;
 /// default (64 MiB: tens of milliseconds of a writer at this device's 1-3 GB/s), named in its
 /// options so the figure says what it measured.
 pub const TAIL_READ_CACHE_BYTES: u64 = sealog::drive::READ_CACHE_BYTES_DEFAULT;
+
 /// One phase of the tail section: reader threads, and their total rate when paced (`None`:
 /// as fast as they go).
 #[derive(Clone, Copy, Debug)]
@@ -82,7 +84,7 @@ fn tail_plans() -> Vec<TailPlan> {
 
 /// Payload of the cold reads' entries: the record (a 64-byte header and the payload) is one
 /// 4 KiB block, so a record-grained read is one 4 KiB read, the random-read ceiling's size.
-/// The full ring that recovery measures is filled with these (`cells::recovery_cell`).
+/// The full ring that recovery measures is filled with these (`cells::fill_ring`).
 pub const COLD_PAYLOAD_BYTES: usize = 4096 - ENTRY_HEADER_SIZE;
 /// The random-read ceiling's read size: one record of [`COLD_PAYLOAD_BYTES`].
 pub const COLD_READ_BYTES: u32 = 4096;
@@ -92,7 +94,8 @@ pub const COLD_DEPTH: usize = 16;
 /// How long the read section's measurements run.
 #[derive(Clone, Copy, Debug)]
 pub struct ReadTimes {
-    /// Each measured window (a phase of the tail section, a cold cell, a ceiling's pair).
+    /// The measured time of each kind of figure, shared by its runs (the tail section's
+    /// phases of one plan, a cold row's rounds).
     pub window: Duration,
     /// Before each window: threads started, the cache filled, nothing counted.
     pub warmup: Duration,
