@@ -138,6 +138,16 @@ impl ReadRow {
         }
     }
 
+    /// The throughput of each of `runs`, for a note: how far apart the runs a mean was taken
+    /// over were (the device drifts; a reader judges a ratio by it).
+    pub fn runs_text(runs: &[ReadRow]) -> String {
+        let figures: Vec<String> = runs
+            .iter()
+            .map(|run| format!("{:.0}", run.ops_per_sec))
+            .collect();
+        format!("runs {} ops/s", figures.join(", "))
+    }
+
     /// Judges this row against `ceiling`: the ratios, and the ceiling's name.
     pub fn judge_against(&mut self, ceiling: &ReadRow, by_bytes: bool) {
         let ratio = |value: f64, base: f64| if base > 0.0 { value / base } else { 0.0 };

@@ -271,6 +271,7 @@ pub fn tail_reads(
     };
     let (phases, writer_latency) = std::thread::scope(|scope| {
         let writing = scope.spawn(|| writer.run(&drive, tail_plans().len()));
+        warm_up_writer(&drive);
         let phases = tail_phases(&drive, &writer, newest_entries, times);
         writer.stop.store(true, Ordering::SeqCst);
         let latency = writing
@@ -282,6 +283,21 @@ pub fn tail_reads(
     drive.close();
     let (phases, writer_latency) = (phases?, writer_latency?);
     Ok((tail_rows(&phases, &writer_latency), stats))
+}
+
+/// Entries the writer appends before the first phase: twice the cache's bytes, so the cache
+/// has filled and is evicting, as in every later phase (a writer just started appends into an
+/// empty cache, whose first pages the kernel is still handing out, and measured about half its
+/// later rate: a no-reader figure taken then would flatter every phase with readers).
+fn warm_up_writer(drive: &Drive) {
+    let record_bytes = (TAIL_PAYLOAD_BYTES + ENTRY_HEADER_SIZE) as u64;
+    let entries = 2 * TAIL_READ_CACHE_BYTES / record_bytes;
+    // Bounded, so a writer that stalls cannot hold the run: the phases then measure the stall.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    crate::progress("tail reads: the writer fills the cache");
+    while drive.durable_lsn() < entries && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// One phase of the tail section: how many readers, the writer's acknowledgements and the
@@ -402,8 +418,9 @@ fn tail_rows(phases: &[TailPhase], writer_latency: &[Histogram<u64>]) -> Vec<Rea
     baseline.note = format!(
         "the writer alone, appends acknowledged per second (latency: submission to \
          acknowledgement): the mean of {} phases without readers, first, between the rounds and \
-         last",
-        alone.len()
+         last ({})",
+        alone.len(),
+        ReadRow::runs_text(&alone_rows)
     );
     let mut rows = vec![baseline.clone()];
     for plan in &TAIL_ROUND[1..] {
@@ -416,9 +433,10 @@ fn tail_rows(phases: &[TailPhase], writer_latency: &[Histogram<u64>]) -> Vec<Rea
         let mut writer = ReadRow::mean_of(&writers.iter().collect::<Vec<_>>());
         writer.judge_against(&baseline, false);
         writer.note = format!(
-            "the writer beside the readers below: the mean of {} phases, against its no-reader \
-             figure",
-            runs.len()
+            "the writer beside the readers below: the mean of {} phases ({}), against its \
+             no-reader figure",
+            runs.len(),
+            ReadRow::runs_text(&writers)
         );
         let mut reader = ReadRow::mean_of(&readers.iter().collect::<Vec<_>>());
         let cache_hits: u64 = runs.iter().map(|(phase, _)| phase.cache_hits).sum();
@@ -428,11 +446,12 @@ fn tail_rows(phases: &[TailPhase], writer_latency: &[Histogram<u64>]) -> Vec<Rea
         });
         reader.note = format!(
             "Drive::read of random entries among the newest {} MiB (half the cache's {} MiB){pace}, \
-             the mean of {} phases: {:.1} % from the cache ({cache_hits} cache hits, \
+             the mean of {} phases ({}): {:.1} % from the cache ({cache_hits} cache hits, \
              {device_reads} device reads, warm-ups included)",
             TAIL_READ_CACHE_BYTES >> 21,
             TAIL_READ_CACHE_BYTES >> 20,
             runs.len(),
+            ReadRow::runs_text(&readers),
             100.0 * cache_hits as f64 / (cache_hits + device_reads).max(1) as f64,
         );
         rows.push(writer);
@@ -511,15 +530,20 @@ pub fn cold_and_catch_up(
     let mut rows = Vec::new();
     let mut sealog_rows: Vec<ReadRow> = sealog_runs
         .iter()
-        .map(|runs| ReadRow::mean_of(&runs.iter().collect::<Vec<_>>()))
+        .map(|runs| {
+            let mut row = ReadRow::mean_of(&runs.iter().collect::<Vec<_>>());
+            row.note = format!("{}; {}", row.note, ReadRow::runs_text(runs));
+            row
+        })
         .collect();
     for runs in &ceiling_runs {
         let mut ceiling = ReadRow::mean_of(&runs.iter().collect::<Vec<_>>());
         ceiling.section = SECTION_COLD;
         ceiling.note = format!(
-            "{}; the mean of {} runs, before, between and after sealog's",
+            "{}; the mean of {} runs, before, between and after sealog's ({})",
             ceiling.note,
-            runs.len()
+            runs.len(),
+            ReadRow::runs_text(runs)
         );
         for row in sealog_rows
             .iter_mut()
