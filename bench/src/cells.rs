@@ -160,6 +160,8 @@ pub fn sealog_cell(
     cell.batch_entries = appends as f64 / batches.max(1) as f64;
     cell.syncs_per_sec = batches as f64 / seconds;
     cell.tail_markers = after.tail_markers.saturating_sub(before.tail_markers);
+    cell.hint_writes = after.hint_writes.saturating_sub(before.hint_writes);
+    cell.hint_waits = after.hint_waits.saturating_sub(before.hint_waits);
     let measured = |after: &Histogram<u64>, before: &Histogram<u64>| {
         let mut window = after.clone();
         match window.subtract(before) {

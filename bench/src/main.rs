@@ -653,6 +653,12 @@ fn print_write_section(context: &RunContext<'_>, write: &WriteFigures, sealog_pe
     for line in report::group_commit_table(all) {
         println!("{line}");
     }
+    let hint_writes: u64 = all.iter().map(|cell| cell.hint_writes).sum();
+    let hint_waits: u64 = all.iter().map(|cell| cell.hint_waits).sum();
+    println!(
+        "tail hints: {hint_writes} control blocks moved the hint during the cells above; \
+         batches that waited for one: {hint_waits}"
+    );
     let busy_markers: u64 = all.iter().map(|cell| cell.tail_markers).sum();
     let markers = &write.markers;
     println!(

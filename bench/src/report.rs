@@ -48,6 +48,11 @@ pub struct Cell {
     pub syncs_per_sec: f64,
     /// sealog: tail markers written while the cell was measured (a busy log writes none).
     pub tail_markers: u64,
+    /// sealog: control blocks written to move the tail hint while the cell was measured.
+    pub hint_writes: u64,
+    /// sealog: batches that waited for a tail hint while the cell was measured (the hint is
+    /// written ahead, so a steady writer waits for none).
+    pub hint_waits: u64,
     /// CPU seconds (user + system) per GB of payload.
     pub cpu_seconds_per_gb: f64,
     /// CPU microseconds (user + system, the whole process: writers, drive thread and kernel)
@@ -175,6 +180,8 @@ impl Cell {
             "handoff_wake_p50_us": self.handoff_wake_p50_us,
             "syncs_per_sec": self.syncs_per_sec,
             "tail_markers": self.tail_markers,
+            "hint_writes": self.hint_writes,
+            "hint_waits": self.hint_waits,
             "cpu_seconds_per_gb": self.cpu_seconds_per_gb,
             "cpu_us_per_append": self.cpu_us_per_append,
             "peak_rss_bytes": self.peak_rss_bytes,

@@ -1,13 +1,14 @@
 //! What `sealog format` and `sealog inspect` say about a ring's sync method, run against the
 //! built binary: `format` measures the device by default and `inspect` shows the method chosen
 //! and why (the figures and the margin rule, plain and `--json`); `--sync-method` names one and
-//! measures nothing; trims and appends keep the record; and a ring formatted before the method
-//! was recorded is "not measured (formatted before ...): fdatasync".
+//! measures nothing; trims and appends keep the record; and a ring of format version 1
+//! (formatted before the method was recorded, or after) is refused with exit 2 and a sentence
+//! naming both versions.
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use sealog_wal::format::{ControlBlock, SyncChoice, CONTROL_SIZE_BEFORE_SYNC};
+use sealog_wal::format::{ControlBlock, SyncChoice, TailHint, CONTROL_SIZE_V1_BEFORE_SYNC};
 
 fn sealog(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sealog"))
@@ -119,25 +120,21 @@ fn a_named_method_is_recorded_unmeasured_and_trims_keep_it() {
 }
 
 #[test]
-fn a_ring_formatted_before_the_method_was_recorded_is_not_measured_and_fdatasync() {
+fn a_version_1_ring_is_refused_naming_both_versions() {
     let directory = tempfile::tempdir().expect("tempdir");
     let ring = directory.path().join("ring");
     let path = ring.to_str().expect("utf-8");
     format_ring(path, &["--sync-method", "dsync"]);
-    write_control_as_before_sync(&ring);
-    let line = sync_line(path);
-    assert!(
-        line.starts_with("sync method: not measured (formatted before"),
-        "{line}"
-    );
-    assert!(line.ends_with(": fdatasync"), "{line}");
-    let sync = sync_json(path);
-    assert_eq!(sync["method"], "fdatasync", "{sync}");
-    assert_eq!(sync["source"], "not_recorded", "{sync}");
-    let append = sealog(&["append", path, "--count", "2", "--size", "10"]);
-    assert!(append.status.success(), "{}", text(&append.stderr));
-    assert_eq!(text(&append.stdout), "1\n2\n");
-    assert_eq!(sync_line(path), line, "the writer's rewrite keeps it");
+    write_control_as_version_1_before_sync(&ring);
+    for command in ["inspect", "verify", "dump"] {
+        let output = sealog(&[command, path]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("version 1") && stderr.contains("version 2"),
+            "{command}: {stderr}"
+        );
+    }
 }
 
 #[test]
@@ -150,9 +147,9 @@ fn an_unknown_sync_method_is_a_usage_error() {
     assert!(!ring.join("control").exists(), "nothing formatted");
 }
 
-/// Rewrites both control copies as a writer did before the sync method was recorded: the same
-/// fields, zeros from byte 120 on, and a CRC over the first 128 bytes only.
-fn write_control_as_before_sync(ring: &Path) {
+/// Rewrites both control copies as a version 1 writer did before the sync method was recorded:
+/// the same fields, version 1, zeros from byte 120 on, and a CRC over the first 128 bytes only.
+fn write_control_as_version_1_before_sync(ring: &Path) {
     let control_path = ring.join("control");
     let mut bytes = std::fs::read(&control_path).expect("reads the control file");
     let block = bytes.len() / 2;
@@ -161,11 +158,13 @@ fn write_control_as_before_sync(ring: &Path) {
         let current = ControlBlock::decode(copy_bytes).expect("a current copy");
         ControlBlock {
             sync: SyncChoice::NotRecorded,
+            tail_hint: TailHint::default(),
             ..current
         }
         .encode(copy_bytes);
+        copy_bytes[4..6].copy_from_slice(&1u16.to_le_bytes());
         copy_bytes[8..12].fill(0);
-        let crc = crc32c::crc32c(&copy_bytes[..CONTROL_SIZE_BEFORE_SYNC]);
+        let crc = crc32c::crc32c(&copy_bytes[..CONTROL_SIZE_V1_BEFORE_SYNC]);
         copy_bytes[8..12].copy_from_slice(&crc.to_le_bytes());
     }
     std::fs::write(&control_path, &bytes).expect("writes the control file");

@@ -122,8 +122,8 @@ pub enum OpenError {
         /// The current control block's sequence number.
         sequence: u64,
     },
-    /// An option is out of its range.
-    #[error("{path}: the {option} option is {value}, outside 1..={limit}")]
+    /// An option is out of its range (above its limit, or zero where it must not be).
+    #[error("{path}: the {option} option is {value}, outside its range (at most {limit})")]
     Options {
         /// The path.
         path: PathBuf,
@@ -234,6 +234,17 @@ pub enum DriveFailure {
         /// The panic's message.
         message: String,
     },
+    /// The control block's sequence is exhausted, so no further tail hint can be made
+    /// durable and no batch may go past the one in force (2^63 control writes: never in
+    /// practice, but never a silent hang either).
+    #[error(
+        "the control block's sequence is exhausted at {sequence}: no further tail hint can be \
+         written, so nothing more can be appended"
+    )]
+    ControlSequenceExhausted {
+        /// The last sequence written.
+        sequence: u64,
+    },
     /// The backend completed an operation the drive never submitted: a broken device seam.
     #[error("the I/O backend completed an operation never submitted (tag {tag:#x})")]
     UnknownCompletion {
@@ -322,7 +333,10 @@ pub enum ReadError {
     },
     /// The record read from the device fails one of replay's checks, or the device failed the
     /// read ([`Check::ReadError`]): this read's outcome only; the drive runs on.
-    #[error("LSN {lsn} at {position} is damaged: the {check} check failed")]
+    #[error(
+        "LSN {lsn} at {position} is damaged: the {check} check failed{}",
+        errno_suffix(*.errno)
+    )]
     Damaged {
         /// The LSN asked for (or, for an iterator, the record of its batch that failed).
         lsn: u64,
@@ -330,6 +344,19 @@ pub enum ReadError {
         position: Position,
         /// The check that failed.
         check: Check,
+        /// For a read error: the device's errno.
+        errno: Option<i32>,
+    },
+    /// The read could not get what it needs to run (memory for a read-ahead buffer): nothing
+    /// is wrong with the log.
+    #[error("reading LSN {lsn}: could not {what}: errno {errno}")]
+    Resources {
+        /// The LSN the read was at.
+        lsn: u64,
+        /// What failed.
+        what: &'static str,
+        /// The errno.
+        errno: i32,
     },
     /// The drive failed stop.
     #[error(transparent)]
@@ -337,6 +364,13 @@ pub enum ReadError {
     /// The drive was closed.
     #[error(transparent)]
     Closed(#[from] DriveClosed),
+}
+
+/// ` (errno N: text)` for a read error's errno, nothing without one.
+fn errno_suffix(errno: Option<i32>) -> String {
+    errno.map_or_else(String::new, |errno| {
+        format!(" (errno {errno}: {})", errno_text(errno))
+    })
 }
 
 /// Why a wait for the durable tail ended without reaching its LSN.

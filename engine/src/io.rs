@@ -74,6 +74,14 @@ pub trait IoBackend: Send {
     /// whole device for a block device; one segment or control file for a directory ring).
     fn submit_flush(&mut self, tag: Tag, ring_offset: u64, order: FlushOrder) -> io::Result<()>;
 
+    /// Which file a flush of `ring_offset` flushes: offsets with the same unit share one flush
+    /// (a block device is one unit; a directory ring has one per file). Recovery flushes each
+    /// unit once per step rather than once per segment. The default treats every offset as its
+    /// own unit, which is never wrong, only slower.
+    fn flush_unit(&self, ring_offset: u64) -> u64 {
+        ring_offset
+    }
+
     /// Queues a read of `len` bytes into the start of `buffer`.
     fn submit_read(
         &mut self,

@@ -518,3 +518,37 @@ where
         futures: futures.into_iter().map(|future| (future, None)).collect(),
     }
 }
+
+/// A client told its entry is durable can read it at once: the drive indexes a batch and moves
+/// the durable tail past it before it completes any of the batch's tickets. Several batches
+/// acknowledged in one turn are where it mattered (the first batch's clients were told before
+/// the tail moved past it).
+#[test]
+fn an_entry_reads_back_as_soon_as_its_ticket_says_durable() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = ring(&directory, 32 << 20);
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    let mut next = 1u64;
+    let mut reads = 0u64;
+    for round in 0..150u64 {
+        let tickets: Vec<_> = (0..48u64)
+            .map(|index| {
+                drive
+                    .append(vec![(round + index) as u8; 60_000])
+                    .expect("queued")
+            })
+            .collect();
+        for (index, ticket) in tickets.into_iter().enumerate() {
+            let lsn = ticket.wait().expect("durable");
+            assert_eq!(lsn, next);
+            let read = drive
+                .read(lsn)
+                .unwrap_or_else(|error| panic!("LSN {lsn} acknowledged, then read as: {error}"));
+            assert_eq!(read, vec![(round + index as u64) as u8; 60_000]);
+            next += 1;
+            reads += 1;
+        }
+        drive.trim(next - 1).expect("trim");
+    }
+    assert_eq!(reads, 150 * 48);
+}

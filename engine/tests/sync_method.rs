@@ -3,15 +3,15 @@
 //! the segments as zeroed as format makes them); a method named at format time is recorded
 //! unmeasured; a drive opened with the default durability uses what the control block records,
 //! and an option overrides it; trims and reopens carry the record over unchanged; and a ring
-//! formatted before the choice was recorded (zeros in its bytes, the old CRC) opens as
-//! fdatasync.
+//! of format version 1, formatted before the choice was recorded (zeros in its bytes, the old
+//! CRC) or after, is refused with an error naming both versions.
 
 use std::path::Path;
 
 use sealog::storage::CONTROL_FILE;
 use sealog::sync_probe::{choose, MARGIN_PERCENT};
 use sealog::{format, Drive, DriveOptions, Durability, FormatOptions, SyncChoice, SyncMethod};
-use sealog_wal::format::{ControlBlock, CONTROL_SIZE_BEFORE_SYNC};
+use sealog_wal::format::{ControlBlock, TailHint, CONTROL_SIZE_V1, CONTROL_SIZE_V1_BEFORE_SYNC};
 
 fn options(sync_method: Option<SyncMethod>) -> FormatOptions {
     FormatOptions {
@@ -139,42 +139,46 @@ fn trims_and_reopens_carry_the_record_over_unchanged() {
 }
 
 #[test]
-fn a_ring_formatted_before_the_choice_was_recorded_opens_as_fdatasync() {
-    let directory = tempfile::tempdir().expect("tempdir");
-    let path = directory.path().join("ring");
-    let control = format(&path, &options(Some(SyncMethod::Dsync))).expect("formats");
-    write_control_as_before_sync(&path, &control);
-    assert_eq!(control_of(&path).sync, SyncChoice::NotRecorded);
-    assert_eq!(resolved(&path, None), Durability::Fdatasync);
-    let drive = Drive::open(&path, DriveOptions::default()).expect("opens an old ring");
-    let lsn = drive
-        .append(b"after".to_vec())
-        .expect("queued")
-        .wait()
-        .expect("durable");
-    drive.trim(lsn).expect("trims");
-    drive.close();
-    drop(drive);
-    // Its rewrites are blocks of today's layout, still recording nothing.
-    assert_eq!(control_of(&path).sync, SyncChoice::NotRecorded);
+fn a_version_1_ring_is_refused_naming_both_versions() {
+    for crc_bytes in [CONTROL_SIZE_V1, CONTROL_SIZE_V1_BEFORE_SYNC] {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let path = directory.path().join("ring");
+        let control = format(&path, &options(Some(SyncMethod::Dsync))).expect("formats");
+        write_control_as_version_1(&path, &control, crc_bytes);
+        let refused = Drive::open(&path, DriveOptions::default())
+            .err()
+            .expect("a version 1 ring is refused");
+        let text = refused.to_string();
+        assert!(
+            text.contains("version 1") && text.contains("version 2"),
+            "{crc_bytes}: {text}"
+        );
+    }
 }
 
-/// Rewrites both control copies as a writer did before the sync choice was recorded: the same
-/// fields, zeros from byte 120 on, and a CRC over the first 128 bytes only.
-fn write_control_as_before_sync(path: &Path, control: &ControlBlock) {
+/// Rewrites both control copies as format version 1 wrote them: the same fields, no tail
+/// hint, version 1, and a CRC over its first `crc_bytes` bytes (160; or, before the sync
+/// choice was recorded, 128 with zeros from byte 120 on).
+fn write_control_as_version_1(path: &Path, control: &ControlBlock, crc_bytes: usize) {
     let block = control.geometry.block_size_bytes as usize;
     let mut bytes = std::fs::read(path.join(CONTROL_FILE)).expect("reads the control file");
     for copy in 0..2 {
         let at = copy * block;
         let current = ControlBlock::decode(&bytes[at..at + block]).expect("a current copy");
         let old = ControlBlock {
-            sync: SyncChoice::NotRecorded,
+            sync: if crc_bytes == CONTROL_SIZE_V1 {
+                current.sync
+            } else {
+                SyncChoice::NotRecorded
+            },
+            tail_hint: TailHint::default(),
             ..current
         };
         let copy_bytes = &mut bytes[at..at + block];
         old.encode(copy_bytes);
+        copy_bytes[4..6].copy_from_slice(&1u16.to_le_bytes());
         copy_bytes[8..12].fill(0);
-        let crc = crc32c::crc32c(&copy_bytes[..CONTROL_SIZE_BEFORE_SYNC]);
+        let crc = crc32c::crc32c(&copy_bytes[..crc_bytes]);
         copy_bytes[8..12].copy_from_slice(&crc.to_le_bytes());
     }
     std::fs::write(path.join(CONTROL_FILE), &bytes).expect("writes the control file");

@@ -164,6 +164,8 @@ pub struct SimDevice {
     /// Where the device leaves the image a power cut would leave when it is dropped (a drive
     /// thread owns the device; a test reopens the ring from this image afterwards).
     image_on_drop: Option<Arc<Mutex<Option<Vec<u8>>>>>,
+    /// Bytes of every read submitted (whether it then failed or not): what an open cost.
+    bytes_read: u64,
 }
 
 impl SimDevice {
@@ -191,6 +193,7 @@ impl SimDevice {
             writes_completed: 0,
             flushes_completed: 0,
             image_on_drop: None,
+            bytes_read: 0,
         })
     }
 
@@ -217,6 +220,17 @@ impl SimDevice {
     /// at that moment leaves into `sink`: how a test gets the ring back from a drive thread.
     pub fn leave_image_on_drop(&mut self, sink: Arc<Mutex<Option<Vec<u8>>>>) {
         self.image_on_drop = Some(sink);
+    }
+
+    /// Bytes of all the reads submitted to this device so far (reads ahead included): a
+    /// recovery's cost, which a hinted replay bounds by the live data plus a margin.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Flushes completed so far (failed ones included).
+    pub fn flushes(&self) -> u64 {
+        self.flushes_completed
     }
 
     /// Faults injected so far.
@@ -589,6 +603,11 @@ impl IoBackend for SimDevice {
         Ok(())
     }
 
+    /// One device: a flush covers every write completed before it, wherever it lies.
+    fn flush_unit(&self, _ring_offset: u64) -> u64 {
+        0
+    }
+
     fn submit_flush(&mut self, tag: Tag, _ring_offset: u64, order: FlushOrder) -> io::Result<()> {
         let after_write = match order {
             FlushOrder::AfterPreviousWrite => self
@@ -622,6 +641,7 @@ impl IoBackend for SimDevice {
         len: u32,
     ) -> io::Result<()> {
         self.check_range(ring_offset, len as usize)?;
+        self.bytes_read += u64::from(len);
         let ready_at = self.latency();
         self.inflight.push(Op {
             tag,

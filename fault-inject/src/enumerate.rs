@@ -5,18 +5,23 @@
 //! torn at chosen sectors. The real recovery runs on each image, and the checks are I-1 to I-4
 //! against what was acknowledged at that point, idempotence (recover twice), a crash in the
 //! middle of recovery's own writes, and no resurrection after new appends and a second crash
-//! (the ghost-entry case).
+//! (the ghost-entry case). Every image a recovery opens is also replayed hinted and full, and
+//! both must find the same log ([`crate::scans`]); some again with a block unreadable. The
+//! workloads' small rings move their tail hint every few blocks, so many cut points have a
+//! hint's control write pending (counted in the summary), and their images crash around it.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::{AppendError, DriveCore, DriveOptions, Request, Wait};
 use sealog_wal::model::ModelWriter;
-use sealog_wal::{Geometry, Kind, ReplayOptions, RingId};
+use sealog_wal::{ControlBlock, Geometry, Kind, ReplayOptions, RingId};
 
 use crate::device::{FaultConfig, SimDevice, SECTOR_BYTES};
+use crate::scans::{compare_scans, HintedScan};
 use sealog_wal::disk::{BlockFate, CrashUnit, InFlightWrite, SimDisk};
 
 /// How many states to check and from which seed.
@@ -43,6 +48,18 @@ pub struct EnumSummary {
     pub recovery_crashes: u64,
     /// States continued with new appends and a second crash (ghost entries).
     pub ghost_checks: u64,
+    /// Images replayed hinted and full and found to hold the same log (every image a
+    /// recovery opened), and of those, the ones whose hint was trusted.
+    pub scans_compared: u64,
+    /// Of `scans_compared`, images whose tail hint replay trusted (the rest scanned fully).
+    pub scans_hinted: u64,
+    /// Images compared again with a block made unreadable.
+    pub scans_compared_unreadable: u64,
+    /// Cut points at which a control block moving the tail hint was written but not yet
+    /// durable (so their images crash around a hint write), and the states built there.
+    pub hint_write_cuts: u64,
+    /// States built at those cut points.
+    pub hint_write_states: u64,
 }
 
 /// What the workload had acknowledged and submitted at a cut point.
@@ -107,6 +124,7 @@ impl Enumerator {
     /// Recovers `image` with the real recovery; returns the durable image after it and the
     /// entries it holds.
     fn recover(&mut self, image: Vec<u8>) -> Result<Recovered, String> {
+        self.compare_scans(&image, &[])?;
         let device = self.device(image);
         let mut core = DriveCore::recover(device, Path::new("crash-state"), &self.options)
             .map_err(|error| self.fail(format!("recovery failed: {error}")))?;
@@ -120,6 +138,18 @@ impl Enumerator {
             next_lsn,
             trim_lsn,
         })
+    }
+
+    /// Replays `image` hinted and full ([`compare_scans`]): the same log, or a violation.
+    fn compare_scans(&mut self, image: &[u8], unreadable: &[Range<u64>]) -> Result<(), String> {
+        let scan = compare_scans(image, unreadable).map_err(|what| self.fail(what))?;
+        if unreadable.is_empty() {
+            self.summary.scans_compared += 1;
+            self.summary.scans_hinted += u64::from(scan == HintedScan::Hinted);
+        } else {
+            self.summary.scans_compared_unreadable += 1;
+        }
+        Ok(())
     }
 
     /// I-1 to I-4 for one recovered log against the cut it came from.
@@ -215,6 +245,14 @@ impl Enumerator {
     fn check_state(&mut self, cut: &Cut, image: Vec<u8>) -> Result<(), String> {
         let state = self.summary.states;
         self.summary.states += 1;
+        if state % 8 == 5 {
+            // The same image with one block unreadable: the hinted replay, which reads less,
+            // may meet it less often, never find another log.
+            let blocks = image.len() as u64 / u64::from(self.geometry.block_size_bytes);
+            let block = self.rng.gen_range(0..blocks) * u64::from(self.geometry.block_size_bytes);
+            let bad = block..block + u64::from(self.geometry.block_size_bytes);
+            self.compare_scans(&image, &[bad])?;
+        }
         let first = self.recover(image.clone())?;
         self.check_entries(cut, &first)?;
         if state % 4 == 0 {
@@ -395,11 +433,37 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
             trim_lsn,
         };
         enumerator.summary.cut_points += 1;
+        let hint_pending = hint_write_pending(&cut, &geometry);
+        enumerator.summary.hint_write_cuts += u64::from(hint_pending);
         for image in enumerator.images(&cut) {
+            enumerator.summary.hint_write_states += u64::from(hint_pending);
             enumerator.check_state(&cut, image)?;
         }
     }
     Ok(enumerator.summary)
+}
+
+/// Whether a control block that moves the tail hint is among the writes not yet durable at
+/// `cut` (completed or on the device): the images of this cut crash around a hint write.
+fn hint_write_pending(cut: &Cut, geometry: &Geometry) -> bool {
+    let Ok(durable) = sealog_wal::read_control(&mut cut.disk.durable()) else {
+        return false;
+    };
+    let control_area = geometry.control_area_bytes();
+    let pending = cut
+        .disk
+        .unflushed()
+        .iter()
+        .map(|write| (write.ring_offset, write.intended.as_slice()))
+        .chain(
+            cut.in_flight
+                .iter()
+                .map(|(offset, bytes)| (*offset, bytes.as_slice())),
+        );
+    pending
+        .filter(|(offset, _)| *offset < control_area)
+        .filter_map(|(_, bytes)| ControlBlock::decode(bytes).ok())
+        .any(|written| written.tail_hint != durable.tail_hint)
 }
 
 /// The durable trim point the drive works with (a trim counts once its control block is

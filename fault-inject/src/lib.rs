@@ -9,8 +9,10 @@ pub mod corrupt;
 pub mod device;
 pub mod enumerate;
 pub mod fuse;
+pub mod scans;
 pub mod simulate;
 
 pub use device::{FaultConfig, FaultCounts, SimDevice};
 pub use enumerate::{enumerate, EnumOptions, EnumSummary};
+pub use scans::{compare_scans, HintedScan};
 pub use simulate::{run_seed, SimOptions, SimSummary, Violation};

@@ -2,8 +2,9 @@
 //! simulated drive, stepped by one thread so a seed replays exactly. Each run formats a small
 //! ring, then goes through rounds of: open (the engine's real recovery), check what came back
 //! against a model of what was acknowledged, run a workload (appends of random sizes from many
-//! logical clients, reads, trims, time passing), and pull the power. Every violation names the
-//! seed and the command that replays it.
+//! logical clients, reads, trims, time passing), and pull the power. Before each open, the
+//! image is replayed hinted and full, and both must find the same log. Every violation names
+//! the seed and the command that replays it.
 //!
 //! The core runs its timers (group commit's gathering window, the tail marker's idle timer) on
 //! a manual clock that only the workload advances, by amounts drawn from the seed: the timers
@@ -94,6 +95,14 @@ pub struct SimSummary {
     pub faults: FaultCounts,
     /// Tail markers the drive wrote on its idle timer (recovery's own not counted).
     pub tail_markers: u64,
+    /// Images replayed hinted and full before each open and found to hold the same log.
+    pub scans_compared: u64,
+    /// Of those, images whose tail hint replay trusted.
+    pub scans_hinted: u64,
+    /// Batches that waited for a tail hint, over every round (see `Stats::hint_waits`).
+    pub hint_waits: u64,
+    /// Control blocks written only to move the tail hint, over every round.
+    pub hint_writes: u64,
 }
 
 /// A broken invariant, with the command that replays it.
@@ -292,6 +301,12 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         let covered = last_incarnation.map_or(0, |incarnation| {
             surviving_watermark(&image, &geometry, ring_id, incarnation)
         });
+        // The image replayed hinted and full finds the same log, whatever the drive did to it
+        // (the hint only saves reads; see `crate::scans`).
+        let scan = crate::scans::compare_scans(&image, &[])
+            .map_err(|what| violation(format!("round {round}: {what}")))?;
+        summary.scans_compared += 1;
+        summary.scans_hinted += u64::from(scan == crate::scans::HintedScan::Hinted);
         let device = SimDevice::for_ring(image, &geometry, config, rng.gen())
             .map_err(|error| violation(format!("cannot make the device: {error}")))?;
         let counts = device.counts_handle();
@@ -357,6 +372,8 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
             options.steps,
         );
         summary.tail_markers += core.stats().tail_markers - markers_before;
+        summary.hint_waits += core.stats().hint_waits;
+        summary.hint_writes += core.stats().hint_writes;
         // Faults the drive injected in this round, recovery's reads and writes included.
         let device = core.backend_mut();
         summary.faults.data_faults += device.counts().data_faults;

@@ -36,6 +36,10 @@ fn run(seeds: impl Iterator<Item = (u64, SimOptions)>) -> (u64, SimSummary, Vec<
                 total.faults.io_errors += summary.faults.io_errors;
                 total.faults.read_faults += summary.faults.read_faults;
                 total.tail_markers += summary.tail_markers;
+                total.scans_compared += summary.scans_compared;
+                total.scans_hinted += summary.scans_hinted;
+                total.hint_waits += summary.hint_waits;
+                total.hint_writes += summary.hint_writes;
             }
             Err(violation) => violations.push(violation.to_string()),
         }
@@ -113,10 +117,22 @@ fn simulation_seeds_keep_every_invariant() {
         "simulation tail markers written on the idle timer (the core's manual clock): {}",
         total.tail_markers
     );
+    println!(
+        "simulation images replayed hinted and full with the same log: {} ({} with a trusted \
+         hint); control blocks written to move the tail hint: {}, batches that waited for one: \
+         {}",
+        total.scans_compared, total.scans_hinted, total.hint_writes, total.hint_waits
+    );
     assert!(
         violations.is_empty(),
         "violations:\n{}",
         violations.join("\n")
+    );
+    assert!(total.scans_compared >= total.recoveries);
+    assert!(total.scans_hinted * 2 > total.scans_compared);
+    assert!(
+        total.hint_writes > 0,
+        "the workloads never moved the tail hint"
     );
     assert!(
         total.tail_markers > 0,

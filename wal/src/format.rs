@@ -28,7 +28,7 @@
 //! write ever shares a block (and so a physical sector) with an earlier batch: the tail block is
 //! never rewritten in place.
 //!
-//! # Control block (two copies, each in its own block; 160 bytes used, the rest zero)
+//! # Control block (two copies, each in its own block; 176 bytes used, the rest zero)
 //!
 //! ```text
 //!  0       4       8       12      16              24
@@ -50,14 +50,14 @@
 //!  |  cut  |  cut  |  cut  |  cut  |syn|syn|syn|mar| probe |probe  |writes |
 //!  |  lap  | seg.  | offset| incar.|mth|src|flg|gin| bytes |rounds |/round |
 //!  +-------+-------+-------+-------+---+---+---+---+-------+-------+-------+
-//!  132     136     140     144     148                     160
-//!  +-------+-------+-------+-------+-----------------------+
-//!  |fdsync |fdsync | dsync | dsync |       reserved        |
-//!  |p50 us |p99 us |p50 us |p99 us |                       |
-//!  +-------+-------+-------+-------+-----------------------+
+//!  132     136     140     144     148     152     156     160     164             176
+//!  +-------+-------+-------+-------+-------+-------+-------+-------+---------------+
+//!  |fdsync |fdsync | dsync | dsync | hint  | hint  | hint  | hint  |   reserved    |
+//!  |p50 us |p99 us |p50 us |p99 us |  lap  | seg.  | offset| incar.|               |
+//!  +-------+-------+-------+-------+-------+-------+-------+-------+---------------+
 //! ```
 //!
-//! `crc` is CRC32C over the 160 bytes with the crc field zeroed. The copy with the highest
+//! `crc` is CRC32C over the 176 bytes with the crc field zeroed. The copy with the highest
 //! `sequence` whose CRC checks out is current; copy `sequence % 2` is the one rewritten next, so a
 //! torn control write leaves the other copy intact. `trim LSN` is inclusive: entries with
 //! `lsn <= trim LSN` are released. `head` is the batch boundary where replay starts; `head LSN` is
@@ -76,9 +76,24 @@
 //! fdatasync at both p50 and p99 to be chosen, and the measurement behind a measured choice:
 //! the size of each timed write, the rounds and writes per method per round, and each method's
 //! p50 and p99 in microseconds (all zero unless measured). Every rewrite of the control block
-//! carries these bytes over unchanged. A block written before they existed (rings formatted
-//! before the choice was recorded) has zeros in bytes 120 to 160 and a CRC over its first 128
-//! bytes only: it decodes as "none recorded", which means fdatasync.
+//! carries these bytes over unchanged.
+//!
+//! `hint` (bytes 148 to 164) is the tail hint: how far the log can reach. No batch of the
+//! incarnation `hint incar.` ends past the position `hint lap`/`hint seg.`/`hint offset`; the
+//! writer makes a control block with a further limit durable before it writes past the one
+//! in force, and within one incarnation the limit never moves back. Replay trusts the hint
+//! only when `hint incar.` is the block's own `incar.` (a new incarnation's open writes its
+//! first hint in the same block as the incarnation, so there is never a durable incarnation
+//! without its hint), the limit is a position of this ring at or after the head, and the
+//! other copy, if it is of the same incarnation, does not record a further limit. It then
+//! scans the live entries and probes past their end only to the later of the limit and an
+//! in-flight window (`replay.rs`, "the pass"). A freshly formatted ring records the head with
+//! incarnation 0: nothing is written before the first writable open.
+//!
+//! Version 1 blocks (160 bytes used, no hint; or, written before the sync choice existed, a
+//! CRC over the first 128 bytes and zeros after) are recognised as intact blocks of version
+//! 1 by their CRC, so a version 1 ring is refused with an error naming both versions rather
+//! than reported as damaged.
 //!
 //! # Segment header (block 0 of every segment; 64 bytes used, the rest zero)
 //!
@@ -132,8 +147,9 @@
 
 use crate::error::{GeometryError, SequenceExhausted};
 
-/// The format version this crate writes and the only one it reads.
-pub const FORMAT_VERSION: u16 = 1;
+/// The format version this crate writes and the only one it reads. Version 2 added the tail
+/// hint to the control block; version 1 rings are refused (`ReplayError::UnsupportedVersion`).
+pub const FORMAT_VERSION: u16 = 2;
 
 /// Magic of a control block: the bytes `SLGC`.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"SLGC");
@@ -194,12 +210,18 @@ const CONTROL_FDATASYNC_P50_OFFSET: usize = CONTROL_PROBE_WRITES_OFFSET + 2;
 const CONTROL_FDATASYNC_P99_OFFSET: usize = CONTROL_FDATASYNC_P50_OFFSET + 4;
 const CONTROL_DSYNC_P50_OFFSET: usize = CONTROL_FDATASYNC_P99_OFFSET + 4;
 const CONTROL_DSYNC_P99_OFFSET: usize = CONTROL_DSYNC_P50_OFFSET + 4;
-const CONTROL_RESERVED_OFFSET: usize = CONTROL_DSYNC_P99_OFFSET + 4;
+const CONTROL_HINT_LAP_OFFSET: usize = CONTROL_DSYNC_P99_OFFSET + 4;
+const CONTROL_HINT_SEGMENT_OFFSET: usize = CONTROL_HINT_LAP_OFFSET + 4;
+const CONTROL_HINT_OFFSET_OFFSET: usize = CONTROL_HINT_SEGMENT_OFFSET + 4;
+const CONTROL_HINT_INCARNATION_OFFSET: usize = CONTROL_HINT_OFFSET_OFFSET + 4;
+const CONTROL_RESERVED_OFFSET: usize = CONTROL_HINT_INCARNATION_OFFSET + 4;
 /// Bytes of a control block that carry fields (the rest of its block is zero).
 pub const CONTROL_SIZE: usize = CONTROL_RESERVED_OFFSET + 12;
-/// Bytes a control block's CRC covered before the sync choice was recorded: a block written
-/// then has zeros from byte 120 (the sync choice's first) on, and a CRC over this many bytes.
-pub const CONTROL_SIZE_BEFORE_SYNC: usize = 128;
+/// Bytes a version 1 control block's CRC covered (it had no tail hint).
+pub const CONTROL_SIZE_V1: usize = 160;
+/// Bytes a version 1 control block's CRC covered when it was written before the sync choice
+/// was recorded: such a block has zeros from byte 120 (the sync choice's first) on.
+pub const CONTROL_SIZE_V1_BEFORE_SYNC: usize = 128;
 /// Bit of the sync flags byte: the device reported FUA when the methods were measured.
 const SYNC_FLAG_FUA: u8 = 1;
 
@@ -237,10 +259,12 @@ const ENTRY_RING_TAG_OFFSET: usize = ENTRY_BATCH_INDEX_OFFSET + 4;
 /// Size of the header in front of every record: the per-entry overhead, in bytes.
 pub const ENTRY_HEADER_SIZE: usize = ENTRY_RING_TAG_OFFSET + 4;
 
-const _: () = assert!(CONTROL_SIZE == 160);
+const _: () = assert!(CONTROL_SIZE == 176);
 const _: () = assert!(CONTROL_SYNC_METHOD_OFFSET == 120);
-const _: () = assert!(CONTROL_SYNC_METHOD_OFFSET < CONTROL_SIZE_BEFORE_SYNC);
-const _: () = assert!(CONTROL_SIZE_BEFORE_SYNC < CONTROL_SIZE);
+const _: () = assert!(CONTROL_HINT_LAP_OFFSET == CONTROL_SIZE_V1 - 12);
+const _: () = assert!(CONTROL_SYNC_METHOD_OFFSET < CONTROL_SIZE_V1_BEFORE_SYNC);
+const _: () = assert!(CONTROL_SIZE_V1_BEFORE_SYNC < CONTROL_SIZE_V1);
+const _: () = assert!(CONTROL_SIZE_V1 < CONTROL_SIZE);
 const _: () = assert!(SEGMENT_HEADER_SIZE == 64);
 const _: () = assert!(ENTRY_HEADER_SIZE == 64);
 const _: () = assert!(CONTROL_SIZE <= BLOCK_SIZE_MIN_BYTES as usize);
@@ -578,6 +602,49 @@ pub struct ControlBlock {
     pub cut_incarnation: u32,
     /// How format chose the ring's default durability; every rewrite carries it over.
     pub sync: SyncChoice,
+    /// How far the log can reach (see [`TailHint`]).
+    pub tail_hint: TailHint,
+}
+
+/// How far the log can reach: the writer of `incarnation` never ends a batch past `limit`.
+/// It is an upper bound made durable before it is relied on: a writer puts a further limit in
+/// a control block, and waits for that block's flush, before it submits a batch that ends past
+/// the limit in force. Within one incarnation the limit never moves back. Replay uses it to
+/// bound its probe after the log's end (see the module doc and `replay.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TailHint {
+    /// No batch of `incarnation` ends past this position. A limit at a segment's end is
+    /// recorded as the next segment's first data position ([`TailHint::normalized_limit`]).
+    pub limit: Position,
+    /// The incarnation that set it. It counts only in a control block of the same incarnation.
+    pub incarnation: u32,
+}
+
+impl TailHint {
+    /// The limit as a batch boundary: a position at a segment's end (or inside its header
+    /// block) becomes the first data position of the segment it leads into, so that a log
+    /// whose last batch ends exactly at the limit has its end (the next batch's position) at
+    /// the limit, not past it. `None` when the limit names no place of this ring (a segment
+    /// past the count, an offset off a block boundary or past the segment, lap 0, or a lap
+    /// that cannot be followed by another).
+    pub fn normalized_limit(&self, geometry: &Geometry) -> Option<Position> {
+        let limit = self.limit;
+        let block = geometry.block_size_bytes;
+        let in_ring = limit.lap >= 1
+            && limit.segment < geometry.segment_count
+            && limit.offset % block == 0
+            && u64::from(limit.offset) <= geometry.segment_size_bytes;
+        if !in_ring {
+            return None;
+        }
+        if u64::from(limit.offset) == geometry.segment_size_bytes {
+            return geometry.checked_next_segment_start(limit);
+        }
+        Some(Position {
+            offset: limit.offset.max(geometry.segment_data_offset()),
+            ..limit
+        })
+    }
 }
 
 /// How a write is made durable: the two methods a ring's default durability is chosen from.
@@ -709,6 +776,16 @@ impl ControlBlock {
             cut: Position::default(),
             cut_incarnation: 0,
             sync: SyncChoice::NotRecorded,
+            // Nothing is written before the first writable open, which records its own hint:
+            // until then the log reaches no further than the head.
+            tail_hint: TailHint {
+                limit: Position {
+                    lap: 1,
+                    segment: 0,
+                    offset: geometry.segment_data_offset(),
+                },
+                incarnation: 0,
+            },
         }
     }
 
@@ -757,6 +834,18 @@ impl ControlBlock {
         put_u32(buf, CONTROL_CUT_OFFSET_OFFSET, self.cut.offset);
         put_u32(buf, CONTROL_CUT_INCARNATION_OFFSET, self.cut_incarnation);
         encode_sync(&self.sync, buf);
+        put_u32(buf, CONTROL_HINT_LAP_OFFSET, self.tail_hint.limit.lap);
+        put_u32(
+            buf,
+            CONTROL_HINT_SEGMENT_OFFSET,
+            self.tail_hint.limit.segment,
+        );
+        put_u32(buf, CONTROL_HINT_OFFSET_OFFSET, self.tail_hint.limit.offset);
+        put_u32(
+            buf,
+            CONTROL_HINT_INCARNATION_OFFSET,
+            self.tail_hint.incarnation,
+        );
         let crc = crc_skipping_field(0, &buf[..CONTROL_SIZE], CONTROL_CRC_OFFSET);
         put_u32(buf, CONTROL_CRC_OFFSET, crc);
     }
@@ -768,20 +857,18 @@ impl ControlBlock {
             return Err(ControlDefect::Magic);
         }
         let bytes = &buf[..CONTROL_SIZE];
-        let stored_crc = get_u32(bytes, CONTROL_CRC_OFFSET);
-        let crc_ok = crc_skipping_field(0, bytes, CONTROL_CRC_OFFSET) == stored_crc;
-        // A block written before the sync choice was recorded: its CRC covers the first 128
-        // bytes and every sync byte is zero (so it reads as "none recorded").
-        let written_before_sync = !crc_ok
-            && bytes[CONTROL_SYNC_METHOD_OFFSET..]
-                .iter()
-                .all(|&byte| byte == 0)
-            && crc_skipping_field(0, &bytes[..CONTROL_SIZE_BEFORE_SYNC], CONTROL_CRC_OFFSET)
-                == stored_crc;
-        if !crc_ok && !written_before_sync {
+        let version = get_u16(bytes, CONTROL_VERSION_OFFSET);
+        let crc_ok = crc_covers(bytes, CONTROL_SIZE);
+        if !crc_ok {
+            // Not a block of this version. An intact block of version 1 (either of its forms)
+            // names its version, so the ring is refused as another version's, not as damaged.
+            let v1_form = crc_covers(bytes, CONTROL_SIZE_V1)
+                || crc_covers(bytes, CONTROL_SIZE_V1_BEFORE_SYNC);
+            if v1_form && version != FORMAT_VERSION {
+                return Err(ControlDefect::Version(version));
+            }
             return Err(ControlDefect::Crc);
         }
-        let version = get_u16(bytes, CONTROL_VERSION_OFFSET);
         if version != FORMAT_VERSION {
             return Err(ControlDefect::Version(version));
         }
@@ -815,8 +902,25 @@ impl ControlBlock {
                 offset: get_u32(bytes, CONTROL_HEAD_OFFSET_OFFSET),
             },
             sync,
+            tail_hint: TailHint {
+                limit: Position {
+                    lap: get_u32(bytes, CONTROL_HINT_LAP_OFFSET),
+                    segment: get_u32(bytes, CONTROL_HINT_SEGMENT_OFFSET),
+                    offset: get_u32(bytes, CONTROL_HINT_OFFSET_OFFSET),
+                },
+                incarnation: get_u32(bytes, CONTROL_HINT_INCARNATION_OFFSET),
+            },
         })
     }
+}
+
+/// Whether a control block's CRC covers its first `size` bytes, with every byte after them up
+/// to [`CONTROL_SIZE`] zero (a block of a layout that used only `size` bytes).
+fn crc_covers(bytes: &[u8], size: usize) -> bool {
+    debug_assert!(size <= CONTROL_SIZE && bytes.len() >= CONTROL_SIZE);
+    bytes[size..CONTROL_SIZE].iter().all(|&byte| byte == 0)
+        && crc_skipping_field(0, &bytes[..size], CONTROL_CRC_OFFSET)
+            == get_u32(bytes, CONTROL_CRC_OFFSET)
 }
 
 /// Writes the sync choice's bytes (zeros where it has no figures).

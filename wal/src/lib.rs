@@ -33,13 +33,15 @@ pub mod validate;
 pub use batch::{BatchBuilder, BatchStart, EncodedBatch};
 pub use disk::SimDisk;
 pub use error::{EncodeError, GeometryError, ReplayError, RingFull, SequenceExhausted};
-pub use format::{ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader};
+pub use format::{
+    ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader, TailHint,
+};
 pub use layout::{BatchSlot, WriteCursor};
 pub use recovery::{plan, PlanError, RecoveryPlan, Step, TailMarker};
 pub use replay::{
-    entries, read_control, replay, scan, Check, Corruption, Entry, Evidence, Outcome,
-    RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport, ReplayOptions, TornTail,
-    UnreadableRun,
+    entries, read_control, replay, scan, trusted_hint, Check, Corruption, Entry, Evidence,
+    FullScan, Outcome, RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport,
+    ReplayOptions, Scan, ScanPolicy, TornTail, UnreadableRun,
 };
 pub use source::RingSource;
 pub use validate::{
@@ -47,20 +49,24 @@ pub use validate::{
     CheckedRecord, IncarnationRule, RecordExpectation,
 };
 
-/// Feeds arbitrary bytes to replay as a ring, in both recovery modes; used by the `replay`
-/// fuzz target and its stable-toolchain twin in the tests. Replay must return `Ok` or a typed
-/// error for any input; a panic is a bug.
+/// Feeds arbitrary bytes to replay as a ring, in both recovery modes, hinted and full; used by
+/// the `replay` fuzz target and its stable-toolchain twin in the tests. Replay must return
+/// `Ok` or a typed error for any input; a panic is a bug.
 pub fn fuzz_replay(bytes: &[u8]) {
     for mode in [RecoveryMode::Strict, RecoveryMode::TruncateAtCorruption] {
-        let options = ReplayOptions {
-            mode,
-            read_chunk_bytes: 1 << 16,
-        };
-        let mut source: &[u8] = bytes;
-        let mut visited = 0u64;
-        if let Ok(report) = replay(&mut source, &options, &mut |_| visited += 1) {
-            assert_eq!(report.entries, visited);
-            assert!(report.first_lsn <= report.last_lsn);
+        for scan in [ScanPolicy::Hinted, ScanPolicy::Full] {
+            let options = ReplayOptions {
+                mode,
+                read_chunk_bytes: 1 << 16,
+                scan,
+            };
+            let mut source: &[u8] = bytes;
+            let mut visited = 0u64;
+            if let Ok(report) = replay(&mut source, &options, &mut |_| visited += 1) {
+                assert_eq!(report.entries, visited);
+                assert!(report.first_lsn <= report.last_lsn);
+                assert!(report.bytes_read <= bytes.len() as u64 * 4 + (1 << 20));
+            }
         }
     }
 }

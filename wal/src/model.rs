@@ -1,6 +1,7 @@
 //! A reference writer over an in-memory ring: the writer's protocol (format, open with replay,
-//! incarnation bump, invalidation of the dirty region, batches placed by [`WriteCursor`],
-//! pipelined writes bounded by the in-flight window, flushes, acknowledgements, trim) over the
+//! incarnation bump, invalidation of the dirty region, batches placed by [`WriteCursor`] and
+//! kept within a durable tail hint, pipelined writes bounded by the in-flight window, flushes,
+//! acknowledgements, trim) over the
 //! simulated disk of [`crate::disk`] (durable bytes plus writes not yet covered by a flush). A
 //! crash builds an image from the durable bytes and a caller-chosen fate for every block of
 //! every pending write.
@@ -15,7 +16,7 @@ use std::collections::VecDeque;
 use crate::batch::{BatchBuilder, BatchStart};
 use crate::disk::{FlushCover, SimDisk, WriteDurability};
 use crate::error::{EncodeError, ReplayError, RingFull};
-use crate::format::{ControlBlock, Geometry, Kind, Position, RingId};
+use crate::format::{ControlBlock, Geometry, Kind, Position, RingId, TailHint};
 use crate::layout::WriteCursor;
 use crate::recovery::{self, Step};
 use crate::replay::{replay, RecoveryReport, ReplayOptions};
@@ -216,7 +217,39 @@ impl ModelWriter {
         Ok((writer, report, entries))
     }
 
-    fn write_control(&mut self, trim_lsn: u64, (head, head_lsn, head_incarnation): Head) {
+    /// Makes a further tail hint durable when a batch in `slot` could end past the one in
+    /// force: the protocol's rule that no batch ends past a durable hint. (The model's control
+    /// writes are durable at once, so it never waits, where the engine writes ahead.)
+    fn ensure_hint(&mut self, slot: &crate::layout::BatchSlot) {
+        let in_force = self
+            .control
+            .tail_hint
+            .normalized_limit(&self.geometry)
+            .filter(|_| self.control.tail_hint.incarnation == self.incarnation);
+        if in_force.is_some_and(|limit| slot.within_hint(limit)) {
+            return;
+        }
+        let limit = self.cursor.hint_limit(&self.geometry);
+        let limit = in_force.map_or(limit, |in_force| limit.max(in_force));
+        debug_assert!(slot.within_hint(limit));
+        let hint = TailHint {
+            limit,
+            incarnation: self.incarnation,
+        };
+        let control = self.control;
+        self.write_control(
+            control.trim_lsn,
+            (control.head, control.head_lsn, control.head_incarnation),
+            hint,
+        );
+    }
+
+    fn write_control(
+        &mut self,
+        trim_lsn: u64,
+        (head, head_lsn, head_incarnation): Head,
+        tail_hint: TailHint,
+    ) {
         // Replay refused any control block past the limit, and a model writes far fewer than
         // the 2^63 control blocks of headroom that leaves.
         let sequence = self
@@ -230,6 +263,7 @@ impl ModelWriter {
             head,
             head_lsn,
             head_incarnation,
+            tail_hint,
             ..self.control
         };
         let mut block = vec![0u8; self.geometry.block_size_bytes as usize];
@@ -365,6 +399,7 @@ impl ModelWriter {
         {
             self.flush();
         }
+        self.ensure_hint(&slot);
         let start = BatchStart {
             ring_id: self.ring_id,
             position: slot.position,
@@ -471,7 +506,8 @@ impl ModelWriter {
         };
         let trim_lsn = lsn.max(self.control.trim_lsn);
         debug_assert!(head.1 <= trim_lsn + 1);
-        self.write_control(trim_lsn, head);
+        let hint = self.control.tail_hint;
+        self.write_control(trim_lsn, head, hint);
     }
 
     /// The image after a power cut now: the durable bytes, plus each block of each pending

@@ -4,17 +4,26 @@
 //! so both run the same protocol; neither computes any of it itself.
 //!
 //! The steps (each a write of whole blocks at a ring offset, or a flush of the file holding a
-//! ring offset; a writer waits for each before the next):
+//! ring offset; a writer waits for each before the next). Flushes are listed per ring offset;
+//! a writer whose files hold several of them (a block device holds the whole ring) skips a
+//! flush of a file it has flushed since it last wrote to it, so an open flushes each file or
+//! device once per step, not once per segment:
 //!
-//! 1. flush every segment: entries that survived in the drive's volatile cache (written, never
-//!    acknowledged) become durable before anyone reads them;
-//! 2. write the new control block (the new incarnation, the cut, the trim point and head) to
-//!    the copy not current, then flush it: from then on nothing of an older incarnation at or
-//!    after the cut counts, and the new incarnation is above every one replay found or applied
-//!    ([`RecoveryReport::incarnation_max`]), so a crash in the steps after it recovers the same
-//!    log;
-//! 3. zero each range of the dirty region after the cut ([`Invalidate::ranges`]), flushing
-//!    each: nothing written there before the cut can line up behind new entries (rule 6);
+//! 1. flush every segment replay looked at (from the head's to the one its scan ended in,
+//!    [`RecoveryReport::scan_end`]: the whole ring after a full scan, a few segments after a
+//!    hinted one): entries that survived in the drive's volatile cache (written, never
+//!    acknowledged) become durable before anyone reads them. Nothing outside that stretch is
+//!    part of the log or was evidence for it;
+//! 2. write the new control block (the new incarnation, the cut, the trim point and head, and
+//!    the new incarnation's first tail hint) to the copy not current, then flush it: from then
+//!    on nothing of an older incarnation at or after the cut counts, and the new incarnation
+//!    is above every one replay found or applied ([`RecoveryReport::incarnation_max`]), so a
+//!    crash in the steps after it recovers the same log. The hint lies
+//!    [`crate::layout::HINT_AHEAD_WINDOWS`] windows past the cut: it covers the tail marker
+//!    and every batch until the writer writes a further one, and a replay that trusts it
+//!    (after a crash in the steps below) probes no further than the one that made the plan;
+//! 3. zero each range of the dirty region after the cut ([`Invalidate::ranges`]), then flush
+//!    them: nothing written there before the cut can line up behind new entries (rule 6);
 //! 4. when live acknowledged entries are not covered by any recovered watermark, a tail
 //!    marker (a batch with no records, carrying the watermark `next_lsn - 1`, written by the
 //!    new incarnation at the cut) and a flush: from then on damage to any of them is
@@ -29,7 +38,7 @@
 
 use crate::batch::{BatchBuilder, BatchStart};
 use crate::error::{RingFull, SequenceExhausted};
-use crate::format::{ControlBlock, Position};
+use crate::format::{ControlBlock, Geometry, Position, TailHint};
 use crate::layout::WriteCursor;
 use crate::replay::RecoveryReport;
 
@@ -116,6 +125,39 @@ pub enum PlanError {
     Sequence(#[from] SequenceExhausted),
 }
 
+/// The first tail hint of the incarnation that opens at `cursor` (the cut): a margin past it
+/// ([`WriteCursor::hint_limit`]), which covers the plan's tail marker and the writer's first
+/// batches. It need not cover the dirty region the plan zeroes: what an older incarnation
+/// left past the cut is stale by the cut's incarnation whether it is zeroed yet or not, and a
+/// replay after a crash before the zeroing is done probes as far as the one that made this
+/// plan (which always probes at least this margin past the cut), so it finds nothing new.
+fn first_hint(report: &RecoveryReport, cursor: &WriteCursor, incarnation: u32) -> TailHint {
+    TailHint {
+        limit: cursor.hint_limit(&report.control.geometry),
+        incarnation,
+    }
+}
+
+/// A ring offset in each segment replay looked at, from the head's through the one holding
+/// `scan_end` (the head's segment is never listed twice, even when a full scan ends at it on
+/// the next lap), in log order.
+fn scanned_segments(geometry: &Geometry, head: Position, scan_end: Position) -> Vec<u64> {
+    let first = geometry.linear_segment(head);
+    let mut last = geometry.linear_segment(scan_end);
+    if scan_end.offset <= geometry.segment_data_offset() && last > first {
+        // The scan ended at that segment's start: nothing of it was looked at.
+        last -= 1;
+    }
+    let count = (last.saturating_sub(first) + 1).min(u64::from(geometry.segment_count));
+    (0..count)
+        .map(|index| {
+            let segment = (u64::from(head.segment) + index) % u64::from(geometry.segment_count);
+            // Below the segment count, a u32.
+            geometry.segment_ring_offset(segment as u32)
+        })
+        .collect()
+}
+
 /// The plan for a writable open of the ring `report` describes.
 pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
     let old = report.control;
@@ -138,6 +180,10 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
     } else {
         (report.next_position, report.next_lsn, incarnation)
     };
+    let mut cursor = WriteCursor {
+        position: report.next_position,
+        next_lsn: report.next_lsn,
+    };
     let control = ControlBlock {
         sequence,
         incarnation,
@@ -147,13 +193,12 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
         head_incarnation,
         cut: report.next_position,
         cut_incarnation: incarnation,
+        tail_hint: first_hint(report, &cursor, incarnation),
         ..old
     };
     let mut steps = Vec::new();
-    for segment in 0..geometry.segment_count {
-        steps.push(Step::Flush {
-            ring_offset: geometry.segment_ring_offset(segment),
-        });
+    for ring_offset in scanned_segments(&geometry, old.head, report.scan_end) {
+        steps.push(Step::Flush { ring_offset });
     }
     let block = geometry.block_size_bytes as usize;
     let mut control_block = vec![0u8; block];
@@ -168,18 +213,17 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
         ring_offset: control_offset,
     });
     if let Some(invalidate) = report.invalidate {
-        for (ring_offset, len_bytes) in invalidate.ranges(&geometry) {
+        let ranges = invalidate.ranges(&geometry);
+        for &(ring_offset, len_bytes) in &ranges {
             steps.push(Step::Zero {
                 ring_offset,
                 len_bytes,
             });
+        }
+        for &(ring_offset, _) in &ranges {
             steps.push(Step::Flush { ring_offset });
         }
     }
-    let mut cursor = WriteCursor {
-        position: report.next_position,
-        next_lsn: report.next_lsn,
-    };
     let uncovered = live
         && report
             .last_lsn

@@ -23,8 +23,29 @@
 //! [`BATCH_SIZE_LIMIT_BYTES`](crate::format::BATCH_SIZE_LIMIT_BYTES)), never by what a length
 //! field on disk claims: every length is checked against the geometry before it is used.
 //!
-//! Cost: the probe reads the ring from the break to the head, so an open reads the whole ring
-//! once. Bounding that with redundant tail hints is future work (DESIGN.md, "Beyond the anchors").
+//! Cost: the walk reads the live entries. The probe after the break reads, in a full scan, every
+//! block up to the head's segment on the next lap: the whole ring. With a tail hint it can
+//! trust (the control block's [`TailHint`], see [`trusted_hint`]) it reads only to the later of
+//! the hint's limit and one in-flight window past the break ([`Scan::Hinted`]), so an open
+//! costs the live data plus a bounded margin, not the ring. That is exact, not a guess: the
+//! writer never ends a batch past a durable hint, and every recovery covers what it found of older
+//! incarnations with its first hint (see below), so every valid record a full scan could find
+//! after the break lies before the hint. The walk itself never
+//! looks at the hint: it follows valid batches wherever they go, and a log that ends past the
+//! hint proves the hint wrong (the newest control block was lost), so the probe then reads
+//! the whole ring after all ([`FullScan::HintCrossed`]). A hint is also ignored when another
+//! incarnation set it, when it names no place at or after the head, or when the other control
+//! copy, of the same incarnation, records a further one ([`FullScan`]). The probe after a
+//! hinted break reaches a window past the break whatever the hint says, so a batch whose
+//! watermark proves a hole at the break was acknowledged is found: the first batch built
+//! after the hole's acknowledgement lies within one window of it.
+//!
+//! Why no older incarnation's record lies past a trusted hint: a writable open writes its
+//! hint in the same control block as its new incarnation, at the later of a margin past the
+//! cut and the end of the region after the cut it is about to zero. So once that block is
+//! durable, whatever an older incarnation left past the cut that this open found (it probed
+//! at least to that incarnation's own hint) lies before the new hint, zeroed or not yet; and
+//! nothing of this log was written past the older hint.
 
 use std::io;
 
@@ -32,9 +53,10 @@ use crate::decision::{decide, Decision, Facts, ROWS};
 use crate::error::ReplayError;
 use crate::format::{
     ControlBlock, ControlDefect, EntryHeader, Geometry, Kind, Position, RingId, SegmentDefect,
-    SegmentHeader, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES, BLOCK_SIZE_MIN_BYTES,
+    SegmentHeader, TailHint, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES, BLOCK_SIZE_MIN_BYTES,
     CONTROL_COPIES, CONTROL_SEQUENCE_LIMIT, ENTRY_HEADER_SIZE, ENTRY_MAGIC, FORMAT_VERSION,
 };
+use crate::layout::WriteCursor;
 use crate::source::RingSource;
 use crate::validate::{self, BatchExpectation, BatchFailure, CheckedBatch, IncarnationRule};
 
@@ -48,6 +70,19 @@ pub enum RecoveryMode {
     TruncateAtCorruption,
 }
 
+/// Whether replay may bound its probe after the log's end with the control block's tail hint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ScanPolicy {
+    /// Use the tail hint when it can be trusted (the default): the probe reads to the later of
+    /// the hint and one in-flight window past the break, and the report says so
+    /// ([`Scan::Hinted`]); otherwise scan fully and say why ([`Scan::Full`]).
+    #[default]
+    Hinted,
+    /// Ignore the hint and probe to the head's segment on the next lap (the whole ring): for
+    /// tests that compare both scans, and checks that want every block of the ring looked at.
+    Full,
+}
+
 /// How replay runs.
 #[derive(Clone, Copy, Debug)]
 pub struct ReplayOptions {
@@ -55,6 +90,8 @@ pub struct ReplayOptions {
     pub mode: RecoveryMode,
     /// Bytes read at a time while scanning (rounded up to the ring's batch limit).
     pub read_chunk_bytes: u32,
+    /// Hinted (the default) or full.
+    pub scan: ScanPolicy,
 }
 
 impl Default for ReplayOptions {
@@ -62,6 +99,119 @@ impl Default for ReplayOptions {
         ReplayOptions {
             mode: RecoveryMode::Strict,
             read_chunk_bytes: 1 << 20,
+            scan: ScanPolicy::Hinted,
+        }
+    }
+}
+
+/// Which scan replay made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scan {
+    /// The tail hint was trusted: the probe after the break stopped at `probe_end`, the later
+    /// of the hint's `limit` (normalized) and one in-flight window past the break (never past
+    /// where a full scan stops).
+    Hinted {
+        /// The hint's limit, as a batch boundary.
+        limit: Position,
+        /// Where the probe stopped.
+        probe_end: Position,
+    },
+    /// The probe read to the head's segment on the next lap (the whole ring), for `reason`.
+    Full {
+        /// Why the hint was not used.
+        reason: FullScan,
+    },
+}
+
+impl Scan {
+    /// `hinted` or `full`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Scan::Hinted { .. } => "hinted",
+            Scan::Full { .. } => "full",
+        }
+    }
+}
+
+impl std::fmt::Display for Scan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scan::Hinted { limit, probe_end } => write!(
+                f,
+                "hinted scan: the tail hint ({limit}) was trusted; the probe stopped at \
+                 {probe_end}"
+            ),
+            Scan::Full { reason } => write!(f, "full scan: {reason}"),
+        }
+    }
+}
+
+/// Why replay scanned the whole ring rather than trust the tail hint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FullScan {
+    /// The caller asked for a full scan ([`ScanPolicy::Full`]).
+    Requested,
+    /// The hint was set by another incarnation than the control block's. A writable open
+    /// writes its first hint in the same block as its incarnation, so only a crafted block,
+    /// or a writer that broke that rule, leaves one.
+    HintIncarnation {
+        /// The incarnation that set the hint.
+        hint_incarnation: u32,
+        /// The control block's incarnation.
+        incarnation: u32,
+    },
+    /// The hint's limit names no place of this ring at or after the head.
+    HintInvalid {
+        /// The limit recorded.
+        limit: Position,
+    },
+    /// The other control copy, of the same incarnation, records a further limit than the
+    /// current one: within an incarnation a hint never moves back, so one of the copies is not
+    /// what the writer wrote (a control write lost or misdirected, or a crafted block).
+    HintsDisagree {
+        /// The current copy's limit.
+        limit: Position,
+        /// The older copy's limit.
+        other_limit: Position,
+    },
+    /// The log runs past the hint: the writer never ends a batch past a durable hint, so the
+    /// hint is not the newest one written (its control block was lost or damaged), and
+    /// nothing bounds where the log's records lie.
+    HintCrossed {
+        /// The hint's limit.
+        limit: Position,
+        /// Where the log ends.
+        log_end: Position,
+    },
+}
+
+impl std::fmt::Display for FullScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FullScan::Requested => f.write_str("requested"),
+            FullScan::HintIncarnation {
+                hint_incarnation,
+                incarnation,
+            } => write!(
+                f,
+                "the tail hint is of incarnation {hint_incarnation}, the control block of \
+                 {incarnation}"
+            ),
+            FullScan::HintInvalid { limit } => {
+                write!(
+                    f,
+                    "the tail hint ({limit}) is not a place at or after the head"
+                )
+            }
+            FullScan::HintsDisagree { limit, other_limit } => write!(
+                f,
+                "the control copies disagree: the older records a further tail hint \
+                 ({other_limit}) than the current ({limit})"
+            ),
+            FullScan::HintCrossed { limit, log_end } => write!(
+                f,
+                "the log runs past the tail hint: it ends at {log_end}, the hint is {limit}"
+            ),
         }
     }
 }
@@ -427,6 +577,14 @@ pub struct RecoveryReport {
     pub end_check: Check,
     /// How often each decision-table row was taken, in [`ROWS`] order.
     pub row_hits: [u64; ROWS.len()],
+    /// Which scan was made: hinted (the probe bounded by the tail hint) or full, and why.
+    pub scan: Scan,
+    /// Where replay's probe after the log's end stopped (for a full scan, the head's segment
+    /// on the next lap, or the cut's when nothing before the cut is live): with the head, the
+    /// stretch of the ring replay looked at, and the only one a writer's open must flush.
+    pub scan_end: Position,
+    /// Bytes replay read from its source (control blocks, segment headers, batches, probe).
+    pub bytes_read: u64,
 }
 
 impl RecoveryReport {
@@ -460,6 +618,14 @@ pub struct Entry<'a> {
 
 /// Reads the ring's current control block: the newest of the two copies that checks out.
 pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlock, ReplayError> {
+    read_controls(source).map(|(current, _)| current)
+}
+
+/// Reads both control copies: the current one (the newest that checks out), and the other
+/// one when it checks out too (for the tail hint's cross-check, [`trusted_hint`]).
+fn read_controls<S: RingSource + ?Sized>(
+    source: &mut S,
+) -> Result<(ControlBlock, Option<ControlBlock>), ReplayError> {
     let mut block = vec![0u8; BLOCK_SIZE_MIN_BYTES as usize];
     let first = read_control_copy(source, 0, &mut block)?;
     // Copy 1 sits one block in; the block size is in copy 0, or, if copy 0 is damaged, is one
@@ -506,12 +672,12 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
             Err(ControlDefect::Crc)
         }
     });
-    let control = match (first, second) {
+    let (control, other) = match (first, second) {
         (Ok(a), Ok(b)) => {
             if a.sequence >= b.sequence {
-                a
+                (a, Some(b))
             } else {
-                b
+                (b, Some(a))
             }
         }
         // An intact copy of another format version means the ring is not ours to read, even
@@ -522,8 +688,8 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
                 supported: FORMAT_VERSION,
             })
         }
-        (Ok(a), Err(_)) => a,
-        (Err(_), Ok(b)) => b,
+        (Ok(a), Err(_)) => (a, None),
+        (Err(_), Ok(b)) => (b, None),
         (Err(ControlDefect::Magic), Err(ControlDefect::Magic)) => {
             return Err(ReplayError::NotARing {
                 second_offset: second_offsets[0],
@@ -551,7 +717,69 @@ pub fn read_control<S: RingSource + ?Sized>(source: &mut S) -> Result<ControlBlo
         (Err(_), Err(_)) => return Err(ReplayError::ControlCorrupt),
     };
     validate_control(&control, source.size_bytes())?;
-    Ok(control)
+    Ok((control, other))
+}
+
+/// The tail hint's limit (normalized, [`TailHint::normalized_limit`]) when replay may trust
+/// it, or why not: a full scan was asked for; the hint was set by another incarnation than
+/// the control block's; its limit is no place of this ring at or after the head; or the other
+/// copy, written by the same incarnation, records a further limit (a hint never moves back
+/// within an incarnation, so the copies disagree). Whether the log stays within the limit is
+/// checked when the walk ends ([`FullScan::HintCrossed`]).
+pub fn trusted_hint(
+    control: &ControlBlock,
+    other: Option<&ControlBlock>,
+    policy: ScanPolicy,
+) -> Result<Position, FullScan> {
+    if policy == ScanPolicy::Full {
+        return Err(FullScan::Requested);
+    }
+    let hint: TailHint = control.tail_hint;
+    if hint.incarnation != control.incarnation {
+        return Err(FullScan::HintIncarnation {
+            hint_incarnation: hint.incarnation,
+            incarnation: control.incarnation,
+        });
+    }
+    let geometry = &control.geometry;
+    let limit = hint
+        .normalized_limit(geometry)
+        .filter(|limit| *limit >= control.head)
+        .ok_or(FullScan::HintInvalid { limit: hint.limit })?;
+    if let Some(other) = other {
+        let same_writer = other.incarnation == control.incarnation
+            && other.tail_hint.incarnation == control.incarnation;
+        // An older copy's limit that names no place is no evidence either way: the current
+        // copy's CRC, identity and limit all check out.
+        let other_limit = other.tail_hint.normalized_limit(geometry);
+        if let Some(other_limit) =
+            other_limit.filter(|other_limit| same_writer && *other_limit > limit)
+        {
+            return Err(FullScan::HintsDisagree { limit, other_limit });
+        }
+    }
+    Ok(limit)
+}
+
+/// Counts the bytes replay reads (the report's `bytes_read`).
+struct CountingSource<'s, S: RingSource + ?Sized> {
+    inner: &'s mut S,
+    bytes_read: u64,
+}
+
+impl<S: RingSource + ?Sized> RingSource for CountingSource<'_, S> {
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+
+    fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.bytes_read = self.bytes_read.saturating_add(buf.len() as u64);
+        self.inner.read_at(ring_offset, buf)
+    }
+
+    fn read_ahead(&mut self, ring_offset: u64, len: usize) {
+        self.inner.read_ahead(ring_offset, len);
+    }
 }
 
 /// How much a control copy's defect says: version (intact, another format) over CRC or an
@@ -642,9 +870,26 @@ pub fn replay<S: RingSource + ?Sized>(
     options: &ReplayOptions,
     visit: &mut dyn FnMut(&Entry<'_>),
 ) -> Result<RecoveryReport, ReplayError> {
-    let control = read_control(source)?;
-    let mut scanner = Scanner::new(source, control, options);
-    scanner.run(visit)
+    let mut counting = CountingSource {
+        inner: source,
+        bytes_read: 0,
+    };
+    let (control, other) = read_controls(&mut counting)?;
+    let hint = trusted_hint(&control, other.as_ref(), options.scan);
+    let report = {
+        let mut scanner = Scanner::new(&mut counting, control, options);
+        scanner.hint = hint;
+        if let Ok(limit) = hint {
+            // While the walk reads the live entries, reads ahead stop at the hint: a log that
+            // runs past it is followed all the same, with reads of just what it needs.
+            scanner.read_ahead_until(limit);
+        }
+        scanner.run(visit)?
+    };
+    Ok(RecoveryReport {
+        bytes_read: counting.bytes_read,
+        ..report
+    })
 }
 
 /// A recovered entry, owned: what [`entries`] yields.
@@ -824,8 +1069,9 @@ impl BatchCounter {
 }
 
 /// Where the walk broke: the cut, the LSN expected there, the first live LSN a cut there
-/// drops, the check that failed, and where the probe and the invalidation after the cut stop
-/// ([`Scanner::break_end`]).
+/// drops, the check that failed, where the invalidation after the cut stops (and a full
+/// scan's probe: [`Scanner::break_end`]), and where this scan's probe stops (`end`, or
+/// sooner when the tail hint is trusted: [`Scanner::probe_stop`]).
 #[derive(Clone, Copy, Debug)]
 struct Break {
     cut: Position,
@@ -833,6 +1079,7 @@ struct Break {
     drop_lsn: u64,
     failure: Failure,
     end: Position,
+    probe_end: Position,
 }
 
 /// How many runs of unreadable blocks a report lists (the count covers them all).
@@ -1073,6 +1320,15 @@ struct Reader<'s, S: RingSource + ?Sized> {
     chunk: usize,
     start: u64,
     len: usize,
+    /// Where reading ahead stops in one segment: `(the segment's end, the ring offset)`. A
+    /// read in that segment that starts before the offset takes no more than up to it (but
+    /// always what was asked for), one at or after it only what was asked for, and no read
+    /// is hinted past it. For a hinted scan, so that an open reads what the walk and the
+    /// probe need and not a chunk or three beyond them.
+    ahead_stop: Option<(u64, u64)>,
+    /// One block read aside ([`Reader::read_aside`]): a segment header, so the chunk held
+    /// (and the reads hinted after it) stays where the scan goes on.
+    aside: Vec<u8>,
 }
 
 impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
@@ -1083,6 +1339,26 @@ impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
             chunk,
             start: 0,
             len: 0,
+            ahead_stop: None,
+            aside: vec![0u8; BLOCK_SIZE_MAX_BYTES as usize],
+        }
+    }
+
+    /// Reads `len` bytes (at most a block) at `offset` into the aside buffer, leaving the
+    /// chunk held as it is: for a segment header looked at between reads of the log, which
+    /// would otherwise make the scan read its chunk (and the reads hinted after it) again.
+    fn read_aside(&mut self, offset: u64, len: usize) -> io::Result<&[u8]> {
+        debug_assert!(len <= self.aside.len());
+        self.source.read_at(offset, &mut self.aside[..len])?;
+        Ok(&self.aside[..len])
+    }
+
+    /// How far a read from `from` in the segment ending at `limit` may reach beyond what it
+    /// needs: the segment's end, or the read-ahead stop in that segment.
+    fn ahead_limit(&self, from: u64, limit: u64) -> u64 {
+        match self.ahead_stop {
+            Some((segment_end, stop)) if segment_end == limit => stop.max(from).min(limit),
+            _ => limit,
         }
     }
 
@@ -1107,7 +1383,8 @@ impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
             self.len = 0;
             let from = offset + kept as u64;
             let needed = len - kept;
-            let whole = (self.chunk as u64).min(limit - from) as usize;
+            let ahead_limit = self.ahead_limit(from, limit);
+            let whole = (self.chunk as u64).min(ahead_limit - from) as usize;
             let read = whole.max(needed);
             let filled = match self.source.read_at(from, &mut self.buf[kept..kept + read]) {
                 Ok(()) => read,
@@ -1125,10 +1402,10 @@ impl<'s, S: RingSource + ?Sized> Reader<'s, S> {
                 // already has one of them in flight ignores the repeated hint).
                 let mut ahead_at = from + filled as u64;
                 for _ in 0..READ_AHEAD_CHUNKS {
-                    if ahead_at >= limit {
+                    if ahead_at >= ahead_limit {
                         break;
                     }
-                    let ahead = (self.chunk as u64).min(limit - ahead_at) as usize;
+                    let ahead = (self.chunk as u64).min(ahead_limit - ahead_at) as usize;
                     self.source.read_ahead(ahead_at, ahead);
                     ahead_at += ahead as u64;
                 }
@@ -1146,6 +1423,8 @@ struct Scanner<'s, S: RingSource + ?Sized> {
     ring_id: RingId,
     mode: RecoveryMode,
     row_hits: [u64; ROWS.len()],
+    /// The trusted tail hint's limit, or why there is none ([`trusted_hint`]).
+    hint: Result<Position, FullScan>,
 }
 
 impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
@@ -1165,7 +1444,18 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             ring_id: control.ring_id,
             mode: options.mode,
             row_hits: [0; ROWS.len()],
+            hint: Err(FullScan::Requested),
         }
+    }
+
+    /// Reads ahead stop a block past `until` (a batch boundary), in its segment: the block
+    /// after it is read with it, for a header that straddles the two.
+    fn read_ahead_until(&mut self, until: Position) {
+        let geometry = self.geometry;
+        let segment_end = self.segment_end(until);
+        let stop =
+            (geometry.ring_offset(until) + u64::from(geometry.block_size_bytes)).min(segment_end);
+        self.reader.ahead_stop = Some((segment_end, stop));
     }
 
     /// Looks the facts up in the decision table and counts the row taken.
@@ -1219,6 +1509,12 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             end_row: "",
             end_check: Check::NotWritten,
             row_hits: [0; ROWS.len()],
+            // Both set where the walk breaks (every replay that returns a report ends there).
+            scan: Scan::Full {
+                reason: FullScan::Requested,
+            },
+            scan_end: cursor,
+            bytes_read: 0,
         };
         // The walk never passes the head's segment on the next lap: the writer cannot enter
         // it, so the segment-start checks there fail (older lap) and the walk stops.
@@ -1310,12 +1606,17 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         // point (every row ends the log at the cut, with `next_lsn` at most `trim_lsn + 1` when
         // it did not).
         let live_before_cut = expected_lsn > trim_lsn + 1;
+        let end = self.break_end(cut, live_before_cut);
+        let (scan, probe_end) = self.probe_stop(cut, end);
+        report.scan = scan;
+        report.scan_end = probe_end.max(cut);
         let at_break = Break {
             cut,
             expected_lsn,
             drop_lsn,
             failure,
-            end: self.break_end(cut, live_before_cut),
+            end,
+            probe_end,
         };
         let probe = self.probe(&at_break, lineage_incarnation);
         let unread = probe
@@ -1439,17 +1740,56 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         Ok(report)
     }
 
-    /// The region after a cut that may hold bytes of this log: everything found, then an
-    /// in-flight window (with room for segment changes) past it, never past `limit` (where the
-    /// probe stopped: [`Scanner::break_end`]).
-    fn invalidate_region(&self, cut: Position, found_end: Position, limit: Position) -> Invalidate {
+    /// Which scan this is and where its probe after the break at `cut` stops: at `end` (the
+    /// full scan's stop, [`Scanner::break_end`]) unless the tail hint is trusted and the log
+    /// did not run past it; then at the latest of the hint's limit, one in-flight window past
+    /// the cut ([`Scanner::window_reach`]) and the first hint a writer opening at this cut
+    /// records ([`crate::layout::WriteCursor::hint_limit`]), never past `end`. The last one
+    /// makes a replay after a crash in the middle of that writer's recovery (its control block
+    /// durable, nothing written yet) probe no further than this one did, so it finds nothing
+    /// this one did not (rule 5, even for a ring crafted with records past the hint). Reads
+    /// ahead stop there too.
+    fn probe_stop(&mut self, cut: Position, end: Position) -> (Scan, Position) {
+        let limit = match self.hint {
+            Ok(limit) if cut > limit => {
+                return (
+                    Scan::Full {
+                        reason: FullScan::HintCrossed {
+                            limit,
+                            log_end: cut,
+                        },
+                    },
+                    end,
+                );
+            }
+            Ok(limit) => limit,
+            Err(reason) => return (Scan::Full { reason }, end),
+        };
+        let next_hint = WriteCursor {
+            position: cut,
+            next_lsn: 0,
+        }
+        .hint_limit(&self.geometry);
+        let probe_end = limit
+            .max(self.window_reach(cut, end))
+            .max(next_hint)
+            .min(end);
+        if probe_end < end {
+            self.read_ahead_until(probe_end);
+        } else {
+            self.reader.ahead_stop = None;
+        }
+        (Scan::Hinted { limit, probe_end }, probe_end)
+    }
+
+    /// How far an in-flight window reaches from `from`: the window's bytes walked forward
+    /// segment by segment, with the probe's allowance per segment change (a skipped segment
+    /// tail and a segment header), never past `limit`. A record whose end lies within the
+    /// window's allowance from `from` ([`Scanner::account`]) starts before this position.
+    fn window_reach(&self, from: Position, limit: Position) -> Position {
         let geometry = self.geometry;
-        // The writer's in-flight window at the crash ended its writes after the last record
-        // found (in truncating mode that can be far past the cut): cover a window from there.
-        let mut end = found_end.max(cut);
+        let mut end = from;
         let mut budget = geometry.window_bytes_max;
-        // Walk the window forward segment by segment, with the same allowance per segment change
-        // as the probe gives (a skipped segment tail and a segment header).
         let slack_per_segment =
             u64::from(geometry.batch_size_max_bytes) + u64::from(geometry.block_size_bytes);
         while budget > 0 && end < limit {
@@ -1470,6 +1810,17 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             budget = (budget - room).saturating_add(slack_per_segment);
             end = geometry.next_segment_start(end);
         }
+        end.min(limit)
+    }
+
+    /// The region after a cut that may hold bytes of this log: everything found, then an
+    /// in-flight window (with room for segment changes) past it, never past `limit` (where a
+    /// full scan's probe stops: [`Scanner::break_end`]; a hinted scan invalidates as far, so
+    /// both plan the same writes).
+    fn invalidate_region(&self, cut: Position, found_end: Position, limit: Position) -> Invalidate {
+        // The writer's in-flight window at the crash ended its writes after the last record
+        // found (in truncating mode that can be far past the cut): cover a window from there.
+        let end = self.window_reach(found_end.max(cut), limit);
         let end = end.max(found_end).min(limit);
         Invalidate {
             start: cut,
@@ -1572,9 +1923,10 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let block = self.geometry.block_size_bytes;
         let offset = self.geometry.segment_ring_offset(first_data.segment);
         let limit = offset + u64::from(block);
+        debug_assert!(limit <= self.reader.source.size_bytes());
         let bytes = self
             .reader
-            .read(offset, block as usize, limit)
+            .read_aside(offset, block as usize)
             .map_err(|_| Check::ReadError)?;
         SegmentHeader::decode(self.ring_id, bytes).map_err(|defect| match defect {
             SegmentDefect::Zeroed => Check::SegmentNotStarted,
@@ -1780,7 +2132,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             expected_lsn,
             drop_lsn,
             failure,
-            end,
+            probe_end: end,
+            ..
         } = *at_break;
         let geometry = self.geometry;
         let block = geometry.block_size_bytes;
@@ -1806,10 +2159,9 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 let already_named = failure.check == Check::ReadError && failure.position == header;
                 if at < end && !already_named {
                     let header_offset = geometry.ring_offset(header);
-                    let header_limit = header_offset + u64::from(block);
                     if self
                         .reader
-                        .read(header_offset, block as usize, header_limit)
+                        .read_aside(header_offset, block as usize)
                         .is_err()
                     {
                         unreadable.unreadable_header(header);

@@ -5,8 +5,8 @@
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::{
     ControlBlock, ControlDefect, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader,
-    SyncChoice, SyncMeasurement, SyncMethod, CONTROL_SIZE, CONTROL_SIZE_BEFORE_SYNC,
-    ENTRY_HEADER_SIZE, SEGMENT_HEADER_SIZE,
+    SyncChoice, SyncMeasurement, SyncMethod, TailHint, CONTROL_SIZE, CONTROL_SIZE_V1,
+    CONTROL_SIZE_V1_BEFORE_SYNC, ENTRY_HEADER_SIZE, FORMAT_VERSION, SEGMENT_HEADER_SIZE,
 };
 
 fn hex(bytes: &[u8]) -> String {
@@ -53,6 +53,14 @@ fn control(sync: SyncChoice) -> ControlBlock {
         },
         cut_incarnation: 3,
         sync,
+        tail_hint: TailHint {
+            limit: Position {
+                lap: 2,
+                segment: 7,
+                offset: 20480,
+            },
+            incarnation: 3,
+        },
     }
 }
 
@@ -112,31 +120,86 @@ fn every_sync_choice_round_trips_through_the_control_block() {
     }
 }
 
-/// Rings formatted before the sync choice was recorded carry the 128-byte block pinned here
-/// (its CRC covers those 128 bytes): they still open, with nothing recorded, which means
-/// fdatasync.
+/// Version 1 control blocks, in both of their forms (with the sync choice, a CRC over 160
+/// bytes; from before it, a CRC over 128): intact blocks of another version, so a version 1
+/// ring is refused naming its version (and the reader's), not reported as damaged. A bit
+/// flipped in one is damage.
 #[test]
-fn a_control_block_written_before_the_sync_choice_reads_as_not_recorded() {
-    let mut block = vec![0u8; 4096];
-    let old = unhex(GOLDEN_CONTROL_BEFORE_SYNC);
-    assert_eq!(old.len(), CONTROL_SIZE_BEFORE_SYNC);
-    block[..old.len()].copy_from_slice(&old);
-    let decoded = ControlBlock::decode(&block).expect("an old block decodes");
-    assert_eq!(decoded, control(SyncChoice::NotRecorded));
-    assert_eq!(decoded.sync.method(), SyncMethod::Fdatasync);
-    // Its next rewrite is a block of today's layout with the same fields.
-    let mut rewritten = vec![0u8; 4096];
-    decoded.encode(&mut rewritten);
-    assert_eq!(ControlBlock::decode(&rewritten), Ok(decoded));
-    // The old CRC is accepted only with every sync byte zero: one set is damage.
-    for at in [120, 127, 128, CONTROL_SIZE - 1] {
-        let mut damaged = block.clone();
-        damaged[at] = 1;
-        assert_eq!(
-            ControlBlock::decode(&damaged),
-            Err(ControlDefect::Crc),
-            "byte {at}"
-        );
+fn a_version_1_control_block_is_another_version_not_damage() {
+    assert_eq!(FORMAT_VERSION, 2);
+    for (golden, size) in [
+        (GOLDEN_CONTROL_V1, CONTROL_SIZE_V1),
+        (GOLDEN_CONTROL_V1_BEFORE_SYNC, CONTROL_SIZE_V1_BEFORE_SYNC),
+    ] {
+        let mut block = vec![0u8; 4096];
+        let old = unhex(golden);
+        assert_eq!(old.len(), size);
+        block[..old.len()].copy_from_slice(&old);
+        assert_eq!(ControlBlock::decode(&block), Err(ControlDefect::Version(1)));
+        for at in [0x18, size - 1, size, CONTROL_SIZE - 1] {
+            let mut damaged = block.clone();
+            damaged[at] ^= 1;
+            assert_eq!(
+                ControlBlock::decode(&damaged),
+                Err(ControlDefect::Crc),
+                "byte {at}"
+            );
+        }
+        // A block of this version's layout that only covers a version 1 size is not one of
+        // this version: claiming version 2 does not make it so.
+        let mut claims_2 = block.clone();
+        claims_2[4..6].copy_from_slice(&2u16.to_le_bytes());
+        claims_2[8..12].fill(0);
+        let crc = crc32c::crc32c(&claims_2[..size]);
+        claims_2[8..12].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(ControlBlock::decode(&claims_2), Err(ControlDefect::Crc));
+    }
+}
+
+/// The tail hint round-trips, and a limit that names no place of the ring is no limit.
+#[test]
+fn the_tail_hint_normalizes_to_a_batch_boundary_or_nothing() {
+    let geometry = geometry();
+    let segment = geometry.segment_size_bytes as u32;
+    let at = |lap, segment, offset| TailHint {
+        limit: Position {
+            lap,
+            segment,
+            offset,
+        },
+        incarnation: 1,
+    };
+    let position = |lap, segment, offset| Position {
+        lap,
+        segment,
+        offset,
+    };
+    assert_eq!(
+        at(2, 3, 8192).normalized_limit(&geometry),
+        Some(position(2, 3, 8192))
+    );
+    // A segment's end is the next segment's first data position, the last segment's on the
+    // next lap; its header block is its first data position.
+    assert_eq!(
+        at(2, 3, segment).normalized_limit(&geometry),
+        Some(position(2, 4, 4096))
+    );
+    assert_eq!(
+        at(2, 7, segment).normalized_limit(&geometry),
+        Some(position(3, 0, 4096))
+    );
+    assert_eq!(
+        at(2, 3, 0).normalized_limit(&geometry),
+        Some(position(2, 3, 4096))
+    );
+    for nowhere in [
+        at(0, 3, 8192),
+        at(2, 8, 8192),
+        at(2, 3, 8191),
+        at(2, 3, segment + 4096),
+        at(u32::MAX, 7, segment),
+    ] {
+        assert_eq!(nowhere.normalized_limit(&geometry), None, "{nowhere:?}");
     }
 }
 
@@ -257,33 +320,42 @@ fn a_batch_is_records_then_padding_to_the_block() {
 }
 
 const GOLDEN_CONTROL: &str = concat!(
+    "534c47430200000057398b030300000007000000000000000011223344556677",
+    "8899aabbccddeeff001000000800000000001000000000000000010004000000",
+    "0000040000000000290000000000000028000000000000000200000005000000",
+    "0020000002000000020000000600000000300000030000000201010a00200000",
+    "200008009600000090010000640000002c010000020000000700000000500000",
+    "03000000000000000000000000000000",
+);
+/// The same control block as version 1 wrote it (no tail hint; 160 bytes).
+const GOLDEN_CONTROL_V1: &str = concat!(
     "534c4743010000000bc748150300000007000000000000000011223344556677",
     "8899aabbccddeeff001000000800000000001000000000000000010004000000",
     "0000040000000000290000000000000028000000000000000200000005000000",
     "0020000002000000020000000600000000300000030000000201010a00200000",
     "200008009600000090010000640000002c010000000000000000000000000000",
 );
-/// A control block as rings formatted before the sync choice was recorded carry it.
-const GOLDEN_CONTROL_BEFORE_SYNC: &str = concat!(
+/// A control block as version 1 rings formatted before the sync choice was recorded carry it.
+const GOLDEN_CONTROL_V1_BEFORE_SYNC: &str = concat!(
     "534c474301000000f9359ae60300000007000000000000000011223344556677",
     "8899aabbccddeeff001000000800000000001000000000000000010004000000",
     "0000040000000000290000000000000028000000000000000200000005000000",
     "0020000002000000020000000600000000300000030000000000000000000000",
 );
 const GOLDEN_SEGMENT: &str = concat!(
-    "534c475301000000430eff8d050000000200000003000000d204000000000000",
+    "534c475302000000aee23313050000000200000003000000d204000000000000",
     "00112233445566778899aabbccddeeff00000000000000000000000000000000",
 );
 const GOLDEN_ENTRY: &str = concat!(
-    "534c47450100010028da0db5050000004cbb719a03000000d204000000000000",
+    "534c474502000100c536c12b050000004cbb719a03000000d204000000000000",
     "b004000000000000020000000500000000200000001000000000000082e9df48",
 );
 const GOLDEN_BATCH_PREFIX: &str = concat!(
-    "534c47450100010028da0db5050000004cbb719a03000000d204000000000000",
+    "534c474502000100c536c12b050000004cbb719a03000000d204000000000000",
     "b004000000000000020000000500000000200000001000000000000082e9df48",
-    "68656c6c6f534c4745010001009c94439e000000000000000003000000d30400",
+    "68656c6c6f534c47450200010071788f00000000000000000003000000d30400",
     "0000000000b00400000000000002000000050000004520000000100000010000",
-    "0082e9df48534c4745010002008c9814d33b0f000052ec5f5503000000d40400",
+    "0082e9df48534c4745020002006174d84d3b0f000052ec5f5503000000d40400",
     "0000000000b00400000000000002000000050000008520000000100000020000",
     "0082e9df48",
 );

@@ -25,7 +25,7 @@ use common::*;
 use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::{
     scan, Check, Corruption, Evidence, Geometry, Outcome, Position, RecoveryReport, ReplayError,
-    ReplayOptions, RingSource, UnreadableRun,
+    ReplayOptions, RingSource, Scan, UnreadableRun,
 };
 
 /// A ring image whose reads fail with EIO whenever they overlap one of `bad` (ring offsets).
@@ -287,10 +287,26 @@ fn an_unreadable_block_in_trimmed_space_is_reported_and_the_ring_opens() {
     // LSN 20's block, released, in segment 1.
     let released = writer.written()[19].clone();
     assert_eq!((released.position.segment, released.lsns.start), (1, 20));
-    let report = scan_failing(
+    // A full scan probes the trimmed space and finds the bad block; a hinted one stops at the
+    // tail hint, well before it, and finds the same log without reading it.
+    let hinted = scan_failing(
         &image,
         vec![block_range(released.ring_offset, 1)],
         &strict(),
+    )
+    .expect("hinted: the bad block is never read");
+    assert!(
+        matches!(hinted.scan, Scan::Hinted { .. }),
+        "{:?}",
+        hinted.scan
+    );
+    assert_eq!(hinted.outcome, Outcome::Clean);
+    assert_eq!((hinted.entries, hinted.next_lsn), (5, 51));
+    assert_eq!(hinted.unreadable_blocks, 0);
+    let report = scan_failing(
+        &image,
+        vec![block_range(released.ring_offset, 1)],
+        &full(strict()),
     )
     .expect("a bad block in trimmed space never fails the open");
     assert_eq!(report.outcome, Outcome::Clean);

@@ -1,8 +1,10 @@
 //! The one recovery protocol (`sealog_wal::recovery::plan`) and the ring space it keeps for a
 //! tail marker:
-//! - the plan's steps, in order: flush every segment, the new control block and its flush,
-//!   then the dirty region zeroed range by range, then (when live entries are not covered by a
-//!   recovered watermark) a tail marker and its flush;
+//! - the plan's steps, in order: flush every segment replay looked at (a hinted replay of a
+//!   fresh ring: only the first; a full one: all), the new control block (with the new
+//!   incarnation's first tail hint) and its flush, then the dirty region zeroed range by
+//!   range and flushed, then (when live entries are not covered by a recovered watermark) a
+//!   tail marker and its flush;
 //! - a crash after any step, with any fate for a write not yet flushed, recovers the same log;
 //! - after the marker, damage to the newest acknowledged entry is corruption, not a torn tail
 //!   (before it, the model's open wrote no marker and the same damage was cut as a torn tail);
@@ -23,7 +25,7 @@ use sealog_wal::model::{ModelError, ModelWriter};
 use sealog_wal::recovery::Written;
 use sealog_wal::{
     plan, scan, Check, Evidence, Geometry, Outcome, PlanError, Position, RecoveryReport,
-    ReplayError, RingFull, SequenceExhausted, Step, TailMarker, WriteCursor,
+    ReplayError, RingFull, Scan, SequenceExhausted, Step, TailHint, TailMarker, WriteCursor,
 };
 
 fn report_of(image: &[u8]) -> RecoveryReport {
@@ -89,7 +91,14 @@ fn a_fresh_ring_plans_flushes_then_a_control_block_and_nothing_more() {
         segment: 0,
         offset: BLOCK as u32,
     };
-    // Format writes sequences 0 and 1: the next control block is 2, in copy 0.
+    // Format writes sequences 0 and 1: the next control block is 2, in copy 0. Its hint lies
+    // three windows (24 blocks) past the cut: 15 blocks left in segment 0, segment 1's header,
+    // then 8 blocks into segment 1 (block 9).
+    assert!(
+        matches!(report.scan, Scan::Hinted { .. }),
+        "{:?}",
+        report.scan
+    );
     let expected = ControlBlock {
         sequence: 2,
         incarnation: 1,
@@ -99,6 +108,14 @@ fn a_fresh_ring_plans_flushes_then_a_control_block_and_nothing_more() {
         head_incarnation: 1,
         cut: start,
         cut_incarnation: 1,
+        tail_hint: TailHint {
+            limit: Position {
+                lap: 1,
+                segment: 1,
+                offset: 9 * BLOCK as u32,
+            },
+            incarnation: 1,
+        },
         ..report.control
     };
     assert_eq!(plan.control, expected);
@@ -114,18 +131,37 @@ fn a_fresh_ring_plans_flushes_then_a_control_block_and_nothing_more() {
     assert_eq!(plan.tail_marker, TailMarker::NotNeeded);
     let mut control_block = vec![0u8; BLOCK];
     expected.encode(&mut control_block);
-    let mut steps: Vec<Step> = (0..geometry.segment_count)
+    // The hinted replay of a fresh ring (its hint is the head) looked as far as the first
+    // hint its writer records, block 9 of segment 1: segments 0 and 1 are flushed.
+    let steps = vec![
+        Step::Flush {
+            ring_offset: geometry.segment_ring_offset(0),
+        },
+        Step::Flush {
+            ring_offset: geometry.segment_ring_offset(1),
+        },
+        Step::Write {
+            ring_offset: 0,
+            bytes: control_block,
+            what: Written::ControlBlock,
+        },
+        Step::Flush { ring_offset: 0 },
+    ];
+    assert_eq!(plan.steps, steps);
+    // A full scan looked at every segment: each is flushed, the rest of the plan the same.
+    let full_report = scan(&mut &image[..], &full(strict())).expect("replays");
+    let full_plan = plan_of(&full_report);
+    let mut full_steps: Vec<Step> = (0..geometry.segment_count)
         .map(|segment| Step::Flush {
             ring_offset: geometry.segment_ring_offset(segment),
         })
         .collect();
-    steps.push(Step::Write {
-        ring_offset: 0,
-        bytes: control_block,
-        what: Written::ControlBlock,
-    });
-    steps.push(Step::Flush { ring_offset: 0 });
-    assert_eq!(plan.steps, steps);
+    full_steps.extend(steps[2..].iter().cloned());
+    assert_eq!(full_plan.steps, full_steps);
+}
+
+fn plan_of(report: &RecoveryReport) -> sealog_wal::RecoveryPlan {
+    plan(report).expect("a plan")
 }
 
 #[test]
@@ -137,8 +173,14 @@ fn after_a_torn_tail_the_control_block_is_durable_before_the_dirty_region_is_zer
     let invalidate = report.invalidate.expect("a dirty region");
     let plan = plan(&report).expect("opens");
     let steps = &plan.steps;
-    // Every segment flushed first.
-    for (segment, step) in steps[..geometry.segment_count as usize].iter().enumerate() {
+    // The segments replay looked at flushed first: the log's (segment 0) and those its probe
+    // reached.
+    let control_at = steps
+        .iter()
+        .position(|step| matches!(step, Step::Write { .. }))
+        .expect("a control block write");
+    assert!(control_at >= 1);
+    for (segment, step) in steps[..control_at].iter().enumerate() {
         assert_eq!(
             step,
             &Step::Flush {
@@ -146,7 +188,6 @@ fn after_a_torn_tail_the_control_block_is_durable_before_the_dirty_region_is_zer
             }
         );
     }
-    let control_at = geometry.segment_count as usize;
     assert!(matches!(
         &steps[control_at],
         Step::Write { what: Written::ControlBlock, ring_offset, .. }
@@ -170,16 +211,31 @@ fn after_a_torn_tail_the_control_block_is_durable_before_the_dirty_region_is_zer
         .position(|step| matches!(step, Step::Zero { .. }))
         .expect("zero steps");
     assert!(first_zero > control_at + 1, "the control block goes first");
-    for (index, step) in steps.iter().enumerate() {
-        if let Step::Zero { ring_offset, .. } = step {
-            assert_eq!(
-                steps[index + 1],
-                Step::Flush {
-                    ring_offset: *ring_offset
-                }
-            );
-        }
+    // Every range zeroed, then each flushed, before anything else.
+    let ranges = invalidate.ranges(&geometry);
+    for (index, &(ring_offset, _)) in ranges.iter().enumerate() {
+        assert_eq!(
+            steps[first_zero + ranges.len() + index],
+            Step::Flush { ring_offset }
+        );
     }
+    // The new incarnation's first hint lies three windows past the cut (in segment 1:
+    // the cut is at block 4, the window 8 blocks), and the replay that planned it probed at
+    // least that far. Three windows are 24 blocks: 12 left in segment 0, segment 1's header,
+    // and 11 more.
+    assert_eq!(report.next_position.offset, 4 * BLOCK as u32);
+    assert_eq!(
+        plan.control.tail_hint,
+        TailHint {
+            limit: Position {
+                lap: 1,
+                segment: 1,
+                offset: 12 * BLOCK as u32,
+            },
+            incarnation: plan.incarnation,
+        }
+    );
+    assert!(report.scan_end >= plan.control.tail_hint.limit);
     // The new control block records the cut and the new incarnation.
     assert_eq!(plan.control.cut, report.next_position);
     assert_eq!(plan.control.cut_incarnation, report.incarnation_max + 1);

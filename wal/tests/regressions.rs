@@ -32,7 +32,9 @@
 mod common;
 
 use common::*;
-use sealog_wal::format::{ControlBlock, Position, CONTROL_SEQUENCE_LIMIT, WINDOW_BATCHES_LIMIT};
+use sealog_wal::format::{
+    ControlBlock, Position, CONTROL_SEQUENCE_LIMIT, CONTROL_SIZE, WINDOW_BATCHES_LIMIT,
+};
 use sealog_wal::fuzz::{case_seed, run_case, Bases, CaseResult, Choices, ModelCheck};
 use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::recovery::Written;
@@ -143,20 +145,23 @@ fn an_intact_copy_of_another_version_refuses_the_ring() {
     let writer = new_writer(small_geometry());
     let mut image = writer.durable().to_vec();
     let current = sealog_wal::read_control(&mut &image[..]).expect("valid");
-    // A newer copy written by a future version into the other slot.
+    // A newer copy written by a future version (of this layout) into the other slot.
     let future = ControlBlock {
         sequence: current.sequence + 1,
         ..current
     };
     let at = future.copy() as usize * BLOCK;
     future.encode(&mut image[at..at + BLOCK]);
-    image[at + 4..at + 6].copy_from_slice(&2u16.to_le_bytes());
+    image[at + 4..at + 6].copy_from_slice(&3u16.to_le_bytes());
     image[at + 8..at + 12].fill(0);
-    let crc = crc32c::crc32c(&image[at..at + 128]);
+    let crc = crc32c::crc32c(&image[at..at + CONTROL_SIZE]);
     image[at + 8..at + 12].copy_from_slice(&crc.to_le_bytes());
     assert!(matches!(
         replay_image(&image, &strict()).0,
-        Err(ReplayError::UnsupportedVersion { found: 2, .. })
+        Err(ReplayError::UnsupportedVersion {
+            found: 3,
+            supported: 2
+        })
     ));
 }
 

@@ -4,6 +4,7 @@
 //! succeeded, ring-full backpressure, and tail markers: a one-block batch carrying the current
 //! watermark, written once the log has been idle for a while with acknowledged entries that no
 //! durable watermark covers yet, and on clean close, in ring space data batches leave for it.
+//! No batch is submitted that could end past the durable tail hint ([`super::hints`]).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -283,7 +284,9 @@ impl<B: IoBackend> DriveCore<B> {
         if !self.needs_tail_marker() || !self.lanes.has_free(Lane::Batch) {
             return false;
         }
-        self.start_batch(BatchPurpose::TailMarker)
+        // A marker waiting for its tail hint has started in the sense that matters: the hint
+        // is on the device, and the marker follows it.
+        self.start_batch(BatchPurpose::TailMarker) || self.waiting_for_hint()
     }
 
     /// Encodes a batch (queued appends, or none for a tail marker) into a batch buffer and
@@ -292,6 +295,9 @@ impl<B: IoBackend> DriveCore<B> {
         let Some(slot) = self.batch_slot(purpose) else {
             return false;
         };
+        if !self.hint_allows(&slot) {
+            return false;
+        }
         let Some(buffer) = self.lanes.acquire(Lane::Batch) else {
             return false;
         };
@@ -306,6 +312,7 @@ impl<B: IoBackend> DriveCore<B> {
             self.hand_over_appends(encoded.appends);
         }
         self.submit_batch(purpose, &slot, buffer, encoded, watermark);
+        self.refresh_hint();
         true
     }
 
@@ -549,27 +556,28 @@ impl<B: IoBackend> DriveCore<B> {
         let mut data_batch_acknowledged = false;
         while self.inflight.front().is_some_and(Inflight::durable) {
             let batch = self.inflight.pop_front().expect("front");
-            if batch.purpose == BatchPurpose::Data {
-                // Indexed (and cached) before the durable tail passes it, while its buffer
-                // still holds its bytes.
-                self.index_batch(&batch);
-            }
-            self.lanes.release(Lane::Batch, batch.buffer);
             // The batch's watermark is on the device now.
             self.lsn_covered = self.lsn_covered.max(batch.watermark);
             if batch.purpose == BatchPurpose::TailMarker {
+                self.lanes.release(Lane::Batch, batch.buffer);
                 self.tail_markers += 1;
                 continue;
             }
             data_batch_acknowledged = true;
             self.tail_marker_refused = false;
+            // Readers find the batch cached and indexed, and the durable tail past it, before
+            // any of its clients hears that it is durable: a client may read its entry at
+            // once, and an entry the drive holds in memory is never read from the device.
+            self.index_batch(&batch);
+            self.lanes.release(Lane::Batch, batch.buffer);
+            self.lsn_durable = batch.next_lsn - 1;
+            self.view.publish_durable(self.lsn_durable);
             let records = batch.next_lsn - batch.first_lsn;
             acknowledged += records;
             for lsn in batch.first_lsn..batch.next_lsn {
                 let completer = self.waiters.pop_front().expect("a ticket per record");
                 completer.complete(Ok(lsn));
             }
-            self.lsn_durable = batch.next_lsn - 1;
             self.appends += records;
             self.payload_bytes += batch.payload_bytes;
             self.batches += 1;
@@ -581,9 +589,6 @@ impl<B: IoBackend> DriveCore<B> {
                 .as_micros() as u64;
             let _ = self.sync_latency_us.record(latency.max(1));
         }
-        if data_batch_acknowledged {
-            self.view.publish_durable(self.lsn_durable);
-        }
         if data_batch_acknowledged && self.inflight.is_empty() {
             let now = self.clock.now();
             self.idle_since = Some(now);
@@ -594,11 +599,14 @@ impl<B: IoBackend> DriveCore<B> {
         }
     }
 
-    /// Adds a durable data batch to the read index, with its entries' spans, and copies its
-    /// bytes into the recent-batch cache.
+    /// Copies a durable data batch into the recent-batch cache (while its buffer still holds
+    /// it) and adds it to the read index, with its entries' spans and its place in the cache.
+    /// The copy is one memcpy of the batch on the drive thread (about 0.1 ms for a full 1 MiB
+    /// batch); the benchmark's tail-read cells measure what it costs the writer.
     fn index_batch(&mut self, batch: &Inflight) {
         let block = self.geometry.block_size_bytes as usize;
-        let bytes = &self.backend.pool().buffer(batch.buffer)[block..block + batch.bytes as usize];
+        let range = block..block + batch.bytes as usize;
+        let bytes = &self.backend.pool().buffer(batch.buffer)[range];
         let cached = self.view.cache.insert(&mut self.cache_writer, bytes);
         let records = (batch.next_lsn - batch.first_lsn) as usize;
         let mut offset_in_batch = 0u32;

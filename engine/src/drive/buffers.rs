@@ -112,7 +112,7 @@ mod tests {
         let reads = taken(Lane::Read);
         assert_eq!(batches, [0, 1, 2, 3]);
         assert_eq!(control, [4]);
-        assert_eq!(reads, [5, 6, 7, 8]);
-        assert_eq!(buffer_count(&geometry), 9);
+        assert_eq!(reads, (5..5 + READ_BUFFERS).collect::<Vec<_>>());
+        assert_eq!(buffer_count(&geometry), 5 + READ_BUFFERS);
     }
 }

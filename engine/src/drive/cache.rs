@@ -7,16 +7,23 @@
 //! than its capacity minus one chunk once full.
 //!
 //! Each chunk has its own lock. The drive thread holds a chunk's write lock only while it copies
-//! one batch in; readers copy a payload out under a read lock, so readers of other chunks (most
-//! of the cache) never wait for the writer at all. A slot names its chunk's generation, bumped
+//! one batch in; readers copy a payload (or an iterator a batch) out under a read lock and
+//! check it outside. Readers of the chunk being filled wait at most one batch's copy, readers of
+//! the other chunks (most of the cache) never wait for the writer, and the writer waits at
+//! most for the copies under way in its chunk. A slot names its chunk's generation, bumped
 //! whenever the chunk is emptied, so a reader holding a slot of an evicted batch finds out and
 //! reads the device instead.
 
 use std::ops::Range;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// The most chunks a cache is cut into: evicting one drops a sixteenth of the cache.
-const CHUNKS_MAX: u64 = 16;
+/// How many chunks a cache is cut into, unless that would make a chunk too small for a batch
+/// or too large for [`CHUNK_BYTES_MAX`]: evicting one drops a sixteenth of the cache.
+const CHUNKS: u64 = 16;
+
+/// The largest chunk: slots record offsets in a chunk as `u32`, and a chunk is allocated
+/// whole, so a very large cache is cut into more chunks rather than larger ones.
+const CHUNK_BYTES_MAX: u64 = 1 << 30;
 
 /// Where a cached batch's bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +65,9 @@ impl RecentCache {
     /// A cache of at most `capacity_bytes` for batches of at most `batch_bytes_max` each. Below
     /// one batch of capacity there is no cache (every read goes to the device).
     pub(crate) fn new(capacity_bytes: u64, batch_bytes_max: u32) -> RecentCache {
-        let chunk_bytes = (capacity_bytes / CHUNKS_MAX).max(u64::from(batch_bytes_max));
+        let chunk_bytes = (capacity_bytes / CHUNKS)
+            .min(CHUNK_BYTES_MAX)
+            .max(u64::from(batch_bytes_max));
         let count = capacity_bytes / chunk_bytes;
         let chunks = (0..count)
             .map(|_| {

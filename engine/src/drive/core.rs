@@ -120,6 +120,8 @@ pub struct DriveCore<B: IoBackend> {
     pub(super) tail_marker_refused: bool,
     /// A close was asked for: what was queued before it is finished, nothing after it taken.
     closing: bool,
+    /// The tail hint's counters and wait ([`super::hints`]).
+    pub(super) hints: super::hints::Hints,
 }
 
 /// What recovery leaves for the state machine to start from.
@@ -208,6 +210,7 @@ impl<B: IoBackend> DriveCore<B> {
             timers_started: Instant::now(),
             tail_marker_refused: false,
             closing: false,
+            hints: super::hints::Hints::default(),
         }
     }
 
@@ -537,6 +540,8 @@ impl<B: IoBackend> DriveCore<B> {
             reads: self.reads_served,
             lsn_durable: self.lsn_durable,
             lsn_covered: self.lsn_covered,
+            hint_waits: self.hints.waits,
+            hint_writes: self.hints.writes,
             state: match &self.failed {
                 Some(error) => DriveState::Failed(error.clone()),
                 None => DriveState::Running,

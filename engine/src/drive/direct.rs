@@ -4,10 +4,11 @@
 //! never behind the write path. A reader that finds every buffer taken waits in a fair queue
 //! (first come, first served), never spinning.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use memmap2::MmapMut;
 use sealog_wal::Geometry;
@@ -43,25 +44,38 @@ impl DirectFiles {
     }
 }
 
-/// Aligned buffers for reads on callers' threads, handed out in arrival order.
+/// Aligned buffers for reads on callers' threads, handed out in arrival order: a reader that
+/// finds none free queues, and a buffer given back goes straight to the reader at the head of
+/// the queue (one wake-up per buffer, not one per waiting reader).
 pub(crate) struct ReadBuffers {
     buffer_bytes: usize,
     count: usize,
     queue: Mutex<BufferQueue>,
-    freed: Condvar,
 }
 
 struct BufferQueue {
     free: Vec<MmapMut>,
-    /// Tickets in arrival order: the reader holding `serving` takes the next free buffer.
-    next_ticket: u64,
-    serving: u64,
+    /// Readers waiting, oldest first, each for a buffer handed to it.
+    waiting: VecDeque<Arc<Handoff>>,
+}
+
+/// Where a waiting reader receives its buffer.
+struct Handoff {
+    buffer: Mutex<Option<MmapMut>>,
+    handed: Condvar,
 }
 
 /// A read buffer, returned to its queue when dropped.
 pub(crate) struct ReadBuffer<'a> {
     map: Option<MmapMut>,
     owner: &'a ReadBuffers,
+}
+
+/// A lock whatever a panicking holder left behind (they only ever hold plain values).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl ReadBuffers {
@@ -77,10 +91,8 @@ impl ReadBuffers {
             count,
             queue: Mutex::new(BufferQueue {
                 free,
-                next_ticket: 0,
-                serving: 0,
+                waiting: VecDeque::new(),
             }),
-            freed: Condvar::new(),
         })
     }
 
@@ -94,29 +106,51 @@ impl ReadBuffers {
         self.count
     }
 
-    fn lock(&self) -> MutexGuard<'_, BufferQueue> {
-        self.queue
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// Takes a buffer, waiting behind every reader that asked earlier.
     pub(crate) fn take(&self) -> ReadBuffer<'_> {
-        let mut queue = self.lock();
-        let ticket = queue.next_ticket;
-        queue.next_ticket += 1;
-        while queue.serving != ticket || queue.free.is_empty() {
-            queue = self
-                .freed
-                .wait(queue)
+        let handoff = {
+            let mut queue = lock(&self.queue);
+            if queue.waiting.is_empty() {
+                if let Some(map) = queue.free.pop() {
+                    return ReadBuffer {
+                        map: Some(map),
+                        owner: self,
+                    };
+                }
+            }
+            let handoff = Arc::new(Handoff {
+                buffer: Mutex::new(None),
+                handed: Condvar::new(),
+            });
+            queue.waiting.push_back(Arc::clone(&handoff));
+            handoff
+        };
+        let mut slot = lock(&handoff.buffer);
+        loop {
+            if let Some(map) = slot.take() {
+                return ReadBuffer {
+                    map: Some(map),
+                    owner: self,
+                };
+            }
+            slot = handoff
+                .handed
+                .wait(slot)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
-        queue.serving += 1;
-        let map = queue.free.pop();
-        drop(queue);
-        // The next ticket may be served too if buffers are left.
-        self.freed.notify_all();
-        ReadBuffer { map, owner: self }
+    }
+
+    /// A buffer comes back: to the oldest waiting reader, else to the free list.
+    fn give_back(&self, map: MmapMut) {
+        let mut queue = lock(&self.queue);
+        match queue.waiting.pop_front() {
+            Some(handoff) => {
+                drop(queue);
+                *lock(&handoff.buffer) = Some(map);
+                handoff.handed.notify_one();
+            }
+            None => queue.free.push(map),
+        }
     }
 }
 
@@ -130,8 +164,7 @@ impl ReadBuffer<'_> {
 impl Drop for ReadBuffer<'_> {
     fn drop(&mut self) {
         if let Some(map) = self.map.take() {
-            self.owner.lock().free.push(map);
-            self.owner.freed.notify_all();
+            self.owner.give_back(map);
         }
     }
 }
@@ -140,7 +173,6 @@ impl Drop for ReadBuffer<'_> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
 
     #[test]
     fn more_readers_than_buffers_are_served_in_turn() {
@@ -168,6 +200,6 @@ mod tests {
             most.load(Ordering::SeqCst) <= 2,
             "never more than the buffers"
         );
-        assert_eq!(buffers.lock().free.len(), 2, "every buffer came back");
+        assert_eq!(lock(&buffers.queue).free.len(), 2, "every buffer came back");
     }
 }

@@ -148,24 +148,29 @@ impl ReadIndex {
 
     /// The oldest batch holding an entry above `lsn`.
     pub(crate) fn first_keeping(&self, lsn: u64) -> Option<IndexedBatch> {
-        self.batches
-            .iter()
-            .find(|batch| batch.next_lsn > lsn + 1)
-            .copied()
+        let first = self
+            .batches
+            .partition_point(|batch| batch.next_lsn <= lsn + 1);
+        self.batches.get(first).copied()
     }
 
-    /// Drops every entry at or below `lsn` (a durable trim), and the batches holding no other.
+    /// Drops every entry at or below `lsn` (a durable trim), and the batches holding no other:
+    /// one drain of each queue (the drive holds the index's write lock meanwhile), and the
+    /// memory of a queue that shrank to a quarter of its capacity goes back.
     pub(crate) fn trim(&mut self, lsn: u64) {
-        while self
+        let batches = self
             .batches
-            .front()
-            .is_some_and(|batch| batch.next_lsn <= lsn + 1)
-        {
-            self.batches.pop_front();
+            .partition_point(|batch| batch.next_lsn <= lsn + 1);
+        self.batches.drain(..batches);
+        let trimmed = (lsn + 1).saturating_sub(self.spans_first_lsn);
+        let spans = usize::try_from(trimmed).map_or(self.spans.len(), |n| n.min(self.spans.len()));
+        self.spans.drain(..spans);
+        self.spans_first_lsn += spans as u64;
+        if self.spans.len() < self.spans.capacity() / 4 {
+            self.spans.shrink_to(self.spans.len() * 2);
         }
-        while !self.spans.is_empty() && self.spans_first_lsn <= lsn {
-            self.spans.pop_front();
-            self.spans_first_lsn += 1;
+        if self.batches.len() < self.batches.capacity() / 4 {
+            self.batches.shrink_to(self.batches.len() * 2);
         }
     }
 

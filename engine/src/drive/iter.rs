@@ -34,6 +34,8 @@ pub struct EntryIter<'a> {
     run: Vec<IndexedBatch>,
     /// Read-ahead buffers not in use (two at most, mapped as needed).
     spare: Vec<MmapMut>,
+    /// A cached batch's bytes, copied out of the cache to be checked.
+    cached_copy: Vec<u8>,
     /// Device reads made so far (the second starts the reader thread).
     device_runs: u64,
     /// The reader thread, once started, and the run it has in flight (planned for that LSN).
@@ -104,6 +106,7 @@ impl<'a> EntryIter<'a> {
             ready: VecDeque::new(),
             run: Vec::new(),
             spare: Vec::new(),
+            cached_copy: Vec::new(),
             device_runs: 0,
             reader: None,
             in_flight: None,
@@ -160,26 +163,29 @@ impl<'a> EntryIter<'a> {
     /// Takes the first `count` batches of the run from the cache; `Ok(false)` when the cache
     /// evicted the first meanwhile (the device then).
     fn take_cached(&mut self, count: usize) -> Result<bool, ReadError> {
-        let view = &self.drive.view;
+        let view = Arc::clone(&self.drive.view);
         let mut taken = false;
         for batch in &self.run[..count] {
             let Some(slot) = batch.cached else {
                 break;
             };
-            let ready = &mut self.ready;
-            let next_lsn = &mut self.next_lsn;
-            let outcome = view
+            // Copied out under the chunk's read lock, checked outside it: the drive thread
+            // filling that chunk never waits for a check.
+            let copy = &mut self.cached_copy;
+            let copied = view
                 .cache
                 .with_batch(slot, 0..batch.bytes as usize, |bytes| {
-                    let checked = check(view.ring_id, view.geometry, batch, bytes)?;
-                    take_records(&checked, next_lsn, ready);
-                    Ok::<(), (u64, sealog_wal::Position, sealog_wal::Check)>(())
+                    copy.clear();
+                    copy.extend_from_slice(bytes);
                 });
-            match outcome {
-                None => break,
-                Some(Err((lsn, position, check))) => return view.damaged(lsn, position, check),
-                Some(Ok(())) => taken = true,
+            if copied.is_none() {
+                break;
             }
+            match check(view.ring_id, view.geometry, batch, &self.cached_copy) {
+                Ok(checked) => take_records(&checked, &mut self.next_lsn, &mut self.ready),
+                Err((lsn, position, check)) => return view.damaged(lsn, position, check),
+            }
+            taken = true;
         }
         Ok(taken)
     }
@@ -191,13 +197,10 @@ impl<'a> EntryIter<'a> {
         }
         let read_ahead = self.drive.view.read_ahead_bytes as usize;
         let bytes = read_ahead.div_ceil(BUFFER_ALIGN_BYTES) * BUFFER_ALIGN_BYTES;
-        MmapMut::map_anon(bytes).map_err(|error| {
-            tracing::warn!("mapping an iterator's read-ahead buffer failed: {error}");
-            ReadError::Damaged {
-                lsn: self.next_lsn,
-                position: self.run[0].position,
-                check: sealog_wal::Check::ReadError,
-            }
+        MmapMut::map_anon(bytes).map_err(|error| ReadError::Resources {
+            lsn: self.next_lsn,
+            what: "map an iterator's read-ahead buffer",
+            errno: error.raw_os_error().unwrap_or(libc::ENOMEM),
         })
     }
 
@@ -301,7 +304,8 @@ impl<'a> EntryIter<'a> {
                 ring_offset = job.ring_offset,
                 "an iterator's read failed: {error}"
             );
-            return view.damaged(self.next_lsn, first.position, sealog_wal::Check::ReadError);
+            let errno = error.raw_os_error().unwrap_or(libc::EIO);
+            return view.read_error(self.next_lsn, first.position, errno);
         }
         let bytes = &job.buffer[..job.len];
         let mut offset = 0usize;
@@ -369,6 +373,12 @@ impl Iterator for EntryIter<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(entry) = self.ready.pop_front() {
+            // Read ahead before a trim passed it: trimmed entries are hidden at once.
+            if let Err(error) = self.drive.view.check_live(entry.0) {
+                self.ready.clear();
+                self.ended = true;
+                return Some(Err(error));
+            }
             return Some(Ok(entry));
         }
         if self.ended {

@@ -14,6 +14,7 @@
 //!   [`ManualClock`] a test or a simulation advances);
 //! - [`appends`]: group commit, acknowledgements, ring-full backpressure, tail markers;
 //! - [`recover`]: recovery on open through the backend;
+//! - [`hints`]: the tail hint kept ahead of the write cursor;
 //! - [`reads`] and [`trim`]: the read and trim paths of the state machine;
 //! - [`view`]: what readers share with the drive thread (the durable tail, the trim point,
 //!   the read [`index`], the recent-batch [`cache`], the ring's files for [`direct`] reads on
@@ -26,6 +27,7 @@ mod cache;
 mod clock;
 mod core;
 mod direct;
+mod hints;
 mod index;
 mod iter;
 mod op;
@@ -48,7 +50,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
-use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport};
+use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport, ScanPolicy};
 
 use self::appends::Payload;
 pub use self::buffers::{buffer_bytes, buffer_count, READ_BUFFERS};
@@ -108,6 +110,9 @@ pub struct DriveOptions {
     pub when_full: WhenFull,
     /// Strict (default) or truncating recovery.
     pub recovery: RecoveryMode,
+    /// Whether recovery's replay may stop its probe at the ring's tail hint (the default) or
+    /// reads the whole ring ([`ScanPolicy::Full`]: for tests that compare the two).
+    pub scan: ScanPolicy,
     /// Pin the drive thread to this CPU.
     pub cpu: Option<usize>,
     /// Capacity of the client channel (requests queued before `append` blocks), from 1 to
@@ -152,6 +157,9 @@ pub struct DriveOptions {
     /// more readers wait in arrival order.
     pub read_buffers: usize,
     /// Bytes an iterator reads at a time from the device (at least the ring's batch limit).
+    /// An iterator that has read the device twice keeps its next read in flight on a thread
+    /// of its own, so it holds at most two buffers of this size and one thread (a catch-up
+    /// reader's cost; iterators that stay within the cache or stop early hold neither).
     pub read_ahead_bytes: u64,
 }
 
@@ -161,6 +169,7 @@ impl Default for DriveOptions {
             durability: None,
             when_full: WhenFull::Fail,
             recovery: RecoveryMode::Strict,
+            scan: ScanPolicy::Hinted,
             cpu: None,
             channel_capacity: 65536,
             spin_before_block_us: SPIN_BEFORE_BLOCK_US_DEFAULT,
@@ -185,6 +194,16 @@ pub const READ_BUFFERS_DEFAULT: usize = 16;
 
 /// Default read-ahead of iterators: 4 MiB per read (four of the default batch limit).
 pub const READ_AHEAD_BYTES_DEFAULT: u64 = 4 << 20;
+
+/// The largest recent-batch cache a drive accepts: 1 TiB (a bound on what a typo can ask
+/// the drive to allocate, far above any machine's useful cache).
+pub const READ_CACHE_BYTES_MAX: u64 = 1 << 40;
+
+/// The most read buffers a drive accepts.
+pub const READ_BUFFERS_MAX: usize = 4096;
+
+/// The largest read-ahead a drive accepts: 1 GiB per read.
+pub const READ_AHEAD_BYTES_MAX: u64 = 1 << 30;
 
 /// Default spin before blocking, in microseconds: about the flush latency of this machine's
 /// disk, so the drive thread usually sees a flush complete while still on its CPU. Measured with
@@ -250,6 +269,11 @@ pub struct Stats {
     /// The highest LSN a durable watermark on the device covers: damage at or below it is
     /// reported as corruption by the next open, never cut as a torn tail.
     pub lsn_covered: u64,
+    /// Batches that had to wait for a further tail hint to be durable before they could be
+    /// submitted (the hint is written ahead, so a steady writer should see none).
+    pub hint_waits: u64,
+    /// Control blocks written only to move the tail hint ahead of the writer.
+    pub hint_writes: u64,
     /// Running or failed.
     pub state: DriveState,
     /// What the drive holds now: appends queued for a batch, batches (and tail markers) on
@@ -399,12 +423,13 @@ impl Drive {
             action: "duplicate the ring's files for readers",
             source,
         })?;
-        let read_buffers = ReadBuffers::new(options.read_buffers.max(1), buffer_bytes(&geometry))
+        check_options(path, &options)?;
+        let read_buffers = ReadBuffers::new(options.read_buffers, buffer_bytes(&geometry))
             .map_err(|source| OpenError::Io {
-            path: path.to_path_buf(),
-            action: "map the read buffers",
-            source,
-        })?;
+                path: path.to_path_buf(),
+                action: "map the read buffers",
+                source,
+            })?;
         let buffer_bytes = buffer_bytes(&geometry);
         let buffers = buffer_count(&geometry);
         let spin_us = options.spin_before_block_us;
@@ -639,7 +664,8 @@ impl Drive {
 
     /// [`Drive::read`] as a future: a cached entry (or a trimmed or not yet durable LSN) is
     /// ready at once; any other read is submitted on the drive's own io_uring, several in
-    /// flight, and the future wakes when it completes. No thread waits for it.
+    /// flight, and the future wakes when it completes. No thread waits for it. The waker is
+    /// called on the drive thread: it must only schedule its task, never block.
     pub fn read_async(&self, lsn: u64) -> DriveFuture<Vec<u8>, ReadError> {
         if let Some(stopped) = self.view.stopped() {
             return DriveFuture::ready(Err(
@@ -676,7 +702,9 @@ impl Drive {
         self.view.wait_durable(lsn, timeout)
     }
 
-    /// [`Drive::wait_durable`] as a future (no timeout: drop it to stop waiting).
+    /// [`Drive::wait_durable`] as a future (no timeout: drop it to stop waiting). Its waker is
+    /// called on the drive thread, as the acknowledgement is made: a waker must only schedule
+    /// its task (as every executor's does), never block or call back into the drive.
     pub fn durable_async(&self, lsn: u64) -> DurableFuture {
         DurableFuture {
             view: Arc::clone(&self.view),
@@ -749,13 +777,37 @@ impl Drop for Drive {
 
 /// Refuses options out of range with an error naming the option: the channel's capacity.
 fn check_options(path: &Path, options: &DriveOptions) -> Result<(), OpenError> {
-    if !(1..=CHANNEL_CAPACITY_MAX).contains(&options.channel_capacity) {
-        return Err(OpenError::Options {
-            path: path.to_path_buf(),
-            option: "channel_capacity",
-            value: options.channel_capacity as u64,
-            limit: CHANNEL_CAPACITY_MAX as u64,
-        });
+    let checks: [(&'static str, u64, std::ops::RangeInclusive<u64>); 4] = [
+        (
+            "channel_capacity",
+            options.channel_capacity as u64,
+            1..=CHANNEL_CAPACITY_MAX as u64,
+        ),
+        (
+            "read_cache_bytes",
+            options.read_cache_bytes,
+            0..=READ_CACHE_BYTES_MAX,
+        ),
+        (
+            "read_buffers",
+            options.read_buffers as u64,
+            1..=READ_BUFFERS_MAX as u64,
+        ),
+        (
+            "read_ahead_bytes",
+            options.read_ahead_bytes,
+            0..=READ_AHEAD_BYTES_MAX,
+        ),
+    ];
+    for (option, value, allowed) in checks {
+        if !allowed.contains(&value) {
+            return Err(OpenError::Options {
+                path: path.to_path_buf(),
+                option,
+                value,
+                limit: *allowed.end(),
+            });
+        }
     }
     Ok(())
 }

@@ -14,7 +14,8 @@ pub(crate) enum Op {
     BatchFlush { sequence: u64 },
     /// A read serving a client, by the read's sequence number.
     Read { sequence: u64 },
-    /// The write of a control block (a trim), by the trim's sequence number.
+    /// The write of a control block (a trim, or a tail hint moved ahead), by its sequence
+    /// number.
     ControlWrite { sequence: u64 },
     /// The flush linked behind a control block's write.
     ControlFlush { sequence: u64 },

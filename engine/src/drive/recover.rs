@@ -1,8 +1,10 @@
 //! Recovery on open, through the drive's own backend (O_DIRECT reads on real devices, never a
-//! cache): replay the ring with reads ahead, then carry out wal's recovery plan step by step
-//! (make the recovered entries durable, write the new incarnation's control block with the cut,
-//! zero the possibly dirty region after the cut, cover uncovered entries with a tail marker),
-//! and only then hand the state machine its starting state.
+//! cache): replay the ring with reads ahead (bounded by the tail hint, unless the options ask
+//! for a full scan), then carry out wal's recovery plan step by step (make the recovered
+//! entries durable, write the new incarnation's control block with the cut and its first tail
+//! hint, zero the possibly dirty region after the cut, cover uncovered entries with a tail
+//! marker), flushing each file or device once per step, and only then hand the state machine
+//! its starting state.
 
 use std::collections::VecDeque;
 use std::io;
@@ -109,10 +111,16 @@ impl<B: IoBackend> RingSource for BackendSource<'_, B> {
     fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let chunk = self.backend.pool().buffer_bytes();
         let mut done = 0usize;
-        // The front comes from the oldest read ahead when it began exactly here; reads ahead
-        // that do not match are settled and forgotten. A failed read ahead is forgotten too:
-        // the synchronous read below redoes it and reports its own error.
-        while let Some(ahead) = self.settle_front()? {
+        // The front comes from the read ahead that began exactly here, when there is one:
+        // those before it were skipped, and are settled and forgotten. A read no read ahead
+        // began at (a segment header replay looks at aside) leaves them for the reads they
+        // were hinted for. A failed read ahead is forgotten too: the synchronous read below
+        // redoes it and reports its own error.
+        let hinted = self
+            .ahead
+            .iter()
+            .any(|ahead| ahead.ring_offset == ring_offset);
+        while let Some(ahead) = hinted.then(|| self.settle_front()).transpose()?.flatten() {
             if ahead.ring_offset == ring_offset {
                 if matches!(ahead.outcome, Some(Ok(_))) {
                     done = ahead.len.min(buf.len());
@@ -197,6 +205,38 @@ fn sync_flush<B: IoBackend>(backend: &mut B, ring_offset: u64) -> io::Result<()>
     Ok(())
 }
 
+/// The flush units (files, or the device: [`IoBackend::flush_unit`]) flushed since recovery
+/// last wrote to them: a plan's flush of a unit in here would cover nothing new, so it is
+/// skipped, and an open flushes each file or device once per step, not once per segment.
+#[derive(Default)]
+struct Flushed {
+    units: Vec<u64>,
+}
+
+impl Flushed {
+    /// Carries out one step of the plan, skipping a flush of a unit flushed since its last
+    /// write.
+    fn carry_out<B: IoBackend>(&mut self, backend: &mut B, step: &Step) -> io::Result<()> {
+        match step {
+            Step::Flush { ring_offset } => {
+                let unit = backend.flush_unit(*ring_offset);
+                if self.units.contains(&unit) {
+                    return Ok(());
+                }
+                carry_out(backend, step)?;
+                self.units.push(unit);
+            }
+            Step::Write { ring_offset, .. } | Step::Zero { ring_offset, .. } => {
+                // A write or zeroing lies inside one segment (or the control area): one unit.
+                let unit = backend.flush_unit(*ring_offset);
+                self.units.retain(|flushed| *flushed != unit);
+                carry_out(backend, step)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Carries out one step of the recovery plan and waits for it.
 fn carry_out<B: IoBackend>(backend: &mut B, step: &Step) -> io::Result<()> {
     let chunk = backend.pool().buffer_bytes();
@@ -279,12 +319,15 @@ impl<B: IoBackend> DriveCore<B> {
         // The one recovery protocol: wal computes what to write and flush, in order, and the
         // engine carries it out (the model writer carries out the same plan in the tests).
         let plan = plan_recovery(&report, path)?;
+        let mut flushed = Flushed::default();
         for step in &plan.steps {
-            carry_out(&mut backend, step).map_err(|source| OpenError::Io {
-                path: path.to_path_buf(),
-                action: step_action(step),
-                source,
-            })?;
+            flushed
+                .carry_out(&mut backend, step)
+                .map_err(|source| OpenError::Io {
+                    path: path.to_path_buf(),
+                    action: step_action(step),
+                    source,
+                })?;
         }
         if let TailMarker::NoRoom(ring_full) = &plan.tail_marker {
             tracing::warn!(
@@ -309,6 +352,7 @@ fn replay_ring<B: IoBackend>(
     let replay_options = ReplayOptions {
         mode: options.recovery,
         read_chunk_bytes: backend.pool().buffer_bytes() as u32,
+        scan: options.scan,
     };
     let size = backend.size_bytes();
     let mut index = ReadIndex::default();

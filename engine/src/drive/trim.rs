@@ -1,8 +1,11 @@
 //! The trim path of the drive's state machine: a trim writes a control block with the new
 //! trim point and head to the copy that is not current, flushes it, and only then releases
 //! the old head (segments before the new head may be reused) and hides the trimmed entries.
-//! Trims never need log space, so a full ring can always be trimmed. One trim is on the device
-//! at a time, with the control lane's buffer it owns; the others wait in arrival order.
+//! Trims never need log space, so a full ring can always be trimmed. One control write is on
+//! the device at a time, with the control lane's buffer it owns; trims wait in arrival order.
+//! The same path writes the control blocks that only move the tail hint ([`super::hints`]):
+//! a control write in flight is a trim's or a hint's, and a trim carries a further hint when
+//! one is due.
 
 use sealog_wal::format::ControlBlock;
 
@@ -20,14 +23,15 @@ pub(super) struct TrimRequest {
     pub(super) reply: TrimSender,
 }
 
-/// A trim on the device: its control block, the buffer it was encoded in, and what of its
-/// write and flush has completed.
+/// A control write on the device (a trim's, or one that only moves the tail hint): its
+/// control block, the buffer it was encoded in, and what of its write and flush has completed.
 pub(super) struct PendingTrim {
     sequence: u64,
     buffer: usize,
-    control: ControlBlock,
+    pub(super) control: ControlBlock,
     lsn: u64,
-    /// Taken when the reply is sent early (the drive failed while the trim was on the device).
+    /// The trim's reply: `None` for a hint's write, or once sent early (the drive failed while
+    /// the trim was on the device).
     pub(super) reply: Option<TrimSender>,
     write: OpState,
     flush: OpState,
@@ -41,13 +45,15 @@ impl PendingTrim {
 }
 
 impl<B: IoBackend> DriveCore<B> {
-    /// Starts the next trim, if none is on the device: answered at once when it needs no
-    /// control block, else its control block written and flushed.
+    /// Starts the next trim, if no control write is on the device: answered at once when it
+    /// needs no control block, else its control block written and flushed. With no trim
+    /// waiting, a hint that is due goes instead.
     pub(super) fn start_trim(&mut self) {
         if self.trim_in_flight.is_some() {
             return;
         }
         let Some(TrimRequest { lsn, reply }) = self.trims.pop_front() else {
+            self.start_hint_write();
             return;
         };
         let sequence = match self.control_sequence_for_trim(lsn) {
@@ -58,7 +64,7 @@ impl<B: IoBackend> DriveCore<B> {
             }
         };
         let control = self.trimmed_control(lsn, sequence);
-        self.submit_control_block(control, lsn, reply);
+        self.submit_control_block(control, lsn, Some(reply));
     }
 
     /// The sequence number of the control block a trim to `lsn` writes, or the trim's answer
@@ -99,14 +105,23 @@ impl<B: IoBackend> DriveCore<B> {
             head,
             head_lsn,
             head_incarnation,
+            tail_hint: self.hint_for_control_write(),
             ..self.control
         }
     }
 
-    /// Encodes `control` into the control lane's buffer and hands the device its write to the
-    /// copy it belongs in, with the flush linked behind it; the trim is on the device until
-    /// both complete. A backend that refuses either is broken.
-    fn submit_control_block(&mut self, control: ControlBlock, lsn: u64, reply: TrimSender) {
+    /// Encodes `control` (recording the trim point `lsn`) into the control lane's buffer and
+    /// hands the device its write to the copy it belongs in, with the flush linked behind it;
+    /// it is on the device until both complete. `reply` is the trim's (`None` for a write
+    /// that only moves the tail hint). A backend that refuses either is broken.
+    pub(super) fn submit_control_block(
+        &mut self,
+        control: ControlBlock,
+        lsn: u64,
+        reply: Option<TrimSender>,
+    ) {
+        debug_assert!(self.trim_in_flight.is_none());
+        debug_assert_eq!(control.tail_hint.incarnation, self.incarnation);
         let buffer = self
             .lanes
             .acquire(Lane::Control)
@@ -120,7 +135,7 @@ impl<B: IoBackend> DriveCore<B> {
             buffer,
             control,
             lsn,
-            reply: Some(reply),
+            reply,
             write: OpState::Pending,
             flush: OpState::Pending,
         });
@@ -196,7 +211,16 @@ impl<B: IoBackend> DriveCore<B> {
             return;
         }
         let trim = self.trim_in_flight.take().expect("checked");
+        self.control_durable(trim);
+    }
+
+    /// A control write's block is durable: it is the drive's control block from now on; a
+    /// trim releases the old head and answers.
+    fn control_durable(&mut self, trim: PendingTrim) {
         self.lanes.release(Lane::Control, trim.buffer);
+        let trimmed = trim.control.trim_lsn != self.control.trim_lsn;
+        // Within an incarnation the hint only moves forward (replay cross-checks the copies).
+        debug_assert!(trim.control.tail_hint.limit >= self.control.tail_hint.limit);
         self.control = trim.control;
         // Readers see the entries trimmed before their index entries go, and before any later
         // batch can reuse their blocks.
@@ -208,7 +232,9 @@ impl<B: IoBackend> DriveCore<B> {
             .trim(trim.lsn);
         // Trimmed entries need no watermark: damage to them is never a question again.
         self.lsn_covered = self.lsn_covered.max(trim.lsn);
-        self.on_head_moved();
+        if trimmed {
+            self.on_head_moved();
+        }
         if let Some(reply) = trim.reply {
             reply.send(Ok(()));
         }

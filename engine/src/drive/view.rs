@@ -277,14 +277,25 @@ impl ReadView {
 
     /// The device failed a read: that read's outcome (or `Trimmed`, if a trim passed it).
     pub(crate) fn read_failed(&self, read: &RecordRead, errno: i32) -> Result<Vec<u8>, ReadError> {
+        self.read_error(read.record.lsn, read.record.position(), errno)
+    }
+
+    /// The device failed a read of `lsn` at `position` with `errno`: `Damaged` with the read
+    /// error's check and errno (or `Trimmed`, if a trim passed it meanwhile).
+    pub(crate) fn read_error<T>(
+        &self,
+        lsn: u64,
+        position: sealog_wal::Position,
+        errno: i32,
+    ) -> Result<T, ReadError> {
         tracing::warn!(
-            lsn = read.record.lsn,
-            ring_offset = read.ring_offset,
+            lsn,
+            %position,
             errno,
             "a read failed: {}",
             std::io::Error::from_raw_os_error(errno)
         );
-        self.damaged(read.record.lsn, read.record.position(), Check::ReadError)
+        self.failed_check(lsn, position, Check::ReadError, Some(errno))
     }
 
     /// `Trimmed` if a trim passed `lsn` meanwhile (its blocks may hold a later lap now), else
@@ -294,6 +305,16 @@ impl ReadView {
         lsn: u64,
         position: sealog_wal::Position,
         check: Check,
+    ) -> Result<T, ReadError> {
+        self.failed_check(lsn, position, check, None)
+    }
+
+    fn failed_check<T>(
+        &self,
+        lsn: u64,
+        position: sealog_wal::Position,
+        check: Check,
+        errno: Option<i32>,
     ) -> Result<T, ReadError> {
         let trim = self.trim_lsn();
         if lsn <= trim {
@@ -307,6 +328,7 @@ impl ReadView {
             lsn,
             position,
             check,
+            errno,
         })
     }
 
@@ -694,7 +716,8 @@ mod tests {
             Err(ReadError::Damaged {
                 lsn: 5,
                 position: AT,
-                check: Check::NotWritten
+                check: Check::NotWritten,
+                errno: None,
             })
         );
         let mut flipped = batch.clone();

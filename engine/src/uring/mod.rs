@@ -495,6 +495,10 @@ impl IoBackend for UringBackend {
         Ok(())
     }
 
+    fn flush_unit(&self, ring_offset: u64) -> u64 {
+        self.files.locate(ring_offset).0 as u64
+    }
+
     fn submit_flush(&mut self, tag: Tag, ring_offset: u64, order: FlushOrder) -> io::Result<()> {
         let (file, _) = self.files.locate(ring_offset);
         let slot = self.slot(Op {

@@ -4,7 +4,9 @@
 #![allow(dead_code)]
 
 use sealog_wal::model::ModelWriter;
-use sealog_wal::{replay, Geometry, RecoveryReport, ReplayError, ReplayOptions, RingId};
+use sealog_wal::{
+    replay, Geometry, RecoveryReport, ReplayError, ReplayOptions, RingId, Scan, ScanPolicy,
+};
 
 pub const BLOCK: usize = 4096;
 
@@ -70,14 +72,65 @@ pub fn append(writer: &mut ModelWriter, count: usize, len: usize, salt: u64) -> 
 /// Replay's result and the entries it visited (LSN, payload).
 pub type Replayed = (Result<RecoveryReport, ReplayError>, Vec<(u64, Vec<u8>)>);
 
-/// Replays an image, returning the report (or error) and the entries visited.
+/// Replays an image, returning the report (or error) and the entries visited. A hinted
+/// replay is checked against a full one of the same image: the same log, the same report
+/// but for which scan was made and what it read (see [`assert_same_finding`]).
 pub fn replay_image(image: &[u8], options: &ReplayOptions) -> Replayed {
+    let replayed = replay_once(image, options);
+    if options.scan == ScanPolicy::Hinted {
+        let full = replay_once(
+            image,
+            &ReplayOptions {
+                scan: ScanPolicy::Full,
+                ..*options
+            },
+        );
+        assert_same_finding(&replayed, &full);
+    }
+    replayed
+}
+
+/// Replays an image once, as `options` say.
+pub fn replay_once(image: &[u8], options: &ReplayOptions) -> Replayed {
     let mut source = image;
     let mut entries = Vec::new();
     let result = replay(&mut source, options, &mut |entry| {
         entries.push((entry.lsn, entry.payload.to_vec()))
     });
     (result, entries)
+}
+
+/// A full scan's options in `mode`.
+pub fn full(options: ReplayOptions) -> ReplayOptions {
+    ReplayOptions {
+        scan: ScanPolicy::Full,
+        ..options
+    }
+}
+
+/// Asserts that a hinted replay found what a full one did: the same entries, and the same
+/// report or error, but for the scan made, where it stopped and the bytes it read.
+pub fn assert_same_finding(hinted: &Replayed, full: &Replayed) {
+    assert_eq!(
+        hinted.1, full.1,
+        "hinted and full replay recover the same entries"
+    );
+    match (&hinted.0, &full.0) {
+        (Ok(hinted), Ok(full)) => {
+            assert!(matches!(full.scan, Scan::Full { .. }));
+            let comparable = RecoveryReport {
+                scan: full.scan,
+                scan_end: full.scan_end,
+                bytes_read: full.bytes_read,
+                ..hinted.clone()
+            };
+            assert_eq!(&comparable, full, "hinted and full replay report the same");
+        }
+        (Err(hinted), Err(full)) => {
+            assert_eq!(format!("{hinted:?}"), format!("{full:?}"), "the same error");
+        }
+        (hinted, full) => panic!("hinted replay gave {hinted:?}, full replay {full:?}"),
+    }
 }
 
 /// Every recovered entry's LSN and payload, checked to be contiguous.

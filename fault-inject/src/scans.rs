@@ -1,0 +1,174 @@
+//! Hinted against full replay of one ring image: the check that the tail hint only ever saves
+//! reads. Replay runs twice over the same bytes, once trusting the control block's tail hint
+//! (when it can) and once forced to scan the whole ring, and both must find the same log: the
+//! same entries, the same cut (next LSN and position), the same outcome and the same damage,
+//! or the same error. Where no block is unreadable the two reports must agree in everything
+//! but which scan was made, where it stopped and what it read; with unreadable blocks the
+//! hinted scan, which reads less, may meet fewer of them (in free space past the hint), never
+//! more, and never a different log. The crash-state enumeration and the simulation run it on
+//! every image they open.
+
+use std::io;
+use std::ops::Range;
+
+use sealog_wal::{
+    replay, RecoveryReport, ReplayError, ReplayOptions, RingSource, Scan, ScanPolicy,
+};
+
+/// Which scan the hinted replay of an image made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HintedScan {
+    /// The hint was trusted.
+    Hinted,
+    /// The hint could not be trusted (or replay failed before it chose): a full scan.
+    Full,
+}
+
+/// An image whose reads fail (EIO) where they touch one of `unreadable`'s byte ranges.
+struct Failing<'a> {
+    bytes: &'a [u8],
+    unreadable: &'a [Range<u64>],
+}
+
+impl RingSource for Failing<'_> {
+    fn size_bytes(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let end = ring_offset + buf.len() as u64;
+        if self
+            .unreadable
+            .iter()
+            .any(|bad| ring_offset < bad.end && bad.start < end)
+        {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        let mut bytes = self.bytes;
+        bytes.read_at(ring_offset, buf)
+    }
+}
+
+type Replayed = (Result<RecoveryReport, ReplayError>, Vec<(u64, Vec<u8>)>);
+
+fn replay_with(image: &[u8], unreadable: &[Range<u64>], scan: ScanPolicy) -> Replayed {
+    let mut source = Failing {
+        bytes: image,
+        unreadable,
+    };
+    let options = ReplayOptions {
+        scan,
+        ..ReplayOptions::default()
+    };
+    let mut entries = Vec::new();
+    let result = replay(&mut source, &options, &mut |entry| {
+        entries.push((entry.lsn, entry.payload.to_vec()))
+    });
+    (result, entries)
+}
+
+/// Replays `image` hinted and full (reads touching `unreadable` failing with EIO) and checks
+/// that both found the same log; says which scan the hinted replay made.
+pub fn compare_scans(image: &[u8], unreadable: &[Range<u64>]) -> Result<HintedScan, String> {
+    let (hinted, hinted_entries) = replay_with(image, unreadable, ScanPolicy::Hinted);
+    let (full, full_entries) = replay_with(image, unreadable, ScanPolicy::Full);
+    if hinted_entries != full_entries {
+        return Err(format!(
+            "hinted and full replay recovered different entries: {} against {}",
+            hinted_entries.len(),
+            full_entries.len()
+        ));
+    }
+    match (hinted, full) {
+        (Ok(hinted), Ok(full)) => {
+            let kind = match hinted.scan {
+                Scan::Hinted { .. } => HintedScan::Hinted,
+                Scan::Full { .. } => HintedScan::Full,
+            };
+            same_report(&hinted, &full, !unreadable.is_empty())?;
+            Ok(kind)
+        }
+        (Err(hinted), Err(full)) => {
+            let (mut hinted, mut full) = (format!("{hinted:?}"), format!("{full:?}"));
+            if !unreadable.is_empty() {
+                // What an unreadable run measured may differ (the hinted scan saw less of it);
+                // the kind of failure may not.
+                hinted.truncate(hinted.find(['(', '{']).unwrap_or(hinted.len()));
+                full.truncate(full.find(['(', '{']).unwrap_or(full.len()));
+            }
+            if hinted != full {
+                return Err(format!(
+                    "hinted replay failed with {hinted}, full with {full}"
+                ));
+            }
+            Ok(HintedScan::Full)
+        }
+        (hinted, full) => Err(format!(
+            "hinted replay gave {}, full replay {}",
+            outcome_of(&hinted),
+            outcome_of(&full)
+        )),
+    }
+}
+
+fn outcome_of(result: &Result<RecoveryReport, ReplayError>) -> String {
+    match result {
+        Ok(report) => format!(
+            "{} ending at LSN {}",
+            report.outcome.name(),
+            report.next_lsn
+        ),
+        Err(error) => format!("the error {error}"),
+    }
+}
+
+/// The two reports agree on the log; without unreadable blocks on everything but the scan.
+fn same_report(
+    hinted: &RecoveryReport,
+    full: &RecoveryReport,
+    unreadable: bool,
+) -> Result<(), String> {
+    let log = |report: &RecoveryReport| {
+        format!(
+            "outcome {:?}, next LSN {} at {}, entries {}..{:?}, torn {:?}, corruption {:?}, \
+             dropped {:?}",
+            report.outcome,
+            report.next_lsn,
+            report.next_position,
+            report.trim_lsn,
+            report.last_lsn,
+            report.torn,
+            report.corruption,
+            report.dropped
+        )
+    };
+    if log(hinted) != log(full) {
+        return Err(format!(
+            "hinted and full replay found different logs: {} against {}",
+            log(hinted),
+            log(full)
+        ));
+    }
+    if unreadable {
+        if hinted.unreadable_blocks > full.unreadable_blocks {
+            return Err(format!(
+                "the hinted replay met {} unreadable blocks, the full one only {}",
+                hinted.unreadable_blocks, full.unreadable_blocks
+            ));
+        }
+        return Ok(());
+    }
+    let comparable = RecoveryReport {
+        scan: full.scan,
+        scan_end: full.scan_end,
+        bytes_read: full.bytes_read,
+        ..hinted.clone()
+    };
+    if comparable != *full {
+        return Err(format!(
+            "hinted and full replay reports differ beyond the scan: {comparable:?} against \
+             {full:?}"
+        ));
+    }
+    Ok(())
+}
