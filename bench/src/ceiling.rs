@@ -17,6 +17,8 @@ use sealog::storage::{self, Access};
 use sealog::sync_probe::{self, MethodTimes, ProbePlan};
 use sealog::uring::UringBackend;
 
+use crate::random::SplitMix64;
+use crate::read_report::{ReadLoad, ReadRow};
 use crate::report::Cell;
 
 /// Engine name of the raw write + linked fdatasync row.
@@ -212,13 +214,17 @@ pub fn builtin_write_bandwidth(
     Ok(cell)
 }
 
-/// Reads the whole ring sequentially with O_DIRECT, 1 MiB at a time with `depth` reads in
-/// flight: the recovery ceiling, in bytes per second. (Recovery keeps two reads in flight, one
+/// Bytes of each read of the recovery ceiling: about recovery's own reads (a buffer of the
+/// drive's pool, a batch and a block: 1 MiB and 4 KiB on the default geometry).
+pub const RECOVERY_READ_BYTES: usize = 1 << 20;
+
+/// Reads the whole ring sequentially with O_DIRECT, `chunk` bytes at a time with `depth` reads
+/// in flight: the ceiling of recovery (1 MiB reads, [`RECOVERY_READ_BYTES`]) and of a catch-up
+/// iterator (its own read size), in bytes per second. (Recovery keeps two reads in flight, one
 /// of them read-ahead; the run takes the best of depths 1 and 4 as the ceiling.)
-pub fn builtin_sequential_read(ring: &Path, depth: usize) -> Result<f64, String> {
-    let files = storage::open(ring, Access::ReadWrite).map_err(|error| error.to_string())?;
+pub fn builtin_sequential_read(ring: &Path, depth: usize, chunk: usize) -> Result<f64, String> {
+    let files = storage::open(ring, Access::ReadOnly).map_err(|error| error.to_string())?;
     let geometry = files.geometry;
-    let chunk = 1usize << 20;
     let depth = depth.max(1);
     let (mut backend, _) =
         UringBackend::new(files, depth, chunk).map_err(|error| error.to_string())?;
@@ -357,4 +363,200 @@ fn parse_fio(output: std::io::Result<std::process::Output>, bytes: usize) -> Res
     cell.max_us = clat["max"].as_f64().unwrap_or(0.0) / 1000.0;
     cell.note = "write and fdatasync latencies added (fio times them apart)".to_string();
     Ok(cell)
+}
+
+/// Engine name of the built-in random-read ceiling rows.
+pub const RANDOM_READ: &str = "ceiling-randread";
+/// Engine name of fio's random-read rows.
+pub const FIO_RANDOM_READ: &str = "fio-randread";
+/// Engine name of the built-in sequential read ceiling rows.
+pub const SEQUENTIAL_READ: &str = "ceiling-seqread";
+
+/// Reads `read_bytes` at a time at random places in the ring's data areas (every segment's,
+/// its header block excluded: where entries live), `depth` reads in flight, O_DIRECT through
+/// the engine's io_uring backend, for `duration`: the ceiling of cold point reads at that depth.
+/// Offsets are multiples of `read_bytes` from each data area's start, which is where a ring of
+/// records of exactly `read_bytes` keeps them. Latency is each read's, submission to completion.
+pub fn builtin_random_read(
+    ring: &Path,
+    read_bytes: u32,
+    depth: usize,
+    duration: Duration,
+) -> Result<ReadRow, String> {
+    let files = storage::open(ring, Access::ReadOnly).map_err(|error| error.to_string())?;
+    let geometry = files.geometry;
+    let depth = depth.max(1);
+    let (mut backend, _) =
+        UringBackend::new(files, depth, read_bytes as usize).map_err(|error| error.to_string())?;
+    let slots_per_segment = geometry.segment_data_bytes() / u64::from(read_bytes);
+    let data_offset = u64::from(geometry.segment_data_offset());
+    // A fixed seed: every run reads the same places, in the same order.
+    let mut random = SplitMix64::new(0x5ea1_0c0d ^ depth as u64);
+    let mut next_offset = || {
+        let segment = random.below(u64::from(geometry.segment_count)) as u32;
+        let slot = random.below(slots_per_segment);
+        geometry.segment_ring_offset(segment) + data_offset + slot * u64::from(read_bytes)
+    };
+    let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+    // The tag is the buffer the read went into, so a finished read's buffer is reused.
+    let mut submitted_at = vec![Instant::now(); depth];
+    let started = Instant::now();
+    for (buffer, at) in submitted_at.iter_mut().enumerate() {
+        *at = Instant::now();
+        backend
+            .submit_read(buffer as u64, next_offset(), buffer, read_bytes)
+            .map_err(|error| error.to_string())?;
+    }
+    let mut in_flight = depth;
+    let mut reads = 0u64;
+    let mut completions = Vec::new();
+    while in_flight > 0 {
+        completions.clear();
+        backend
+            .wait(1, &mut completions)
+            .map_err(|error| format!("random read: {error}"))?;
+        for completion in &completions {
+            completion.result.map_err(|errno| {
+                format!("random read: {}", std::io::Error::from_raw_os_error(errno))
+            })?;
+            let buffer = completion.tag as usize;
+            latency
+                .record(submitted_at[buffer].elapsed().as_nanos().max(1) as u64)
+                .ok();
+            reads += 1;
+            in_flight -= 1;
+            if started.elapsed() < duration {
+                submitted_at[buffer] = Instant::now();
+                backend
+                    .submit_read(completion.tag, next_offset(), buffer, read_bytes)
+                    .map_err(|error| error.to_string())?;
+                in_flight += 1;
+            }
+        }
+    }
+    let mut row = ReadRow::measured(
+        RANDOM_READ,
+        u64::from(read_bytes),
+        ReadLoad::single_thread(depth as u64),
+        reads,
+        started.elapsed().as_secs_f64(),
+        &latency,
+    );
+    row.note = format!(
+        "{read_bytes}-byte O_DIRECT reads at random {read_bytes}-byte slots of every segment's \
+         data area, io_uring, {depth} in flight"
+    );
+    Ok(row)
+}
+
+/// What fio reads at random: the ring's segment files (fio spreads its reads over them), or a
+/// block device's first `bytes`.
+#[derive(Clone, Debug)]
+pub enum FioReadTarget {
+    /// These files, each read whole.
+    Files(Vec<std::path::PathBuf>),
+    /// This block device, up to this many bytes.
+    Device(std::path::PathBuf, u64),
+}
+
+impl FioReadTarget {
+    /// The segment files of the directory ring at `ring` (`segment-NNNNN`), or the device that
+    /// is the ring, up to the ring's size.
+    pub fn of_ring(ring: &Path, ring_bytes: u64) -> Result<FioReadTarget, String> {
+        if !ring.is_dir() {
+            return Ok(FioReadTarget::Device(ring.to_path_buf(), ring_bytes));
+        }
+        let entries =
+            std::fs::read_dir(ring).map_err(|error| format!("{}: {error}", ring.display()))?;
+        let mut files: Vec<std::path::PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| {
+                path.file_name()
+                    .is_some_and(|name| name.to_string_lossy().starts_with("segment-"))
+            })
+            .collect();
+        files.sort();
+        Ok(FioReadTarget::Files(files))
+    }
+}
+
+/// fio's 4 KiB random reads (`randread`, io_uring, O_DIRECT) at `depth` in flight over
+/// `target` for `seconds`, beside the built-in ceiling; `None` when fio is not installed.
+pub fn fio_random_read(
+    target: &FioReadTarget,
+    read_bytes: u32,
+    depth: usize,
+    seconds: u64,
+) -> Option<Result<ReadRow, String>> {
+    let found = Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        return None;
+    }
+    let mut command = Command::new("fio");
+    command
+        .args([
+            "--name=sealog-randread",
+            "--rw=randread",
+            "--ioengine=io_uring",
+            "--direct=1",
+            "--readonly",
+            "--norandommap",
+            "--randrepeat=0",
+            "--time_based",
+            "--lat_percentiles=1",
+            "--output-format=json",
+        ])
+        .arg(format!("--bs={read_bytes}"))
+        .arg(format!("--iodepth={depth}"))
+        .arg(format!("--runtime={}", seconds.max(1)));
+    match target {
+        FioReadTarget::Files(files) => {
+            // fio separates file names with ':' and reads a ':' inside a name escaped.
+            let names: Vec<String> = files
+                .iter()
+                .map(|file| file.display().to_string().replace(':', "\\:"))
+                .collect();
+            command.arg(format!("--filename={}", names.join(":")));
+        }
+        FioReadTarget::Device(device, bytes) => {
+            command
+                .arg(format!("--filename={}", device.display()))
+                .arg(format!("--size={bytes}"));
+        }
+    }
+    Some(parse_fio_read(command.output(), read_bytes, depth))
+}
+
+fn parse_fio_read(
+    output: std::io::Result<std::process::Output>,
+    read_bytes: u32,
+    depth: usize,
+) -> Result<ReadRow, String> {
+    let output = output.map_err(|error| format!("fio: {error}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "fio randread failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|error| format!("fio output: {error}"))?;
+    let read = &json["jobs"][0]["read"];
+    // `lat_ns` is submission to completion, what the built-in ceiling times.
+    let percentile = |key: &str| read["lat_ns"]["percentile"][key].as_f64().unwrap_or(0.0) / 1e3;
+    let mut row = ReadRow {
+        engine: FIO_RANDOM_READ.to_string(),
+        entry_bytes: u64::from(read_bytes),
+        load: ReadLoad::single_thread(depth as u64),
+        ops_per_sec: read["iops"].as_f64().unwrap_or(0.0),
+        mb_per_sec: read["bw_bytes"].as_f64().unwrap_or(0.0) / 1e6,
+        p50_us: percentile("50.000000"),
+        p99_us: percentile("99.000000"),
+        ..ReadRow::default()
+    };
+    row.note = format!("fio randread, io_uring, O_DIRECT, {depth} in flight, same files");
+    Ok(row)
 }

@@ -1,7 +1,7 @@
 //! sealog's cells: W writer threads, each keeping `in_flight` appends outstanding (submit,
 //! and once that many are pending, wait for the oldest), for a time after a warm-up, on a
-//! freshly formatted ring; and the recovery workload (time to open a full ring). Latency is
-//! from submission to durable acknowledgement.
+//! freshly formatted ring; and the recovery workload (a full ring, and the time to open it).
+//! Latency is from submission to durable acknowledgement.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -14,6 +14,7 @@ use nix::sys::resource::{getrusage, UsageWho};
 use sealog::{format, Drive, DriveOptions, FormatOptions, SyncMethod, WhenFull};
 use sealog_wal::ControlBlock;
 
+use crate::ceiling::RECOVERY_READ_BYTES;
 use crate::report::Cell;
 
 /// One sealog workload.
@@ -290,15 +291,15 @@ fn writer(
     Ok((count, latency))
 }
 
-/// Fills a ring of `shape` with 4 KiB appends (pipelined), closes it, and times the open
-/// (replay of the whole ring), in rounds with the sequential read ceiling of the same ring.
-pub fn recovery_cell(ring: &Path, shape: RingShape) -> Result<Recovery, String> {
-    fresh_ring(ring, shape)?;
+/// Formats a ring of `shape` at `ring` and fills it with 4 KiB records (payload plus header)
+/// of [`crate::reads::COLD_PAYLOAD_BYTES`], pipelined, until the ring refuses one (the head's
+/// segment and the window stay free), then closes it. Returns its control block as formatted
+/// and the entries acknowledged. The recovery rounds, the cold reads and the catch-up iterator
+/// all read this one ring.
+pub fn fill_ring(ring: &Path, shape: RingShape) -> Result<(ControlBlock, u64), String> {
+    let control = fresh_ring(ring, shape)?;
     let drive = Drive::open(ring, DriveOptions::default()).map_err(|error| error.to_string())?;
-    let geometry = drive.geometry();
-    // 4 KiB records (payload plus header), pipelined, until the ring refuses one: the ring is
-    // then as full as appends can make it (the head's segment and the window stay free).
-    let payload = vec![0x3c; 4096 - 64];
+    let payload = vec![0x3c; crate::reads::COLD_PAYLOAD_BYTES];
     let mut pending = VecDeque::new();
     let mut appended = 0u64;
     let mut full = false;
@@ -319,32 +320,69 @@ pub fn recovery_cell(ring: &Path, shape: RingShape) -> Result<Recovery, String> 
         }
     }
     drive.close();
-    drop(drive);
+    Ok((control, appended))
+}
+
+/// Times the open (replay of the whole ring) of the full ring at `ring` holding `appended`
+/// entries ([`fill_ring`]), in rounds with the sequential read ceiling of the same ring; the
+/// disk's counters (the sysfs directory `disk`, when known) say what each open read and flushed.
+pub fn recovery_cell(ring: &Path, appended: u64, disk: Option<&Path>) -> Result<Recovery, String> {
+    let counters = || disk.and_then(crate::machine::disk_counters);
     // Rounds of: the read ceiling at depths 1 and 4 on this same ring, then an open. The
     // device's speed drifts by a factor of two within seconds on a shared host, so each figure
     // is the median of its rounds, and ceiling and recovery read the same bytes.
-    let ring_size = geometry.ring_size_bytes().unwrap_or(0) as f64;
     let mut opens = Vec::new();
+    let mut open_ms = Vec::new();
+    let mut read_bytes = Vec::new();
+    let mut flushes = Vec::new();
     let mut depth_1 = Vec::new();
     let mut depth_4 = Vec::new();
     let mut entries = 0;
+    let mut ring_size = 0.0;
+    let mut segments = 0;
     for round in 0..RECOVERY_ROUNDS {
         // Whatever a cache below the guest keeps of what was just read favours the next reader:
         // the order alternates so that neither side always comes second.
         if round % 2 == 1 {
-            depth_1.push(crate::ceiling::builtin_sequential_read(ring, 1)?);
-            depth_4.push(crate::ceiling::builtin_sequential_read(ring, 4)?);
+            depth_1.push(crate::ceiling::builtin_sequential_read(
+                ring,
+                1,
+                RECOVERY_READ_BYTES,
+            )?);
+            depth_4.push(crate::ceiling::builtin_sequential_read(
+                ring,
+                4,
+                RECOVERY_READ_BYTES,
+            )?);
         }
+        let before = counters();
         let started = Instant::now();
         let reopened =
             Drive::open(ring, DriveOptions::default()).map_err(|error| error.to_string())?;
-        opens.push(ring_size / started.elapsed().as_secs_f64());
+        let seconds = started.elapsed().as_secs_f64();
+        if let Some((before, after)) = before.zip(counters()) {
+            let during = before.until(after);
+            read_bytes.push(during.read_bytes as f64);
+            flushes.push(during.flushes as f64);
+        }
+        ring_size = reopened.geometry().ring_size_bytes().unwrap_or(0) as f64;
+        segments = reopened.geometry().segment_count;
+        opens.push(ring_size / seconds);
+        open_ms.push(seconds * 1e3);
         entries = reopened.recovery_report().entries;
         reopened.close();
         drop(reopened);
         if round % 2 == 0 {
-            depth_4.push(crate::ceiling::builtin_sequential_read(ring, 4)?);
-            depth_1.push(crate::ceiling::builtin_sequential_read(ring, 1)?);
+            depth_4.push(crate::ceiling::builtin_sequential_read(
+                ring,
+                4,
+                RECOVERY_READ_BYTES,
+            )?);
+            depth_1.push(crate::ceiling::builtin_sequential_read(
+                ring,
+                1,
+                RECOVERY_READ_BYTES,
+            )?);
         }
     }
     if entries != appended {
@@ -353,11 +391,17 @@ pub fn recovery_cell(ring: &Path, shape: RingShape) -> Result<Recovery, String> 
             ring.display()
         ));
     }
+    let measured = |values: &mut Vec<f64>| (!values.is_empty()).then(|| median(values));
     Ok(Recovery {
         bytes_per_sec: median(&mut opens),
         read_depth_1_bytes_per_sec: median(&mut depth_1),
         read_depth_4_bytes_per_sec: median(&mut depth_4),
         entries,
+        ring_bytes: ring_size as u64,
+        segments,
+        open_ms: median(&mut open_ms),
+        device_read_bytes: measured(&mut read_bytes),
+        device_flushes: measured(&mut flushes),
     })
 }
 
@@ -381,6 +425,16 @@ pub struct Recovery {
     pub read_depth_4_bytes_per_sec: f64,
     /// Entries recovered (each round the same).
     pub entries: u64,
+    /// The ring's size.
+    pub ring_bytes: u64,
+    /// Its segments.
+    pub segments: u32,
+    /// Median wall time of an open, milliseconds.
+    pub open_ms: f64,
+    /// Median bytes the disk read during an open (whole disk), where its counters are known.
+    pub device_read_bytes: Option<f64>,
+    /// Median flushes the disk completed during an open (whole disk), where known.
+    pub device_flushes: Option<f64>,
 }
 
 impl Recovery {

@@ -127,6 +127,68 @@ pub fn storage_of(path: &Path) -> Value {
     })
 }
 
+/// The system's load averages over 1, 5 and 15 minutes, from /proc/loadavg: the figures of a
+/// run on a shared machine mean little without them.
+pub fn load_average() -> Option<[f64; 3]> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let mut fields = text
+        .split_whitespace()
+        .map(|field| field.parse::<f64>().ok());
+    Some([fields.next()??, fields.next()??, fields.next()??])
+}
+
+/// The whole disk's I/O counters at one moment, from its sysfs `stat` (all processes' I/O,
+/// not only this one's: a figure from a difference of two is an upper bound on ours).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskCounters {
+    /// Bytes read (sectors of 512 bytes, as the kernel counts them, times 512).
+    pub read_bytes: u64,
+    /// Flush requests completed (the 17-field format's 16th field, kernel 5.5 and later).
+    pub flushes: u64,
+}
+
+impl DiskCounters {
+    /// What happened between `self` (earlier) and `later`.
+    pub fn until(self, later: DiskCounters) -> DiskCounters {
+        DiskCounters {
+            read_bytes: later.read_bytes.saturating_sub(self.read_bytes),
+            flushes: later.flushes.saturating_sub(self.flushes),
+        }
+    }
+}
+
+/// The sysfs directory of the whole disk under `path` (a directory on a file system, or a
+/// block device), or `None` where sysfs does not say.
+pub fn disk_of(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let metadata = std::fs::metadata(path).ok()?;
+    let dev = if metadata.file_type().is_block_device() {
+        metadata.rdev()
+    } else {
+        metadata.dev()
+    };
+    let device = format!(
+        "{}:{}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev)
+    );
+    disk_dir(&device)
+}
+
+/// The counters of the disk at `disk` (from [`disk_of`]) now, or `None` when its `stat` has
+/// no flush field (kernels before 5.5) or cannot be read.
+pub fn disk_counters(disk: &Path) -> Option<DiskCounters> {
+    let text = std::fs::read_to_string(disk.join("stat")).ok()?;
+    let fields: Vec<u64> = text
+        .split_whitespace()
+        .map(|field| field.parse().ok())
+        .collect::<Option<_>>()?;
+    Some(DiskCounters {
+        read_bytes: fields.get(2)? * 512,
+        flushes: *fields.get(15)?,
+    })
+}
+
 /// The machine: kernel, CPUs, memory, and the storage at `dir` (a directory or a device).
 pub fn describe(dir: &Path) -> Value {
     json!({
@@ -152,5 +214,18 @@ mod tests {
         assert!(machine["cpus"].as_u64().is_some_and(|cpus| cpus > 0));
         let storage = &machine["storage"];
         assert!(storage["file_system"].as_str().is_some(), "{storage}");
+    }
+
+    /// The disk under the temporary directory has counters, and they only grow.
+    #[test]
+    fn the_disk_counters_are_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let Some(disk) = disk_of(dir.path()) else {
+            return;
+        };
+        let before = disk_counters(&disk).expect("a stat with a flush field");
+        std::fs::write(dir.path().join("file"), b"x").expect("write");
+        let after = disk_counters(&disk).expect("counters");
+        assert!(after.flushes >= before.flushes && after.read_bytes >= before.read_bytes);
     }
 }

@@ -5,7 +5,8 @@
 //! bandwidth are ceiling cells with the same fields, and the sync method the run's ring chose
 //! is reported with its figures; the machine description and the targets are in the JSON, with
 //! CPU per append and the single-writer rounds against the peers (with `--features peers`); the
-//! plot is an SVG.
+//! plot is an SVG. Issue 11's read and open sections are in the JSON (`reads`, `open_times`),
+//! and `--section` runs a section alone.
 
 use std::process::Command;
 
@@ -149,4 +150,112 @@ fn the_quick_benchmark_writes_the_json_contract() {
 
     let svg = std::fs::read_to_string(&plot_path).expect("plot written");
     assert!(svg.starts_with("<svg"), "an SVG plot");
+
+    check_read_and_open_sections(&json);
+}
+
+/// Issue 11's sections in the JSON: every read row the targets need (sealog's beside its
+/// ceiling, which it names), the open times of three ring sizes at two live regions, the read
+/// index's bytes per entry, and the read and open targets.
+fn check_read_and_open_sections(json: &serde_json::Value) {
+    assert_eq!(
+        json["sections"],
+        serde_json::json!(["write", "read", "open"])
+    );
+    let rows = json["reads"]["rows"].as_array().expect("reads.rows");
+    let expected = [
+        ("tail", "sealog-writer"),
+        ("tail", "sealog-tail-read"),
+        ("cold", "ceiling-randread"),
+        ("cold", "sealog-read"),
+        ("cold", "sealog-read-async"),
+        ("catch-up", "ceiling-seqread"),
+        ("catch-up", "sealog-iter"),
+    ];
+    for (section, engine) in expected {
+        let row = rows
+            .iter()
+            .find(|row| row["section"] == section && row["engine"] == engine);
+        let row = row.unwrap_or_else(|| panic!("no {section} {engine} row in {rows:?}"));
+        assert!(row["ops_per_sec"].as_f64() > Some(0.0), "{row}");
+    }
+    for row in rows.iter().filter(|row| {
+        ["sealog-read", "sealog-read-async", "sealog-iter"]
+            .contains(&row["engine"].as_str().unwrap_or(""))
+    }) {
+        assert!(
+            row["ceiling"].as_str().is_some_and(|name| !name.is_empty()),
+            "{row}"
+        );
+        assert!(row["ratio_to_ceiling"].as_f64() > Some(0.0), "{row}");
+    }
+    let cold_depths: Vec<u64> = rows
+        .iter()
+        .filter(|row| row["engine"] == "ceiling-randread")
+        .filter_map(|row| row["in_flight"].as_u64())
+        .collect();
+    assert_eq!(cold_depths, [1, 16], "{rows:?}");
+    assert!(json["reads"]["read_index_bytes_per_entry"].as_f64() > Some(0.0));
+    let opens = json["open_times"].as_array().expect("open_times");
+    assert_eq!(
+        opens.len(),
+        6,
+        "three ring sizes, two live regions: {opens:?}"
+    );
+    for open in opens {
+        assert!(open["open_ms"].as_f64() > Some(0.0), "{open}");
+        assert!(open["repetitions"].as_u64() >= Some(1), "{open}");
+        assert!(
+            [1, 1000].contains(&open["live_entries"].as_u64().unwrap_or(0)),
+            "{open}"
+        );
+    }
+    let targets = json["targets"].as_array().expect("targets");
+    for name in [
+        "cold reads, 16 in flight",
+        "catch-up iterator",
+        "open of a ring holding one entry",
+    ] {
+        assert!(
+            targets.iter().any(|target| target["name"]
+                .as_str()
+                .is_some_and(|text| text.contains(name))),
+            "a target on {name}: {targets:?}"
+        );
+    }
+}
+
+/// `--section read` runs the read section alone: no append cells and no open times, the read
+/// rows and their targets only.
+#[test]
+fn a_section_runs_alone() {
+    let directory = tempfile::tempdir_in(".").expect("tempdir");
+    let json_path = directory.path().join("bench.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_sealog-bench"))
+        .args(["--quick", "--seconds", "0.3", "--section", "read", "--dir"])
+        .arg(directory.path())
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .expect("runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(&json_path).expect("json written");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(json["sections"], serde_json::json!(["read"]));
+    assert_eq!(json["cells"].as_array().map(Vec::len), Some(0));
+    assert_eq!(json["open_times"].as_array().map(Vec::len), Some(0));
+    assert!(json["reads"]["rows"]
+        .as_array()
+        .is_some_and(|rows| !rows.is_empty()));
+    let targets = json["targets"].as_array().expect("targets");
+    assert!(
+        targets.iter().all(|target| target["name"]
+            .as_str()
+            .is_some_and(|name| !name.contains("ring holding"))),
+        "{targets:?}"
+    );
 }
