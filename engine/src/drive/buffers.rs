@@ -28,6 +28,15 @@ pub fn buffer_count(geometry: &Geometry) -> usize {
     geometry.window_batches_max as usize + 1 + READ_BUFFERS
 }
 
+/// Buffers worth registering with io_uring: the batch and control lanes, whose writes every
+/// append waits for. The read lane's buffers stay unregistered: a read's cost is the device's,
+/// a fixed buffer saves it little, and pinning the read lane (16 buffers of a batch each, 16 MiB
+/// with the defaults) would add milliseconds to every open and take most of a non-root
+/// process's memlock budget.
+pub fn registered_buffer_count(geometry: &Geometry) -> usize {
+    geometry.window_batches_max as usize + 1
+}
+
 /// The free buffers of each lane.
 pub(crate) struct Lanes {
     batch: Vec<usize>,

@@ -53,7 +53,7 @@ use hdrhistogram::Histogram;
 use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport, ScanPolicy};
 
 use self::appends::Payload;
-pub use self::buffers::{buffer_bytes, buffer_count, READ_BUFFERS};
+pub use self::buffers::{buffer_bytes, buffer_count, registered_buffer_count, READ_BUFFERS};
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::core::DriveCore;
 pub use self::iter::EntryIter;
@@ -432,14 +432,14 @@ impl Drive {
             })?;
         let buffer_bytes = buffer_bytes(&geometry);
         let buffers = buffer_count(&geometry);
+        let registered = registered_buffer_count(&geometry);
         let spin_us = options.spin_before_block_us;
         let sqpoll_idle_ms = options.sqpoll_idle_ms;
         let thread_path = path.to_path_buf();
         let drive = Drive::open_with(path, geometry, options, move || {
-            let (mut backend, note) = crate::uring::UringBackend::with_sqpoll(
+            let (mut backend, note) = crate::uring::UringBackend::for_drive(
                 files,
-                buffers,
-                buffer_bytes,
+                (buffers, buffer_bytes, registered),
                 sqpoll_idle_ms,
             )?;
             backend.set_spin_us(spin_us);

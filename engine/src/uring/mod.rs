@@ -91,7 +91,7 @@ pub type RegistrationNote = Option<String>;
 
 /// Registers the longest prefix of `pool` that the process's locked-memory budget allows
 /// (see [`memlock`]).
-fn register_pool(ring: &IoUring, pool: &mut BufferPool) -> BufferRegistration {
+fn register_pool(ring: &IoUring, pool: &mut BufferPool, at_most: usize) -> BufferRegistration {
     let budget = MemlockBudget::of_this_process();
     if budget.available_bytes().is_some() {
         // A huge page backing part of a buffer is charged whole, which would make the charge
@@ -104,7 +104,7 @@ fn register_pool(ring: &IoUring, pool: &mut BufferPool) -> BufferRegistration {
         _ => BUFFER_ALIGN_BYTES,
     };
     let base = pool.as_mut_ptr();
-    let iovecs: Vec<libc::iovec> = (0..pool.count())
+    let iovecs: Vec<libc::iovec> = (0..pool.count().min(at_most))
         .map(|index| libc::iovec {
             // SAFETY: `index` is below the pool's count, so the offset stays inside the one
             // mapping `base` points at.
@@ -145,6 +145,17 @@ impl UringBackend {
         buffer_bytes: usize,
         sqpoll_idle_ms: Option<u32>,
     ) -> io::Result<(UringBackend, RegistrationNote)> {
+        Self::for_drive(files, (buffers, buffer_bytes, buffers), sqpoll_idle_ms)
+    }
+
+    /// [`UringBackend::with_sqpoll`] registering at most the first `register_at_most` of its
+    /// `buffers` (the lanes that gain from fixed buffers; see `crate::drive::buffers`), within
+    /// the memlock budget as ever.
+    pub fn for_drive(
+        files: RingFiles,
+        (buffers, buffer_bytes, register_at_most): (usize, usize, usize),
+        sqpoll_idle_ms: Option<u32>,
+    ) -> io::Result<(UringBackend, RegistrationNote)> {
         let mut builder = IoUring::builder();
         builder.setup_single_issuer();
         match sqpoll_idle_ms {
@@ -155,7 +166,7 @@ impl UringBackend {
         let mut pool = BufferPool::new(buffers, buffer_bytes)?;
         let raw_fds: Vec<RawFd> = files.files.iter().map(AsRawFd::as_raw_fd).collect();
         let files_registered = ring.submitter().register_files(&raw_fds).is_ok();
-        let registration = register_pool(&ring, &mut pool);
+        let registration = register_pool(&ring, &mut pool, register_at_most);
         let note = (!registration.is_complete()).then(|| registration.to_string());
         let wake = Arc::new(EventFd::from_flags(
             EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
