@@ -445,8 +445,8 @@ fn tail_rows(phases: &[TailPhase], writer_latency: &[Histogram<u64>]) -> Vec<Rea
             format!(", paced at {:.0} k/s in all", rate / 1e3)
         });
         reader.note = format!(
-            "Drive::read of random entries among the newest {} MiB (half the cache's {} MiB){pace}, \
-             the mean of {} phases ({}): {:.1} % from the cache ({cache_hits} cache hits, \
+            "Drive::read of random entries among the newest {} MiB (half the cache's {} MiB)\
+             {pace}, the mean of {} phases ({}): {:.1} % from the cache ({cache_hits} cache hits, \
              {device_reads} device reads, warm-ups included)",
             TAIL_READ_CACHE_BYTES >> 21,
             TAIL_READ_CACHE_BYTES >> 20,
@@ -464,8 +464,8 @@ fn tail_rows(phases: &[TailPhase], writer_latency: &[Histogram<u64>]) -> Vec<Rea
 /// [`COLD_PAYLOAD_BYTES`], one per 4 KiB block), in [`COLD_ROUNDS`] rounds: the random-read
 /// ceiling at depths 1 and [`COLD_DEPTH`], then sealog's reads of random live LSNs on a drive
 /// just opened (so nothing is cached) by 1 and 16 blocking threads and by 16 futures on one
-/// thread; the ceiling once more after the last; and the catch-up iterator from the first live LSN over the whole ring beside the
-/// sequential read ceiling (the better of 1 and 4 reads in flight) at the iterator's read
+/// thread; the ceiling once more after the last; and the catch-up iterator from the first
+/// live LSN over the whole ring beside the sequential read ceiling (the better of 1 and 4 reads in flight) at the iterator's read
 /// size, on the same open drive. Also returns the drive's read statistics with the full ring's
 /// read index.
 pub fn cold_and_catch_up(
