@@ -466,8 +466,8 @@ fn tail_rows(phases: &[TailPhase], writer_latency: &[Histogram<u64>]) -> Vec<Rea
 /// just opened (so nothing is cached) by 1 and 16 blocking threads and by 16 futures on one
 /// thread; the ceiling once more after the last; and the catch-up iterator from the first
 /// live LSN over the whole ring beside the sequential read ceiling (the better of 1 and 4
-/// reads in flight) at the iterator's read size, on the same open drive. Also returns the drive's read statistics with the full ring's
-/// read index.
+/// reads in flight) at the iterator's read size, on the same open drive. Also returns the
+/// drive's read statistics with the full ring's read index.
 pub fn cold_and_catch_up(
     ring: &Path,
     options: DriveOptions,
