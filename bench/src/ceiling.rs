@@ -152,62 +152,32 @@ pub fn builtin_write_bandwidth(
     for buffer in 0..depth {
         backend.pool().buffer_mut(buffer).fill(0x5a);
     }
-    let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
-    // The tag is the buffer the write went out of, so a finished write's buffer is reused.
-    let mut submitted_at = vec![Instant::now(); depth];
     let mut next = 0u64;
-    let submit = |backend: &mut UringBackend, buffer: usize, next: &mut u64| {
-        let ring_offset = sync_probe::data_slot_offset(&geometry, bytes as u32, *next);
-        *next += 1;
-        backend.submit_write(
-            buffer as u64,
-            ring_offset,
-            buffer,
-            0,
-            bytes as u32,
-            WriteSync::None,
-        )
-    };
-    let started = Instant::now();
-    for (buffer, at) in submitted_at.iter_mut().enumerate() {
-        *at = Instant::now();
-        submit(&mut backend, buffer, &mut next).map_err(|error| error.to_string())?;
-    }
-    let mut in_flight = depth;
-    let mut written = 0u64;
-    let mut completions = Vec::new();
-    while in_flight > 0 {
-        completions.clear();
-        backend
-            .wait(1, &mut completions)
-            .map_err(|error| format!("raw write bandwidth: {error}"))?;
-        for completion in &completions {
-            completion.result.map_err(|errno| {
-                format!(
-                    "raw write bandwidth: {}",
-                    std::io::Error::from_raw_os_error(errno)
-                )
-            })?;
-            let buffer = completion.tag as usize;
-            latency
-                .record(submitted_at[buffer].elapsed().as_micros().max(1) as u64)
-                .ok();
-            written += 1;
-            in_flight -= 1;
-            if started.elapsed() < duration {
-                submitted_at[buffer] = Instant::now();
-                submit(&mut backend, buffer, &mut next).map_err(|error| error.to_string())?;
-                in_flight += 1;
-            }
-        }
-    }
+    let (written, seconds, latency) = keep_in_flight(
+        &mut backend,
+        depth,
+        duration,
+        ("raw write bandwidth", |elapsed| elapsed.as_micros() as u64),
+        |backend, buffer| {
+            let ring_offset = sync_probe::data_slot_offset(&geometry, bytes as u32, next);
+            next += 1;
+            backend.submit_write(
+                buffer as u64,
+                ring_offset,
+                buffer,
+                0,
+                bytes as u32,
+                WriteSync::None,
+            )
+        },
+    )?;
     let mut cell = Cell::measured(
         RAW_WRITE,
         bytes as u64,
         1,
         depth as u64,
         written,
-        started.elapsed().as_secs_f64(),
+        seconds,
         &latency,
     );
     cell.note = "no sync: the device's write bandwidth (writes may sit in its cache)".to_string();
@@ -367,6 +337,53 @@ fn parse_fio(output: std::io::Result<std::process::Output>, bytes: usize) -> Res
 
 /// Engine name of the built-in random-read ceiling rows.
 pub const RANDOM_READ: &str = "ceiling-randread";
+/// Keeps `depth` operations in flight on `backend` for `duration`: `submit` puts one on the
+/// device through a buffer (its tag), and each buffer's next operation goes as its last one
+/// completes. Returns how many completed, the seconds they took, and each one's latency from
+/// submission to completion in the unit `(what, unit)` gives (`what` names the operation in
+/// errors).
+fn keep_in_flight(
+    backend: &mut UringBackend,
+    depth: usize,
+    duration: Duration,
+    (what, unit): (&str, fn(Duration) -> u64),
+    mut submit: impl FnMut(&mut UringBackend, usize) -> std::io::Result<()>,
+) -> Result<(u64, f64, Histogram<u64>), String> {
+    let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
+    let mut submitted_at = vec![Instant::now(); depth];
+    let started = Instant::now();
+    for (buffer, at) in submitted_at.iter_mut().enumerate() {
+        *at = Instant::now();
+        submit(backend, buffer).map_err(|error| format!("{what}: {error}"))?;
+    }
+    let mut in_flight = depth;
+    let mut done = 0u64;
+    let mut completions = Vec::new();
+    while in_flight > 0 {
+        completions.clear();
+        backend
+            .wait(1, &mut completions)
+            .map_err(|error| format!("{what}: {error}"))?;
+        for completion in &completions {
+            completion
+                .result
+                .map_err(|errno| format!("{what}: {}", std::io::Error::from_raw_os_error(errno)))?;
+            let buffer = completion.tag as usize;
+            latency
+                .record(unit(submitted_at[buffer].elapsed()).max(1))
+                .ok();
+            done += 1;
+            in_flight -= 1;
+            if started.elapsed() < duration {
+                submitted_at[buffer] = Instant::now();
+                submit(backend, buffer).map_err(|error| format!("{what}: {error}"))?;
+                in_flight += 1;
+            }
+        }
+    }
+    Ok((done, started.elapsed().as_secs_f64(), latency))
+}
+
 /// Engine name of fio's random-read rows.
 pub const FIO_RANDOM_READ: &str = "fio-randread";
 /// Engine name of the built-in sequential read ceiling rows.
@@ -397,49 +414,19 @@ pub fn builtin_random_read(
         let slot = random.below(slots_per_segment);
         geometry.segment_ring_offset(segment) + data_offset + slot * u64::from(read_bytes)
     };
-    let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
-    // The tag is the buffer the read went into, so a finished read's buffer is reused.
-    let mut submitted_at = vec![Instant::now(); depth];
-    let started = Instant::now();
-    for (buffer, at) in submitted_at.iter_mut().enumerate() {
-        *at = Instant::now();
-        backend
-            .submit_read(buffer as u64, next_offset(), buffer, read_bytes)
-            .map_err(|error| error.to_string())?;
-    }
-    let mut in_flight = depth;
-    let mut reads = 0u64;
-    let mut completions = Vec::new();
-    while in_flight > 0 {
-        completions.clear();
-        backend
-            .wait(1, &mut completions)
-            .map_err(|error| format!("random read: {error}"))?;
-        for completion in &completions {
-            completion.result.map_err(|errno| {
-                format!("random read: {}", std::io::Error::from_raw_os_error(errno))
-            })?;
-            let buffer = completion.tag as usize;
-            latency
-                .record(submitted_at[buffer].elapsed().as_nanos().max(1) as u64)
-                .ok();
-            reads += 1;
-            in_flight -= 1;
-            if started.elapsed() < duration {
-                submitted_at[buffer] = Instant::now();
-                backend
-                    .submit_read(completion.tag, next_offset(), buffer, read_bytes)
-                    .map_err(|error| error.to_string())?;
-                in_flight += 1;
-            }
-        }
-    }
+    let (reads, seconds, latency) = keep_in_flight(
+        &mut backend,
+        depth,
+        duration,
+        ("random read", |elapsed| elapsed.as_nanos() as u64),
+        |backend, buffer| backend.submit_read(buffer as u64, next_offset(), buffer, read_bytes),
+    )?;
     let mut row = ReadRow::measured(
         RANDOM_READ,
         u64::from(read_bytes),
         ReadLoad::single_thread(depth as u64),
         reads,
-        started.elapsed().as_secs_f64(),
+        seconds,
         &latency,
     );
     row.note = format!(
