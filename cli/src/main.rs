@@ -597,6 +597,10 @@ impl Inspected<'_> {
             "sync method: {}",
             sealog::sync_probe::explain(&control.sync)
         );
+        println!(
+            "tail hint: no batch of incarnation {} ends past {}",
+            control.tail_hint.incarnation, control.tail_hint.limit
+        );
         match &self.cache {
             Some(cache) => println!(
                 "device write cache: {}; FUA: {}",
@@ -615,8 +619,8 @@ impl Inspected<'_> {
         }
         match &self.next {
             Ok(report) => println!(
-                "next batch: {} (LSN {})",
-                report.next_position, report.next_lsn
+                "next batch: {} (LSN {}); {}",
+                report.next_position, report.next_lsn, report.scan
             ),
             Err(error) => println!("next batch: unknown ({error})"),
         }
@@ -679,6 +683,10 @@ impl Inspected<'_> {
             "head": position(control.head),
             "head_lsn": control.head_lsn,
             "sync": sync_json(&control.sync),
+            "tail_hint": {
+                "limit": position(control.tail_hint.limit),
+                "incarnation": control.tail_hint.incarnation,
+            },
             "device": self.cache.as_ref().map(|cache| serde_json::json!({
                 "write_cache": cache.write_cache,
                 "fua": cache.fua,
@@ -688,6 +696,8 @@ impl Inspected<'_> {
                 Ok(report) => serde_json::json!({
                     "position": position(report.next_position),
                     "lsn": report.next_lsn,
+                    "scan": report.scan.name(),
+                    "scan_bytes_read": report.bytes_read,
                 }),
                 Err(error) => serde_json::json!({ "error": error.to_string() }),
             },
