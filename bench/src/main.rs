@@ -5,7 +5,7 @@
 //! queue depth 1) and the raw write bandwidth (no sync), the sync method the run's ring chose
 //! when it was formatted, sealog's cells (payload sizes x writers x appends in flight), and with
 //! `--features peers` raft-engine's and okaywal's cells and the single writer against them in
-//! interleaved rounds (`rounds.rs`). Read (`reads.rs`): tail reads from the recent-batch cache
+//! interleaved rounds (`rounds.rs`). Read (`reads.rs`): tail reads from the recent-entry cache
 //! beside a writer, cold random point reads and a catch-up iterator over a full 1 GiB ring,
 //! against the built-in random and sequential O_DIRECT read ceilings and fio's random reads.
 //! Open (`opens.rs`): the recovery of the full ring against the sequential read ceiling, and

@@ -1,4 +1,4 @@
-//! The read section (issue 11): tail reads from the recent-batch cache while a writer appends,
+//! The read section (issue 11): tail reads from the recent-entry cache while a writer appends,
 //! cold random point reads of a full ring, and a catch-up iterator over it, each beside the
 //! ceiling it is judged against and measured in the same run. Runs are short and interleaved
 //! in rounds (the ceiling before, between and after sealog's runs; the writer alone first,
@@ -26,7 +26,7 @@ use crate::read_report::{
     SECTION_TAIL, TAIL_READ, TAIL_WRITER,
 };
 
-/// Reads per second from the recent-batch cache that 4 readers must reach while the writer
+/// Reads per second from the recent-entry cache that 4 readers must reach while the writer
 /// runs (issue 11); the paced phase reads at this rate.
 pub const TAIL_READS_PER_SEC_GOAL: f64 = 500_000.0;
 

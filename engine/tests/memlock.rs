@@ -14,7 +14,7 @@
 //! What was registered is read from the kernel, not from the engine: VmPin in
 //! `/proc/self/status` counts the pages the process's io_uring registrations pin (the count the
 //! kernel charges to the user's locked memory), so a check cannot pass by the engine's own
-//! report agreeing with itself. It also checks that reads were served from the recent-batch
+//! report agreeing with itself. It also checks that reads were served from the recent-entry
 //! cache, which is ordinary memory and so outside the budget.
 
 use std::os::unix::fs::PermissionsExt;
@@ -180,7 +180,7 @@ fn run_unprivileged(budget_bytes: u64, directory: &Path) -> String {
     let pinned_open = check_pinned(budget_bytes);
     let appended = append_checked(&drive, 0, ENTRIES_FIRST);
     read_back(&drive, &appended);
-    // The recent-batch cache (64 MiB by default, ordinary memory, never locked) served them.
+    // The recent-entry cache (64 MiB by default, ordinary memory, never locked) served them.
     let cache_hits = drive.read_stats().cache_hits;
     assert!(cache_hits > 0, "the cache works within the budget");
     drive.close();

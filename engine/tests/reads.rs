@@ -552,3 +552,37 @@ fn an_entry_reads_back_as_soon_as_its_ticket_says_durable() {
     }
     assert_eq!(reads, 150 * 48);
 }
+
+/// The cache keeps the payloads the drive was handed (a `Vec`, shared `Bytes`), not copies; an
+/// entry appended from borrowed slices leaves the drive nothing to keep, so it is read from
+/// the device, like any entry the cache no longer holds.
+#[test]
+fn owned_and_shared_payloads_are_cached_and_borrowed_ones_read_from_the_device() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = ring(&directory, 8 << 20);
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    let owned = drive
+        .append(payload(1))
+        .expect("queued")
+        .wait()
+        .expect("durable");
+    let shared = drive
+        .append_bytes(bytes::Bytes::from(payload(2)))
+        .expect("queued")
+        .wait()
+        .expect("durable");
+    let third = payload(3);
+    let (head, body) = third.split_at(50);
+    let lent = drive
+        .append_slices(&[head, body])
+        .expect("queued")
+        .wait()
+        .expect("durable");
+    assert_eq!((owned, shared, lent), (1, 2, 3));
+    for lsn in 1..=3 {
+        assert_eq!(drive.read(lsn).expect("live"), payload(lsn));
+    }
+    let stats = drive.read_stats();
+    assert_eq!((stats.cache_hits, stats.device_reads), (2, 1));
+    assert_eq!(stats.cache_first_lsn, Some(1));
+}

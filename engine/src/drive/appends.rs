@@ -16,6 +16,7 @@ use sealog_wal::layout::BatchSlot;
 use sealog_wal::{EncodeError, Kind, Position};
 
 use super::buffers::Lane;
+use super::cache::CachedPayload;
 use super::core::DriveCore;
 use super::index::{IndexedBatch, RecordSpan};
 use super::op::Op;
@@ -64,10 +65,17 @@ impl Payload {
         }
     }
 
-    /// The drive copied it: lent slices go back to their client with this turn's publication.
-    fn copied(self) {
-        if let Payload::Lent(mut parts) = self {
-            parts.mark_copied();
+    /// The drive copied it into its batch: lent slices go back to their client with this
+    /// turn's publication; an owned or shared payload is kept for the recent-entry cache
+    /// (where it is freed once evicted, rather than now).
+    fn copied(self) -> Option<CachedPayload> {
+        match self {
+            Payload::Owned(bytes) => Some(CachedPayload::Owned(bytes)),
+            Payload::Shared(bytes) => Some(CachedPayload::Shared(bytes)),
+            Payload::Lent(mut parts) => {
+                parts.mark_copied();
+                None
+            }
         }
     }
 }
@@ -414,11 +422,11 @@ impl<B: IoBackend> DriveCore<B> {
             let _ = self
                 .enqueue_to_submit_us
                 .record((handoff.as_micros() as u64).max(1));
-            append.payload.copied();
-            self.waiters.push_back(append.completer);
             // Checked when queued: a payload is within the ring's limit, a u32.
-            self.inflight_payload_lens
-                .push_back(u32::try_from(append.payload_len).expect("within the payload limit"));
+            let payload_len = u32::try_from(append.payload_len).expect("within the limit");
+            let kept = append.payload.copied();
+            self.waiters.push_back(append.completer);
+            self.inflight_payloads.push_back((payload_len, kept));
         }
     }
 
@@ -568,8 +576,8 @@ impl<B: IoBackend> DriveCore<B> {
             // Readers find the batch cached and indexed, and the durable tail past it, before
             // any of its clients hears that it is durable: a client may read its entry at
             // once, and an entry the drive holds in memory is never read from the device.
-            self.index_batch(&batch);
             self.lanes.release(Lane::Batch, batch.buffer);
+            self.index_batch(&batch);
             self.lsn_durable = batch.next_lsn - 1;
             self.view.publish_durable(self.lsn_durable);
             let records = batch.next_lsn - batch.first_lsn;
@@ -599,28 +607,21 @@ impl<B: IoBackend> DriveCore<B> {
         }
     }
 
-    /// Copies a durable data batch into the recent-batch cache (while its buffer still holds
-    /// it) and adds it to the read index, with its entries' spans and its place in the cache.
-    /// The copy is one memcpy of the batch on the drive thread (about 0.1 ms for a full 1 MiB
-    /// batch); the benchmark's tail-read cells measure what it costs the writer.
+    /// Adds a durable data batch to the read index, with its entries' spans, and its entries'
+    /// payloads (those the drive holds) to the recent-entry cache.
     fn index_batch(&mut self, batch: &Inflight) {
-        let block = self.geometry.block_size_bytes as usize;
-        let range = block..block + batch.bytes as usize;
-        let bytes = &self.backend.pool().buffer(batch.buffer)[range];
-        let cached = self.view.cache.insert(&mut self.cache_writer, bytes);
         let records = (batch.next_lsn - batch.first_lsn) as usize;
         let mut offset_in_batch = 0u32;
-        let spans = self
-            .inflight_payload_lens
-            .drain(..records)
-            .map(|payload_len| {
-                let span = RecordSpan {
-                    offset_in_batch,
-                    payload_len,
-                };
-                offset_in_batch += ENTRY_HEADER_SIZE as u32 + payload_len;
-                span
+        let (mut spans, mut payloads) = std::mem::take(&mut self.batch_scratch);
+        for (payload_len, kept) in self.inflight_payloads.drain(..records) {
+            spans.push(RecordSpan {
+                offset_in_batch,
+                payload_len,
             });
+            payloads.push(kept);
+            offset_in_batch += ENTRY_HEADER_SIZE as u32 + payload_len;
+        }
+        self.view.cache.push(batch.first_lsn, payloads.drain(..));
         self.view
             .index
             .write()
@@ -632,11 +633,11 @@ impl<B: IoBackend> DriveCore<B> {
                     next_lsn: batch.next_lsn,
                     bytes: batch.bytes,
                     incarnation: self.incarnation,
-                    cached,
                 },
                 batch.first_lsn,
-                spans,
+                spans.drain(..),
             );
+        self.batch_scratch = (spans, payloads);
     }
 
     /// Where the oldest batch on the device starts: its position, first LSN and incarnation.

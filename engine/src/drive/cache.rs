@@ -1,157 +1,196 @@
-//! The recent-batch cache: copies of the newest acknowledged batches in ordinary memory, so that
-//! readers tailing the writer never touch the device. Its memory is bounded by
-//! [`DriveOptions::read_cache_bytes`](super::DriveOptions::read_cache_bytes), cut into chunks
-//! (at least one batch each, at most sixteen of them) that the drive thread fills in turn: when
-//! the current chunk has no room for the next batch, the oldest chunk is emptied and reused, so
-//! eviction costs nothing per batch, a chunk is allocated once, and the cache never holds less
-//! than its capacity minus one chunk once full.
+//! The recent-entry cache: the payloads of the newest acknowledged entries, kept in ordinary
+//! memory so that readers tailing the writer never touch the device. It keeps the payloads
+//! the clients handed over rather than copies: an append's `Vec` (which the drive used to free
+//! once it had copied it into the batch) or its shared `Bytes` (a reference) stays here until
+//! the cache evicts it, so caching costs the write path no copy and no allocation. Entries
+//! appended from borrowed slices are the exception: the drive holds nothing of theirs once it
+//! has copied them (a copy for the cache would cost what that path exists to avoid), so their
+//! reads go to the device.
 //!
-//! Each chunk has its own lock. The drive thread holds a chunk's write lock only while it copies
-//! one batch in; readers copy a payload (or an iterator a batch) out under a read lock and
-//! check it outside. Readers of the chunk being filled wait at most one batch's copy, readers of
-//! the other chunks (most of the cache) never wait for the writer, and the writer waits at
-//! most for the copies under way in its chunk. A slot names its chunk's generation, bumped
-//! whenever the chunk is emptied, so a reader holding a slot of an evicted batch finds out and
-//! reads the device instead.
+//! Memory is bounded by [`DriveOptions::read_cache_bytes`](super::DriveOptions::read_cache_bytes),
+//! counting each payload's allocation plus a fixed per-entry overhead; the oldest entries go
+//! first. The drive thread adds a batch's entries under the write lock once per batch;
+//! readers copy a payload out under the read lock.
 
-use std::ops::Range;
+use std::collections::VecDeque;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// How many chunks a cache is cut into, unless that would make a chunk too small for a batch
-/// or too large for [`CHUNK_BYTES_MAX`]: evicting one drops a sixteenth of the cache.
-const CHUNKS: u64 = 16;
+use bytes::Bytes;
 
-/// The largest chunk: slots record offsets in a chunk as `u32`, and a chunk is allocated
-/// whole, so a very large cache is cut into more chunks rather than larger ones.
-const CHUNK_BYTES_MAX: u64 = 1 << 30;
+/// Bytes charged per cached entry besides its payload's allocation (its slot and the
+/// allocator's header, roughly).
+const ENTRY_OVERHEAD_BYTES: u64 = 64;
 
-/// Where a cached batch's bytes are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CacheSlot {
-    chunk: u32,
-    offset: u32,
-    generation: u64,
+/// A payload the cache holds: the client's own buffer, or a reference to its shared bytes.
+pub(crate) enum CachedPayload {
+    Owned(Vec<u8>),
+    Shared(Bytes),
 }
 
-struct Chunk {
-    /// Bumped every time the chunk is emptied for reuse.
-    generation: u64,
-    bytes: Vec<u8>,
+impl CachedPayload {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            CachedPayload::Owned(bytes) => bytes,
+            CachedPayload::Shared(bytes) => bytes,
+        }
+    }
+
+    /// What the entry costs the cache's budget.
+    fn charge(&self) -> u64 {
+        let allocation = match self {
+            CachedPayload::Owned(bytes) => bytes.capacity(),
+            CachedPayload::Shared(bytes) => bytes.len(),
+        };
+        allocation as u64 + ENTRY_OVERHEAD_BYTES
+    }
 }
 
-/// The cache's chunks.
+/// The newest acknowledged entries, by LSN (`None`: acknowledged, not held).
 pub(crate) struct RecentCache {
-    chunk_bytes: usize,
-    chunks: Box<[RwLock<Chunk>]>,
+    capacity_bytes: u64,
+    entries: RwLock<Entries>,
 }
 
-/// The drive thread's place in the cache: the chunk it fills, and the next generation.
-#[derive(Debug)]
-pub(crate) struct CacheWriter {
-    current: Option<usize>,
-    next_generation: u64,
+#[derive(Default)]
+struct Entries {
+    /// The LSN of `payloads[0]`.
+    first_lsn: u64,
+    payloads: VecDeque<Option<CachedPayload>>,
+    /// What the held payloads are charged.
+    charged_bytes: u64,
 }
 
-impl CacheWriter {
-    pub(crate) fn new() -> CacheWriter {
-        CacheWriter {
-            current: None,
-            next_generation: 1,
+impl Entries {
+    fn pop_front(&mut self) {
+        if let Some(payload) = self.payloads.pop_front() {
+            self.charged_bytes -= payload.as_ref().map_or(0, CachedPayload::charge);
+            self.first_lsn += 1;
         }
     }
 }
 
 impl RecentCache {
-    /// A cache of at most `capacity_bytes` for batches of at most `batch_bytes_max` each. Below
-    /// one batch of capacity there is no cache (every read goes to the device).
-    pub(crate) fn new(capacity_bytes: u64, batch_bytes_max: u32) -> RecentCache {
-        let chunk_bytes = (capacity_bytes / CHUNKS)
-            .min(CHUNK_BYTES_MAX)
-            .max(u64::from(batch_bytes_max));
-        let count = capacity_bytes / chunk_bytes;
-        let chunks = (0..count)
-            .map(|_| {
-                RwLock::new(Chunk {
-                    generation: 0,
-                    bytes: Vec::new(),
-                })
-            })
-            .collect();
+    /// A cache of at most `capacity_bytes`; 0 keeps nothing.
+    pub(crate) fn new(capacity_bytes: u64) -> RecentCache {
         RecentCache {
-            chunk_bytes: usize::try_from(chunk_bytes).unwrap_or(usize::MAX),
-            chunks,
+            capacity_bytes,
+            entries: RwLock::new(Entries::default()),
         }
     }
 
     /// Bytes the cache may hold.
     pub(crate) fn capacity_bytes(&self) -> u64 {
-        (self.chunk_bytes as u64).saturating_mul(self.chunks.len() as u64)
+        self.capacity_bytes
     }
 
-    fn read(&self, chunk: usize) -> RwLockReadGuard<'_, Chunk> {
-        self.chunks[chunk]
+    fn read(&self) -> RwLockReadGuard<'_, Entries> {
+        self.entries
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn write(&self, chunk: usize) -> RwLockWriteGuard<'_, Chunk> {
-        self.chunks[chunk]
+    fn write(&self) -> RwLockWriteGuard<'_, Entries> {
+        self.entries
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Copies an acknowledged batch in (the drive thread only); where it went, or `None`
-    /// without a cache (or for a batch larger than a chunk, which the geometry rules out).
-    pub(crate) fn insert(&self, writer: &mut CacheWriter, batch: &[u8]) -> Option<CacheSlot> {
-        if self.chunks.is_empty() || batch.len() > self.chunk_bytes {
-            return None;
-        }
-        let current = match writer.current {
-            Some(current) if self.read(current).bytes.len() + batch.len() <= self.chunk_bytes => {
-                current
-            }
-            // The next chunk (the oldest) is emptied for reuse: its batches are evicted.
-            previous => {
-                let next = previous.map_or(0, |current| (current + 1) % self.chunks.len());
-                let mut chunk = self.write(next);
-                chunk.generation = writer.next_generation;
-                writer.next_generation += 1;
-                chunk.bytes.clear();
-                // Allocated once, at its first use, and kept.
-                chunk.bytes.reserve_exact(self.chunk_bytes);
-                writer.current = Some(next);
-                next
-            }
-        };
-        let mut chunk = self.write(current);
-        let offset = chunk.bytes.len();
-        chunk.bytes.extend_from_slice(batch);
-        Some(CacheSlot {
-            chunk: current as u32,
-            offset: offset as u32,
-            generation: chunk.generation,
-        })
-    }
-
-    /// Runs `f` on `range` of a cached batch's bytes, if the cache still holds the batch.
-    pub(crate) fn with_batch<R>(
+    /// Adds the entries of an acknowledged batch, from `first_lsn` on (the drive thread only,
+    /// in LSN order), and evicts the oldest while over the budget. Without a cache it drops
+    /// them at once (where the drive used to free them).
+    pub(crate) fn push(
         &self,
-        slot: CacheSlot,
-        range: Range<usize>,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> Option<R> {
-        let chunk = self.read(slot.chunk as usize);
-        if chunk.generation != slot.generation {
-            return None;
+        first_lsn: u64,
+        payloads: impl IntoIterator<Item = Option<CachedPayload>>,
+    ) {
+        if self.capacity_bytes == 0 {
+            return;
         }
-        let start = slot.offset as usize + range.start;
-        let end = slot.offset as usize + range.end;
-        chunk.bytes.get(start..end).map(f)
+        let mut entries = self.write();
+        if entries.payloads.is_empty()
+            || entries.first_lsn + entries.payloads.len() as u64 != first_lsn
+        {
+            // Not the next LSN (the first batch, or after a trim emptied the cache).
+            entries.payloads.clear();
+            entries.charged_bytes = 0;
+            entries.first_lsn = first_lsn;
+        }
+        for payload in payloads {
+            entries.charged_bytes += payload.as_ref().map_or(0, CachedPayload::charge);
+            entries.payloads.push_back(payload);
+        }
+        while entries.charged_bytes > self.capacity_bytes {
+            entries.pop_front();
+        }
     }
 
-    /// Whether the cache still holds the batch in `slot`.
-    pub(crate) fn holds(&self, slot: CacheSlot) -> bool {
-        self.read(slot.chunk as usize).generation == slot.generation
+    /// A copy of the payload of `lsn`, if the cache holds it.
+    pub(crate) fn copy(&self, lsn: u64) -> Option<Vec<u8>> {
+        let entries = self.read();
+        let index = usize::try_from(lsn.checked_sub(entries.first_lsn)?).ok()?;
+        let payload = entries.payloads.get(index)?.as_ref()?;
+        Some(payload.bytes().to_vec())
+    }
+
+    /// Whether the cache holds the payload of `lsn`.
+    pub(crate) fn holds(&self, lsn: u64) -> bool {
+        let entries = self.read();
+        lsn.checked_sub(entries.first_lsn)
+            .and_then(|index| usize::try_from(index).ok())
+            .and_then(|index| entries.payloads.get(index))
+            .is_some_and(Option::is_some)
+    }
+
+    /// Copies of the held payloads from `lsn` on, in order, while they are held and their
+    /// bytes stay within `bytes_max` (the first is always taken): what an iterator takes from
+    /// the cache at a time. How many were taken.
+    pub(crate) fn copy_run(
+        &self,
+        lsn: u64,
+        bytes_max: u64,
+        into: &mut VecDeque<(u64, Vec<u8>)>,
+    ) -> usize {
+        let entries = self.read();
+        let Some(start) = lsn
+            .checked_sub(entries.first_lsn)
+            .and_then(|index| usize::try_from(index).ok())
+        else {
+            return 0;
+        };
+        let mut taken = 0usize;
+        let mut bytes = 0u64;
+        for (index, payload) in entries
+            .payloads
+            .range(start.min(entries.payloads.len())..)
+            .enumerate()
+        {
+            let Some(payload) = payload else {
+                break;
+            };
+            let payload = payload.bytes();
+            if taken > 0 && bytes + payload.len() as u64 > bytes_max {
+                break;
+            }
+            bytes += payload.len() as u64;
+            into.push_back((lsn + index as u64, payload.to_vec()));
+            taken += 1;
+        }
+        taken
+    }
+
+    /// The oldest LSN the cache holds (a payload of), if any.
+    pub(crate) fn first_lsn(&self) -> Option<u64> {
+        let entries = self.read();
+        let held = entries.payloads.iter().position(Option::is_some)?;
+        Some(entries.first_lsn + held as u64)
+    }
+
+    /// Drops every entry at or below `lsn` (a durable trim: trimmed entries are never served).
+    pub(crate) fn trim(&self, lsn: u64) {
+        let mut entries = self.write();
+        while !entries.payloads.is_empty() && entries.first_lsn <= lsn {
+            entries.pop_front();
+        }
     }
 }
 
@@ -159,32 +198,47 @@ impl RecentCache {
 mod tests {
     use super::*;
 
+    fn owned(byte: u8, len: usize) -> Option<CachedPayload> {
+        Some(CachedPayload::Owned(vec![byte; len]))
+    }
+
     #[test]
-    fn the_oldest_chunk_is_evicted_whole_and_stale_slots_miss() {
-        // Four chunks of 4 KiB: a batch of 3 KiB fills one.
-        let cache = RecentCache::new(16 << 10, 4096);
-        assert_eq!(cache.capacity_bytes(), 16 << 10);
-        let mut writer = CacheWriter::new();
-        let slots: Vec<CacheSlot> = (0..6u8)
-            .map(|fill| cache.insert(&mut writer, &[fill; 3072]).expect("cached"))
-            .collect();
-        // The fifth batch reused the first chunk, the sixth the second.
-        assert!(!cache.holds(slots[0]) && !cache.holds(slots[1]));
-        for (fill, slot) in slots.iter().enumerate().skip(2) {
-            let byte = cache.with_batch(*slot, 10..11, |bytes| bytes[0]);
-            assert_eq!(byte, Some(fill as u8));
-        }
-        assert_eq!(cache.with_batch(slots[0], 0..1, |bytes| bytes[0]), None);
-        assert!(
-            cache.insert(&mut writer, &[0; 5000]).is_none(),
-            "over a chunk"
+    fn the_oldest_entries_go_first_and_unheld_ones_miss() {
+        // Room for three entries of 1000 bytes (each charged 1000 + the overhead).
+        let cache = RecentCache::new(3 * (1000 + ENTRY_OVERHEAD_BYTES));
+        cache.push(1, [owned(1, 1000), owned(2, 1000)]);
+        cache.push(3, [None, owned(4, 1000)]);
+        assert_eq!(cache.copy(1), Some(vec![1; 1000]));
+        assert_eq!(cache.copy(3), None, "a borrowed payload is not held");
+        cache.push(
+            5,
+            [Some(CachedPayload::Shared(Bytes::from_static(&[5; 1000])))],
         );
+        // Four payloads held were over the budget: LSN 1 went.
+        assert_eq!(cache.copy(1), None);
+        assert_eq!(cache.first_lsn(), Some(2));
+        assert_eq!(cache.copy(5), Some(vec![5; 1000]));
+        let mut run = VecDeque::new();
+        assert_eq!(cache.copy_run(4, 1 << 20, &mut run), 2);
+        assert_eq!(run.iter().map(|entry| entry.0).collect::<Vec<_>>(), [4, 5]);
+        run.clear();
+        assert_eq!(
+            cache.copy_run(2, 1, &mut run),
+            1,
+            "the first is always taken"
+        );
+        assert_eq!(cache.copy_run(3, 1 << 20, &mut run), 0, "not held");
+        cache.trim(4);
+        assert_eq!((cache.copy(4), cache.first_lsn()), (None, Some(5)));
+        // A batch that does not follow (after the trim emptied less than all) starts anew.
+        cache.push(9, [owned(9, 10)]);
+        assert_eq!((cache.copy(5), cache.copy(9)), (None, Some(vec![9; 10])));
     }
 
     #[test]
     fn no_capacity_is_no_cache() {
-        let cache = RecentCache::new(1000, 4096);
-        assert_eq!(cache.capacity_bytes(), 0);
-        assert!(cache.insert(&mut CacheWriter::new(), &[1; 100]).is_none());
+        let cache = RecentCache::new(0);
+        cache.push(1, [owned(1, 10)]);
+        assert_eq!((cache.copy(1), cache.first_lsn()), (None, None));
     }
 }

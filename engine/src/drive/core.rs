@@ -31,7 +31,7 @@ use sealog_wal::{Geometry, Kind, RecoveryReport, WriteCursor};
 
 use super::appends::{Inflight, QueuedAppend};
 use super::buffers::Lanes;
-use super::cache::CacheWriter;
+use super::cache::CachedPayload;
 use super::clock::{Clock, SystemClock};
 use super::index::ReadIndex;
 use super::op::Op;
@@ -82,12 +82,15 @@ pub struct DriveCore<B: IoBackend> {
     pub(super) queued_bytes: u64,
     pub(super) waiters: VecDeque<crate::ticket::TicketCompleter>,
     pub(super) inflight: VecDeque<Inflight>,
-    /// Payload lengths of the records handed to batches not yet acknowledged, in LSN order:
-    /// the read index's spans once their batch is.
-    pub(super) inflight_payload_lens: VecDeque<u32>,
+    /// The records handed to batches not yet acknowledged, in LSN order: each payload's
+    /// length (its span in the read index once the batch is acknowledged) and the payload
+    /// itself where the drive holds it (for the recent-entry cache).
+    pub(super) inflight_payloads: VecDeque<(u32, Option<CachedPayload>)>,
+    /// The spans and payloads of the batch being indexed (kept, so indexing allocates
+    /// nothing).
+    pub(super) batch_scratch: (Vec<super::index::RecordSpan>, Vec<Option<CachedPayload>>),
     /// What readers share with the drive: the read index, the cache, the durable tail.
     pub(super) view: Arc<ReadView>,
-    pub(super) cache_writer: CacheWriter,
     pub(super) reads: Vec<PendingRead>,
     pub(super) reads_waiting: VecDeque<ReadRequest>,
     pub(super) trims: VecDeque<TrimRequest>,
@@ -185,9 +188,9 @@ impl<B: IoBackend> DriveCore<B> {
             queued_bytes: 0,
             waiters: VecDeque::new(),
             inflight: VecDeque::new(),
-            inflight_payload_lens: VecDeque::new(),
+            inflight_payloads: VecDeque::new(),
+            batch_scratch: Default::default(),
             view,
-            cache_writer: CacheWriter::new(),
             reads: Vec::new(),
             reads_waiting: VecDeque::new(),
             trims: VecDeque::new(),

@@ -1,16 +1,13 @@
-//! The read index: where every live acknowledged entry lies. One record per acknowledged batch
-//! (its place, LSN range, length, incarnation and, while the recent-batch cache holds it, where
-//! in the cache) and one span per live entry (its header's offset in the batch and its payload
-//! length), so a point read fetches only the blocks holding its entry and an iterator knows the
-//! batch boundaries to read ahead across. The drive thread appends to it as batches are
-//! acknowledged (or as recovery replays them) and drops from its front as trims become durable;
-//! readers on any thread look entries up under a read lock held only for the lookup.
+//! The read index: where every live acknowledged entry lies. One record per acknowledged batch (its
+//! place, LSN range, length and incarnation) and one span per live entry (its header's offset in
+//! the batch and its payload length), so a point read fetches only the blocks holding its entry and
+//! an iterator knows the batch boundaries to read ahead across. The drive thread appends to it as
+//! batches are acknowledged (or as recovery replays them) and drops from its front as trims become
+//! durable; readers on any thread look entries up under a read lock held only for the lookup.
 
 use std::collections::VecDeque;
 
 use sealog_wal::Position;
-
-use super::cache::CacheSlot;
 
 /// A batch in the ring, for reads and trim.
 #[derive(Clone, Copy, Debug)]
@@ -20,8 +17,6 @@ pub(crate) struct IndexedBatch {
     pub(crate) next_lsn: u64,
     pub(crate) bytes: u32,
     pub(crate) incarnation: u32,
-    /// Where the recent-batch cache put its bytes (valid while the slot's generation holds).
-    pub(crate) cached: Option<CacheSlot>,
 }
 
 /// Where one entry lies in its batch.
@@ -174,11 +169,6 @@ impl ReadIndex {
         }
     }
 
-    /// The batches, oldest first (for finding what the cache still holds).
-    pub(crate) fn batches(&self) -> &VecDeque<IndexedBatch> {
-        &self.batches
-    }
-
     /// Entries indexed.
     pub(crate) fn entries(&self) -> u64 {
         self.spans.len() as u64
@@ -205,7 +195,6 @@ mod tests {
             next_lsn,
             bytes: 4096,
             incarnation: 1,
-            cached: None,
         }
     }
 
@@ -241,7 +230,7 @@ mod tests {
         assert_eq!(index.record(2).expect("kept").batch.first_lsn, 1);
         assert_eq!(index.first_keeping(2).expect("kept").first_lsn, 3);
         index.trim(3);
-        assert_eq!(index.batches().len(), 1);
+        assert_eq!(index.batches.len(), 1);
         assert_eq!(index.entries(), 2);
     }
 

@@ -3,7 +3,7 @@
 //! back to back in one segment from the next LSN on; the iterator reads them with one O_DIRECT
 //! read of up to [`DriveOptions::read_ahead_bytes`](super::DriveOptions::read_ahead_bytes) into
 //! a buffer of its own (on the caller's thread: an iterator never occupies the drive thread)
-//! and checks each batch whole with replay's validator. Batches still in the recent-batch
+//! and checks each batch whole with replay's validator. Entries still in the recent-entry
 //! cache are taken from memory. From its second device read on, an iterator keeps the next run
 //! in flight on a reader thread of its own while it checks and hands out the current one, so a
 //! catch-up reader reads at the device's sequential bandwidth rather than at bandwidth x (read
@@ -34,8 +34,6 @@ pub struct EntryIter<'a> {
     run: Vec<IndexedBatch>,
     /// Read-ahead buffers not in use (two at most, mapped as needed).
     spare: Vec<MmapMut>,
-    /// A cached batch's bytes, copied out of the cache to be checked.
-    cached_copy: Vec<u8>,
     /// Device reads made so far (the second starts the reader thread).
     device_runs: u64,
     /// The reader thread, once started, and the run it has in flight (planned for that LSN).
@@ -140,7 +138,6 @@ impl<'a> EntryIter<'a> {
             ready: VecDeque::new(),
             run: Vec::new(),
             spare: Vec::new(),
-            cached_copy: Vec::new(),
             device_runs: 0,
             reader: None,
             in_flight: None,
@@ -166,6 +163,17 @@ impl<'a> EntryIter<'a> {
             }
             Err(error) => return Err(error),
         }
+        // Entries still in the cache come from memory, a read-ahead's worth at a time.
+        let taken = view
+            .cache
+            .copy_run(self.next_lsn, view.read_ahead_bytes, &mut self.ready);
+        if taken > 0 {
+            view.counters
+                .cache_hits
+                .fetch_add(taken as u64, std::sync::atomic::Ordering::Relaxed);
+            self.next_lsn += taken as u64;
+            return Ok(true);
+        }
         if view.direct().is_none() {
             let payload = self.drive.read(self.next_lsn)?;
             self.ready.push_back((self.next_lsn, payload));
@@ -182,46 +190,8 @@ impl<'a> EntryIter<'a> {
                 first_live: view.trim_lsn() + 1,
             });
         }
-        let cached_prefix = self
-            .run
-            .iter()
-            .take_while(|batch| batch.cached.is_some_and(|slot| view.cache.holds(slot)))
-            .count();
-        if cached_prefix > 0 && self.take_cached(cached_prefix)? {
-            return Ok(true);
-        }
         self.read_run()?;
         Ok(true)
-    }
-
-    /// Takes the first `count` batches of the run from the cache; `Ok(false)` when the cache
-    /// evicted the first meanwhile (the device then).
-    fn take_cached(&mut self, count: usize) -> Result<bool, ReadError> {
-        let view = Arc::clone(&self.drive.view);
-        let mut taken = false;
-        for batch in &self.run[..count] {
-            let Some(slot) = batch.cached else {
-                break;
-            };
-            // Copied out under the chunk's read lock, checked outside it: the drive thread
-            // filling that chunk never waits for a check.
-            let copy = &mut self.cached_copy;
-            let copied = view
-                .cache
-                .with_batch(slot, 0..batch.bytes as usize, |bytes| {
-                    copy.clear();
-                    copy.extend_from_slice(bytes);
-                });
-            if copied.is_none() {
-                break;
-            }
-            match check(view.ring_id, view.geometry, batch, &self.cached_copy) {
-                Ok(checked) => take_records(&checked, &mut self.next_lsn, &mut self.ready),
-                Err((lsn, position, check)) => return view.damaged(lsn, position, check),
-            }
-            taken = true;
-        }
-        Ok(taken)
     }
 
     /// A read-ahead buffer: a spare one, or a new mapping.
@@ -305,8 +275,11 @@ impl<'a> EntryIter<'a> {
         }
         view.index()
             .run_from(next, view.read_ahead_bytes, &mut self.run);
-        let cached = self.run.first().and_then(|batch| batch.cached);
-        if self.run.is_empty() || cached.is_some_and(|slot| view.cache.holds(slot)) {
+        let cached = self
+            .run
+            .first()
+            .is_some_and(|batch| view.cache.holds(batch.first_lsn));
+        if self.run.is_empty() || cached {
             return;
         }
         if self.reader.is_none() {
@@ -387,20 +360,6 @@ fn check<'b>(
         ));
     }
     Ok(checked)
-}
-
-/// Moves a checked batch's entries from `next_lsn` on into `ready`.
-fn take_records(
-    checked: &CheckedBatch<'_>,
-    next_lsn: &mut u64,
-    ready: &mut VecDeque<(u64, Vec<u8>)>,
-) {
-    for record in checked.records() {
-        if record.lsn >= *next_lsn {
-            ready.push_back((record.lsn, record.payload.to_vec()));
-            *next_lsn = record.lsn + 1;
-        }
-    }
 }
 
 impl Iterator for EntryIter<'_> {

@@ -17,7 +17,7 @@
 //! - [`hints`]: the tail hint kept ahead of the write cursor;
 //! - [`reads`] and [`trim`]: the read and trim paths of the state machine;
 //! - [`view`]: what readers share with the drive thread (the durable tail, the trim point,
-//!   the read [`index`], the recent-batch [`cache`], the ring's files for [`direct`] reads on
+//!   the read [`index`], the recent-entry [`cache`], the ring's files for [`direct`] reads on
 //!   the caller's thread, the readers waiting for the tail); [`iter`]: iterators reading ahead;
 //! - [`op`]: the typed operations and their tags; [`buffers`]: the pool's lanes.
 
@@ -148,9 +148,13 @@ pub struct DriveOptions {
     /// How long a client waiting on a ticket spins before it parks, in microseconds (see
     /// [`crate::ticket::CLIENT_SPIN_US_DEFAULT`]); 0 parks at once.
     pub client_spin_us: u64,
-    /// Bytes of the recent-batch cache: copies of the newest acknowledged batches in ordinary
-    /// memory (never locked), from which reads of recent entries are served without touching
-    /// the device. 0 disables it; below one batch (the ring's batch limit) there is none.
+    /// Bytes of the recent-entry cache: the payloads of the newest acknowledged entries, in
+    /// ordinary memory (never locked), from which reads of recent entries are served without
+    /// touching the device. It keeps the payloads as they were handed over (an append's `Vec`
+    /// is freed when the cache evicts it rather than once copied; shared `Bytes` stay
+    /// referenced), so it costs the write path no copy; entries appended from borrowed slices
+    /// are not kept (their reads go to the device). Each entry is charged its allocation plus
+    /// 64 bytes. 0 disables it.
     pub read_cache_bytes: u64,
     /// Reads on the device at once from callers' threads (each in an aligned buffer of the
     /// ring's batch limit plus a block, mapped at open and touched only as far as reads go);
@@ -184,7 +188,7 @@ impl Default for DriveOptions {
     }
 }
 
-/// Default size of the recent-batch cache: 64 MiB, about 20 ms of appends at this machine's
+/// Default size of the recent-entry cache: 64 MiB, about 20 ms of appends at this machine's
 /// write bandwidth, and far more for a log server whose readers tail a slower writer.
 pub const READ_CACHE_BYTES_DEFAULT: u64 = 64 << 20;
 
@@ -195,7 +199,7 @@ pub const READ_BUFFERS_DEFAULT: usize = 16;
 /// Default read-ahead of iterators: 4 MiB per read (four of the default batch limit).
 pub const READ_AHEAD_BYTES_DEFAULT: u64 = 4 << 20;
 
-/// The largest recent-batch cache a drive accepts: 1 TiB (a bound on what a typo can ask
+/// The largest recent-entry cache a drive accepts: 1 TiB (a bound on what a typo can ask
 /// the drive to allocate, far above any machine's useful cache).
 pub const READ_CACHE_BYTES_MAX: u64 = 1 << 40;
 
@@ -634,7 +638,7 @@ impl Drive {
         Ok(ticket)
     }
 
-    /// Reads a live (acknowledged, untrimmed) entry. An entry still in the recent-batch
+    /// Reads a live (acknowledged, untrimmed) entry. An entry still in the recent-entry
     /// cache is copied from memory; any other is read from the device (only the blocks that
     /// hold it) on this thread, in parallel with every other reader and the write path, and
     /// checked with replay's record checks. Outcomes: the payload, [`ReadError::Trimmed`],

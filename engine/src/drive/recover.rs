@@ -388,7 +388,6 @@ fn index_entry(index: &mut ReadIndex, entry: &Entry<'_>) {
         next_lsn: entry.lsn + 1,
         bytes: entry.batch_bytes,
         incarnation: entry.incarnation,
-        cached: None,
     };
     // Replay checked both: the record lies inside its batch, its payload within the limit.
     let span = RecordSpan {

@@ -225,6 +225,7 @@ impl<B: IoBackend> DriveCore<B> {
         // Readers see the entries trimmed before their index entries go, and before any later
         // batch can reuse their blocks.
         self.view.publish_trim(trim.lsn);
+        self.view.cache.trim(trim.lsn);
         self.view
             .index
             .write()

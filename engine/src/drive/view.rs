@@ -1,5 +1,5 @@
 //! What readers share with the drive thread ([`ReadView`]): the durable tail and the trim point
-//! (atomics the drive publishes), the read index, the recent-batch cache, the ring's files for
+//! (atomics the drive publishes), the read index, the recent-entry cache, the ring's files for
 //! reads on the caller's thread, and the readers waiting for the durable tail to pass an LSN.
 //! A read looks its entry up here without crossing the drive thread: a cached entry is copied
 //! out at once, any other is read (only the blocks holding it) and checked with replay's record
@@ -63,7 +63,7 @@ pub(crate) struct ReadCounters {
 
 /// What the read index says of an LSN.
 pub(crate) enum Lookup {
-    /// The payload, copied from the recent-batch cache.
+    /// The payload, copied from the recent-entry cache.
     Cached(Vec<u8>),
     /// The entry must be read from the device.
     Device(IndexedRecord),
@@ -117,7 +117,7 @@ impl ReadView {
             durable_lsn: AtomicU64::new(durable_lsn),
             trim_lsn: AtomicU64::new(trim_lsn),
             index: RwLock::new(index),
-            cache: RecentCache::new(cache_bytes, geometry.batch_size_max_bytes),
+            cache: RecentCache::new(cache_bytes),
             direct: OnceLock::new(),
             read_ahead_bytes: read_ahead_bytes.max(u64::from(geometry.batch_size_max_bytes)),
             tail: TailWaiters::default(),
@@ -190,6 +190,10 @@ impl ReadView {
     /// Looks `lsn` up: trimmed, not yet durable, in the cache (copied out), or on the device.
     pub(crate) fn lookup(&self, lsn: u64) -> Result<Lookup, ReadError> {
         self.check_live(lsn)?;
+        if let Some(payload) = self.cache.copy(lsn) {
+            self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Lookup::Cached(payload));
+        }
         let Some(record) = self.index().record(lsn) else {
             // Between the two loads a trim passed it (an acknowledged live LSN is indexed).
             self.check_live(lsn)?;
@@ -198,15 +202,6 @@ impl ReadView {
                 durable_lsn: self.durable_lsn(),
             });
         };
-        if let Some(slot) = record.batch.cached {
-            let start =
-                record.span.offset_in_batch as usize + sealog_wal::format::ENTRY_HEADER_SIZE;
-            let range = start..start + record.span.payload_len as usize;
-            if let Some(payload) = self.cache.with_batch(slot, range, <[u8]>::to_vec) {
-                self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(Lookup::Cached(payload));
-            }
-        }
         Ok(Lookup::Device(record))
     }
 
@@ -521,7 +516,7 @@ impl TailWaiters {
 /// read from the shared view, without crossing the drive thread.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReadStats {
-    /// Reads served from the recent-batch cache.
+    /// Reads served from the recent-entry cache.
     pub cache_hits: u64,
     /// Reads of the device (point reads, on callers' threads or the drive's ring).
     pub device_reads: u64,
@@ -555,12 +550,8 @@ pub struct ReadStats {
 impl ReadView {
     /// The counters and sizes of [`ReadStats`].
     pub(crate) fn read_stats(&self) -> ReadStats {
+        let cache_first_lsn = self.cache.first_lsn();
         let index = self.index();
-        let batches = index.batches();
-        // Cached batches are a suffix of the index: the cache evicts oldest first.
-        let first_cached = batches
-            .partition_point(|batch| !batch.cached.is_some_and(|slot| self.cache.holds(slot)));
-        let cache_first_lsn = batches.get(first_cached).map(|batch| batch.first_lsn);
         let entries = index.entries();
         let memory = index.memory_bytes();
         drop(index);
@@ -645,7 +636,6 @@ mod tests {
             next_lsn: 7,
             bytes: batch_bytes,
             incarnation: 3,
-            cached: None,
         };
         let spans = [
             RecordSpan {
