@@ -266,7 +266,10 @@ pub struct Stats {
     /// The handoff back: microseconds from an append's completion (on the drive thread) to its
     /// waiting client running again, for tickets waited on (not those looked at later).
     pub completion_to_wake_us: Histogram<u64>,
-    /// Reads served (with a payload or a typed error).
+    /// Reads the drive thread served (with a payload or a typed error): async reads, and every
+    /// read of a drive without files for callers' threads (a simulated device). Reads on
+    /// callers' threads and cache hits never reach the drive thread: see
+    /// [`Drive::read_stats`].
     pub reads: u64,
     /// The highest acknowledged LSN.
     pub lsn_durable: u64,
