@@ -141,12 +141,13 @@ impl RecentCache {
             .is_some_and(Option::is_some)
     }
 
-    /// Copies of the held payloads from `lsn` on, in order, while they are held and their
-    /// bytes stay within `bytes_max` (the first is always taken): what an iterator takes from
-    /// the cache at a time. How many were taken.
+    /// Copies of the held payloads from `lsn` up to `last_lsn`, in order, while they are held
+    /// and their bytes stay within `bytes_max` (the first is always taken): what an iterator
+    /// takes from the cache at a time. How many were taken. (The drive caches a batch just
+    /// before the durable tail passes it: `last_lsn` is the durable tail the caller saw.)
     pub(crate) fn copy_run(
         &self,
-        lsn: u64,
+        (lsn, last_lsn): (u64, u64),
         bytes_max: u64,
         into: &mut VecDeque<(u64, Vec<u8>)>,
     ) -> usize {
@@ -167,6 +168,9 @@ impl RecentCache {
             let Some(payload) = payload else {
                 break;
             };
+            if lsn + index as u64 > last_lsn {
+                break;
+            }
             let payload = payload.bytes();
             if taken > 0 && bytes + payload.len() as u64 > bytes_max {
                 break;
@@ -219,15 +223,21 @@ mod tests {
         assert_eq!(cache.first_lsn(), Some(2));
         assert_eq!(cache.copy(5), Some(vec![5; 1000]));
         let mut run = VecDeque::new();
-        assert_eq!(cache.copy_run(4, 1 << 20, &mut run), 2);
+        assert_eq!(cache.copy_run((4, 5), 1 << 20, &mut run), 2);
         assert_eq!(run.iter().map(|entry| entry.0).collect::<Vec<_>>(), [4, 5]);
         run.clear();
         assert_eq!(
-            cache.copy_run(2, 1, &mut run),
+            cache.copy_run((2, 5), 1, &mut run),
             1,
             "the first is always taken"
         );
-        assert_eq!(cache.copy_run(3, 1 << 20, &mut run), 0, "not held");
+        assert_eq!(cache.copy_run((3, 5), 1 << 20, &mut run), 0, "not held");
+        run.clear();
+        assert_eq!(
+            cache.copy_run((4, 4), 1 << 20, &mut run),
+            1,
+            "not past the last"
+        );
         cache.trim(4);
         assert_eq!((cache.copy(4), cache.first_lsn()), (None, Some(5)));
         // A batch that does not follow (after the trim emptied less than all) starts anew.

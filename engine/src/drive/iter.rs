@@ -164,9 +164,12 @@ impl<'a> EntryIter<'a> {
             Err(error) => return Err(error),
         }
         // Entries still in the cache come from memory, a read-ahead's worth at a time.
-        let taken = view
-            .cache
-            .copy_run(self.next_lsn, view.read_ahead_bytes, &mut self.ready);
+        let durable = view.durable_lsn();
+        let taken = view.cache.copy_run(
+            (self.next_lsn, durable),
+            view.read_ahead_bytes,
+            &mut self.ready,
+        );
         if taken > 0 {
             view.counters
                 .cache_hits
