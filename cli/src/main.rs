@@ -64,7 +64,7 @@ enum Command {
     /// Create a ring: PATH is a directory (created) or a block device.
     Format {
         path: PathBuf,
-        /// Total size in bytes (K, M, G suffixes are powers of 1024).
+        /// Total size in bytes; K, M, G, T or KiB, MiB, GiB, TiB (any case) are powers of 1024.
         #[arg(long, value_parser = parse_size)]
         size: u64,
         /// Segment size in bytes; default 64 MiB or size/4, whichever is smaller.
@@ -128,16 +128,29 @@ enum Command {
 /// Parses `4096`, `64K`, `8M`, `1G` (powers of 1024).
 fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let (digits, shift) = match text.chars().last() {
-        Some('K' | 'k') => (&text[..text.len() - 1], 10),
-        Some('M' | 'm') => (&text[..text.len() - 1], 20),
-        Some('G' | 'g') => (&text[..text.len() - 1], 30),
-        Some('T' | 't') => (&text[..text.len() - 1], 40),
-        _ => (text, 0),
-    };
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size in bytes"))?;
+    // Powers of 1024 whichever way they are written: `K` and `KiB` (any case) alike.
+    const SUFFIXES: [(&str, u32); 8] = [
+        ("kib", 10),
+        ("mib", 20),
+        ("gib", 30),
+        ("tib", 40),
+        ("k", 10),
+        ("m", 20),
+        ("g", 30),
+        ("t", 40),
+    ];
+    let lower = text.to_ascii_lowercase();
+    let (digits, shift) = SUFFIXES
+        .iter()
+        .find_map(|(suffix, shift)| {
+            lower
+                .strip_suffix(suffix)
+                .map(|digits| (&text[..digits.len()], *shift))
+        })
+        .unwrap_or((text, 0));
+    let value: u64 = digits.trim().parse().map_err(|_| {
+        format!("'{text}' is not a size in bytes (a number, with K, M, G, T or KiB, MiB, GiB, TiB)")
+    })?;
     value
         .checked_mul(1u64 << shift)
         .ok_or_else(|| format!("'{text}' is too large"))
@@ -531,6 +544,19 @@ fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
     let cache = reader.files().cache.clone();
     let mut source = reader;
     let next = sealog_wal::scan(&mut source, &ReplayOptions::default());
+    let open_to_others = open_to_others(path, kind);
+    for (path, mode) in &open_to_others {
+        eprintln!(
+            "sealog: warning: {} is open to others than its owner (mode {mode:04o}); a ring \
+             holds whatever its log servers were handed: chmod {:04o} it",
+            path.display(),
+            if path.is_dir() {
+                sealog::storage::RING_DIRECTORY_MODE
+            } else {
+                sealog::storage::RING_FILE_MODE
+            }
+        );
+    }
     let inspected = Inspected {
         path,
         kind,
@@ -538,6 +564,7 @@ fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
         cache,
         headers,
         next,
+        open_to_others,
     };
     if json {
         println!("{}", inspected.to_json());
@@ -555,6 +582,29 @@ struct Inspected<'a> {
     cache: Option<sealog::io::CacheInfo>,
     headers: Vec<Result<sealog_wal::SegmentHeader, SegmentDefect>>,
     next: Result<RecoveryReport, ReplayError>,
+    /// The ring's paths that group or other may read or write, with their modes.
+    open_to_others: Vec<(PathBuf, u32)>,
+}
+
+/// The ring's paths (the device; or the directory and every file in it) whose permission bits
+/// let group or other in, with their modes.
+fn open_to_others(path: &Path, kind: sealog::storage::RingKind) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut paths = vec![path.to_path_buf()];
+    if kind == sealog::storage::RingKind::Directory {
+        if let Ok(entries) = std::fs::read_dir(path) {
+            let mut files: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
+            files.sort();
+            paths.extend(files);
+        }
+    }
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let mode = std::fs::metadata(&path).ok()?.permissions().mode() & 0o7777;
+            sealog::storage::open_to_others(mode).then_some((path, mode))
+        })
+        .collect()
 }
 
 impl Inspected<'_> {
@@ -683,6 +733,14 @@ impl Inspected<'_> {
             "head": position(control.head),
             "head_lsn": control.head_lsn,
             "sync": sync_json(&control.sync),
+            "open_to_others": self
+                .open_to_others
+                .iter()
+                .map(|(path, mode)| serde_json::json!({
+                    "path": path.display().to_string(),
+                    "mode": format!("{mode:04o}"),
+                }))
+                .collect::<Vec<_>>(),
             "tail_hint": {
                 "limit": position(control.tail_hint.limit),
                 "incarnation": control.tail_hint.incarnation,
@@ -756,13 +814,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_take_binary_suffixes() {
+    fn sizes_take_binary_suffixes_either_way() {
         assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64K"), Ok(64 << 10));
-        assert_eq!(parse_size("8M"), Ok(8 << 20));
-        assert_eq!(parse_size("2G"), Ok(2 << 30));
-        assert!(parse_size("x").is_err());
-        assert!(parse_size("99999999999T").is_err());
+        for (text, bytes) in [
+            ("64K", 64u64 << 10),
+            ("64k", 64 << 10),
+            ("64KiB", 64 << 10),
+            ("64kib", 64 << 10),
+            ("8M", 8 << 20),
+            ("8MiB", 8 << 20),
+            ("2G", 2 << 30),
+            ("2GiB", 2 << 30),
+            ("1 TiB", 1 << 40),
+        ] {
+            assert_eq!(parse_size(text), Ok(bytes), "{text}");
+        }
+        for text in ["x", "", "MiB", "8KB", "8 bytes", "-1K", "1.5G"] {
+            assert!(parse_size(text).is_err(), "{text}");
+        }
+        assert!(parse_size("99999999999T").is_err(), "overflow");
     }
 
     #[test]

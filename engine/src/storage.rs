@@ -17,7 +17,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,18 @@ use crate::uring::sys;
 pub const CONTROL_FILE: &str = "control";
 /// How long an open waits for a lock held by another process (one just killed, say).
 pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// The mode format gives a ring's directory: its owner's only, as etcd's WAL directory and
+/// PostgreSQL's data directory are (a ring holds whatever its log servers were handed).
+pub const RING_DIRECTORY_MODE: u32 = 0o700;
+
+/// The mode format gives a ring's files (the control file and every segment file).
+pub const RING_FILE_MODE: u32 = 0o600;
+
+/// The permission bits of `mode` that let others than the owner in (group and other).
+pub fn open_to_others(mode: u32) -> bool {
+    mode & 0o077 != 0
+}
 
 /// The kind of storage a ring is on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -401,6 +413,10 @@ fn format_directory(
     fs::create_dir_all(path).map_err(io_error(path, "create the directory"))?;
     let directory = open_directory(path).map_err(io_error(path, "open the directory"))?;
     lock_for_format(&directory, path, Instant::now() + LOCK_WAIT)?;
+    // Owner-only, whether format made the directory or was given an empty one (after the
+    // lock: a ring someone holds is left as it is).
+    fs::set_permissions(path, fs::Permissions::from_mode(RING_DIRECTORY_MODE))
+        .map_err(io_error(path, "make the directory owner-only"))?;
     let mut entries = fs::read_dir(path).map_err(io_error(path, "list the directory"))?;
     if entries.next().is_some() && !options.force {
         return Err(FormatError::NotEmpty {
@@ -422,8 +438,12 @@ fn format_directory(
         .write(true)
         .create(true)
         .truncate(true)
+        .mode(RING_FILE_MODE)
         .open(&temporary)
         .map_err(io_error(path, "create the control file"))?;
+    control_file
+        .set_permissions(fs::Permissions::from_mode(RING_FILE_MODE))
+        .map_err(io_error(path, "make the control file owner-only"))?;
     let sync = match options.sync_method {
         Some(method) => SyncChoice::Named(method),
         None => measure_sync(segment_files_for_measurement(
@@ -520,8 +540,13 @@ fn create_zeroed(directory: &Path, name: &str, size: u64) -> Result<(), FormatEr
         .write(true)
         .create(true)
         .truncate(true)
+        .mode(RING_FILE_MODE)
         .open(&temporary)
         .map_err(io_error(directory, "create a segment file"))?;
+    // Exactly this mode, whatever was there under the temporary name before (`mode` applies
+    // only to a file it creates).
+    file.set_permissions(fs::Permissions::from_mode(RING_FILE_MODE))
+        .map_err(io_error(directory, "make a segment file owner-only"))?;
     let length = i64::try_from(size).map_err(|_| FormatError::TooSmall {
         path: directory.to_path_buf(),
         size_bytes: size,
