@@ -36,7 +36,7 @@ pub mod uring;
 
 pub use drive::{
     Clock, Drive, DriveCore, DriveFuture, DriveOptions, DriveState, Durability, DurableFuture,
-    EntryIter, ManualClock, ReadStats, Request, Stats, SystemClock, Wait, WhenFull,
+    EntryIter, LogShape, ManualClock, ReadStats, Request, Stats, SystemClock, Wait, WhenFull,
 };
 pub use engine::Engine;
 pub use error::{

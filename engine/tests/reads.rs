@@ -586,3 +586,63 @@ fn owned_and_shared_payloads_are_cached_and_borrowed_ones_read_from_the_device()
     assert_eq!((stats.cache_hits, stats.device_reads), (2, 1));
     assert_eq!(stats.cache_first_lsn, Some(1));
 }
+
+/// The log's shape is read without the drive thread: its frontiers move with appends and
+/// trims, its occupancy with the head and the write position, and a close shows.
+#[test]
+fn the_logs_shape_follows_appends_trims_and_close() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = ring(&directory, 8 << 20);
+    let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
+    let geometry = drive.geometry();
+    let empty = drive.shape();
+    assert_eq!(
+        (
+            empty.first_live_lsn,
+            empty.durable_lsn,
+            empty.next_lsn,
+            empty.live_entries
+        ),
+        (1, 0, 1, 0)
+    );
+    assert_eq!(
+        empty.capacity_bytes,
+        geometry.segment_size_bytes * u64::from(geometry.segment_count)
+    );
+    assert!(!empty.closed && empty.state == sealog::DriveState::Running);
+    // About 2 MiB in batches of 16: across segments of 1 MiB.
+    let mut next = 1;
+    for _ in 0..100 {
+        append(&drive, next, 16);
+        next += 16;
+    }
+    let full = drive.shape();
+    assert_eq!(
+        (full.durable_lsn, full.next_lsn, full.live_entries),
+        (1600, 1601, 1600)
+    );
+    let payload_bytes: u64 = (1..=1600).map(|lsn| payload(lsn).len() as u64).sum();
+    assert!(
+        full.occupied_bytes > payload_bytes && full.occupied_bytes < full.capacity_bytes,
+        "{} bytes occupied for {payload_bytes} payload bytes",
+        full.occupied_bytes
+    );
+    drive.trim(1200).expect("trim");
+    let trimmed = drive.shape();
+    assert_eq!(
+        (
+            trimmed.first_live_lsn,
+            trimmed.trim_lsn,
+            trimmed.live_entries
+        ),
+        (1201, 1200, 400)
+    );
+    assert!(
+        trimmed.occupied_bytes < full.occupied_bytes / 2,
+        "the head moved: {} of {} bytes",
+        trimmed.occupied_bytes,
+        full.occupied_bytes
+    );
+    drive.close();
+    assert!(drive.shape().closed);
+}

@@ -397,12 +397,26 @@ impl<B: IoBackend> DriveCore<B> {
             }
         }
         self.check_frontiers();
+        self.publish_shape();
         self.notifier.publish();
+    }
+
+    /// Publishes the log's shape for the drive's handle (see [`crate::Drive::shape`]).
+    pub(super) fn publish_shape(&self) {
+        let head = self.control.head;
+        let position = self.cursor.position;
+        let occupied = if head <= position {
+            self.geometry.distance_bytes(head, position)
+        } else {
+            0
+        };
+        self.view.publish_shape(self.cursor.next_lsn, occupied);
     }
 
     /// Takes a request, as the thread does when one arrives on the channel.
     pub fn submit(&mut self, request: Request) {
         self.accept(request);
+        self.publish_shape();
         self.notifier.publish();
     }
 

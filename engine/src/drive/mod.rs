@@ -288,6 +288,31 @@ pub struct Stats {
     pub queues: QueueDepths,
 }
 
+/// A log's shape ([`Drive::shape`]): read from what the drive publishes, never through its
+/// thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogShape {
+    /// The first live LSN (the trim point plus one).
+    pub first_live_lsn: u64,
+    /// The trim point: every entry at or below it is released.
+    pub trim_lsn: u64,
+    /// The highest acknowledged LSN.
+    pub durable_lsn: u64,
+    /// The LSN the next append will get (entries between the durable tail and it are on their
+    /// way to the device).
+    pub next_lsn: u64,
+    /// Acknowledged entries not trimmed.
+    pub live_entries: u64,
+    /// The ring's bytes for the log (every segment, headers included).
+    pub capacity_bytes: u64,
+    /// The ring's bytes from the head (the oldest batch still live) to the write position.
+    pub occupied_bytes: u64,
+    /// Running, or failed with its error.
+    pub state: DriveState,
+    /// The drive was closed (its state is the one it closed in).
+    pub closed: bool,
+}
+
 /// How many requests a drive holds, by where they wait (a snapshot, for watchdogs and
 /// operators).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -733,6 +758,32 @@ impl Drive {
     /// What reads did and what their structures hold, without asking the drive thread.
     pub fn read_stats(&self) -> ReadStats {
         self.view.read_stats()
+    }
+
+    /// The log's shape, without asking the drive thread: its LSN frontiers, the ring's
+    /// capacity and how much of it the live log holds, and whether the drive runs. A moment
+    /// old at most: the frontiers are published as the drive acknowledges and trims, the rest
+    /// at the end of each of its turns.
+    pub fn shape(&self) -> LogShape {
+        let geometry = self.geometry;
+        let durable_lsn = self.view.durable_lsn();
+        let trim_lsn = self.view.trim_lsn();
+        let (state, closed) = match self.view.stopped() {
+            None => (DriveState::Running, false),
+            Some(Ok(failure)) => (DriveState::Failed(failure), false),
+            Some(Err(DriveClosed)) => (DriveState::Running, true),
+        };
+        LogShape {
+            first_live_lsn: trim_lsn + 1,
+            trim_lsn,
+            durable_lsn,
+            next_lsn: self.view.next_lsn().max(durable_lsn + 1),
+            live_entries: durable_lsn.saturating_sub(trim_lsn),
+            capacity_bytes: geometry.segment_size_bytes * u64::from(geometry.segment_count),
+            occupied_bytes: self.view.occupied_bytes(),
+            state,
+            closed,
+        }
     }
 
     /// Releases every entry with LSN at or below `lsn` (inclusive), durably: once this returns,

@@ -338,7 +338,9 @@ impl<B: IoBackend> DriveCore<B> {
             );
         }
         let recovered = Recovered::after(report, plan, index);
-        Ok(DriveCore::start(backend, recovered, options))
+        let core = DriveCore::start(backend, recovered, options);
+        core.publish_shape();
+        Ok(core)
     }
 }
 

@@ -45,6 +45,10 @@ pub(crate) struct ReadView {
     stopped: AtomicBool,
     failure: Mutex<Option<DriveFailure>>,
     pub(crate) counters: ReadCounters,
+    /// The next LSN the drive will assign, and the ring bytes from the head to the write
+    /// position, as of the drive's last turn.
+    next_lsn: AtomicU64,
+    occupied_bytes: AtomicU64,
 }
 
 pub(crate) struct Direct {
@@ -124,7 +128,26 @@ impl ReadView {
             stopped: AtomicBool::new(false),
             failure: Mutex::new(None),
             counters: ReadCounters::default(),
+            next_lsn: AtomicU64::new(durable_lsn + 1),
+            occupied_bytes: AtomicU64::new(0),
         }
+    }
+
+    /// The drive's turn ended with `next_lsn` the next LSN to assign and `occupied_bytes`
+    /// of the ring between its head and its write position.
+    pub(crate) fn publish_shape(&self, next_lsn: u64, occupied_bytes: u64) {
+        self.next_lsn.store(next_lsn, Ordering::Relaxed);
+        self.occupied_bytes.store(occupied_bytes, Ordering::Relaxed);
+    }
+
+    /// The next LSN the drive will assign, as of its last turn.
+    pub(crate) fn next_lsn(&self) -> u64 {
+        self.next_lsn.load(Ordering::Relaxed)
+    }
+
+    /// The ring's bytes between the head and the write position, as of the drive's last turn.
+    pub(crate) fn occupied_bytes(&self) -> u64 {
+        self.occupied_bytes.load(Ordering::Relaxed)
     }
 
     /// Gives readers the ring's files (once, when the drive opened on real storage).
