@@ -16,6 +16,7 @@ use sealog::io::{run_sync, FlushOrder, IoBackend, WriteSync};
 use sealog::storage::{self, Access};
 use sealog::sync_probe::{self, MethodTimes, ProbePlan};
 use sealog::uring::UringBackend;
+use sealog_wal::Geometry;
 
 use crate::random::SplitMix64;
 use crate::read_report::{ReadLoad, ReadRow};
@@ -43,11 +44,9 @@ pub fn builtin_write_sync(
     duration: Duration,
     spin_us: u64,
 ) -> Result<Cell, String> {
-    let files = storage::open(ring, Access::ReadWrite).map_err(|error| error.to_string())?;
-    let geometry = files.geometry;
-    let buffer_bytes = bytes.max(geometry.block_size_bytes as usize);
-    let (mut backend, _) =
-        UringBackend::new(files, 1, buffer_bytes).map_err(|error| error.to_string())?;
+    let (mut backend, geometry) = ring_backend(ring, Access::ReadWrite, 1, |geometry| {
+        bytes.max(geometry.block_size_bytes as usize)
+    })?;
     backend.set_spin_us(spin_us);
     backend.pool().buffer_mut(0).fill(0x5a);
     let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
@@ -93,12 +92,11 @@ pub struct RawPaths {
 /// rounds, the write a 4 KiB append makes), for about `budget` in all, waiting for completions
 /// as the drive thread does (`spin_us`).
 pub fn builtin_raw_paths(ring: &Path, budget: Duration, spin_us: u64) -> Result<RawPaths, String> {
-    let files = storage::open(ring, Access::ReadWrite).map_err(|error| error.to_string())?;
-    let geometry = files.geometry;
-    let write_size_bytes =
-        sync_probe::append_write_bytes(&geometry, sync_probe::PROBE_PAYLOAD_BYTES);
-    let (mut backend, _) = UringBackend::new(files, 1, write_size_bytes as usize)
-        .map_err(|error| error.to_string())?;
+    let write_bytes = |geometry: &Geometry| {
+        sync_probe::append_write_bytes(geometry, sync_probe::PROBE_PAYLOAD_BYTES) as usize
+    };
+    let (mut backend, geometry) = ring_backend(ring, Access::ReadWrite, 1, write_bytes)?;
+    let write_size_bytes = write_bytes(&geometry) as u32;
     backend.set_spin_us(spin_us);
     let plan = ProbePlan {
         rounds_max: u16::MAX,
@@ -144,11 +142,8 @@ pub fn builtin_write_bandwidth(
     depth: usize,
     duration: Duration,
 ) -> Result<Cell, String> {
-    let files = storage::open(ring, Access::ReadWrite).map_err(|error| error.to_string())?;
-    let geometry = files.geometry;
     let depth = depth.max(1);
-    let (mut backend, _) =
-        UringBackend::new(files, depth, bytes).map_err(|error| error.to_string())?;
+    let (mut backend, geometry) = ring_backend(ring, Access::ReadWrite, depth, |_| bytes)?;
     for buffer in 0..depth {
         backend.pool().buffer_mut(buffer).fill(0x5a);
     }
@@ -193,11 +188,8 @@ pub const RECOVERY_READ_BYTES: usize = 1 << 20;
 /// iterator (its own read size), in bytes per second. (Recovery keeps two reads in flight, one
 /// of them read-ahead; the run takes the best of depths 1 and 4 as the ceiling.)
 pub fn builtin_sequential_read(ring: &Path, depth: usize, chunk: usize) -> Result<f64, String> {
-    let files = storage::open(ring, Access::ReadOnly).map_err(|error| error.to_string())?;
-    let geometry = files.geometry;
     let depth = depth.max(1);
-    let (mut backend, _) =
-        UringBackend::new(files, depth, chunk).map_err(|error| error.to_string())?;
+    let (mut backend, geometry) = ring_backend(ring, Access::ReadOnly, depth, |_| chunk)?;
     // Every 1 MiB piece of every segment, in ring order.
     let pieces: Vec<(u64, u32)> = (0..geometry.segment_count)
         .flat_map(|segment| {
@@ -337,6 +329,22 @@ fn parse_fio(output: std::io::Result<std::process::Output>, bytes: usize) -> Res
 
 /// Engine name of the built-in random-read ceiling rows.
 pub const RANDOM_READ: &str = "ceiling-randread";
+/// The engine's io_uring backend on the ring at `ring` (opened with `access`), with `buffers`
+/// buffers of the size `buffer_bytes` gives for the ring's geometry, and that geometry.
+fn ring_backend(
+    ring: &Path,
+    access: Access,
+    buffers: usize,
+    buffer_bytes: impl FnOnce(&Geometry) -> usize,
+) -> Result<(UringBackend, Geometry), String> {
+    let files = storage::open(ring, access).map_err(|error| error.to_string())?;
+    let geometry = files.geometry;
+    let bytes = buffer_bytes(&geometry);
+    let (backend, _) =
+        UringBackend::new(files, buffers, bytes).map_err(|error| error.to_string())?;
+    Ok((backend, geometry))
+}
+
 /// Keeps `depth` operations in flight on `backend` for `duration`: `submit` puts one on the
 /// device through a buffer (its tag), and each buffer's next operation goes as its last one
 /// completes. Returns how many completed, the seconds they took, and each one's latency from
@@ -400,11 +408,9 @@ pub fn builtin_random_read(
     depth: usize,
     duration: Duration,
 ) -> Result<ReadRow, String> {
-    let files = storage::open(ring, Access::ReadOnly).map_err(|error| error.to_string())?;
-    let geometry = files.geometry;
     let depth = depth.max(1);
-    let (mut backend, _) =
-        UringBackend::new(files, depth, read_bytes as usize).map_err(|error| error.to_string())?;
+    let (mut backend, geometry) =
+        ring_backend(ring, Access::ReadOnly, depth, |_| read_bytes as usize)?;
     let slots_per_segment = geometry.segment_data_bytes() / u64::from(read_bytes);
     let data_offset = u64::from(geometry.segment_data_offset());
     // A fixed seed: every run reads the same places, in the same order.
