@@ -763,7 +763,8 @@ impl Drive {
     /// The log's shape, without asking the drive thread: its LSN frontiers, the ring's
     /// capacity and how much of it the live log holds, and whether the drive runs. A moment
     /// old at most: the frontiers are published as the drive acknowledges and trims, the rest
-    /// at the end of each of its turns.
+    /// at the end of each of its turns and before a trim returns (so a client whose trim
+    /// returned sees the head moved).
     pub fn shape(&self) -> LogShape {
         let geometry = self.geometry;
         let durable_lsn = self.view.durable_lsn();

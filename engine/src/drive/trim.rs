@@ -236,6 +236,8 @@ impl<B: IoBackend> DriveCore<B> {
         if trimmed {
             self.on_head_moved();
         }
+        // The shape a client reads once its trim returns shows the head moved.
+        self.publish_shape();
         if let Some(reply) = trim.reply {
             reply.send(Ok(()));
         }
