@@ -15,7 +15,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use sealog::{Drive, DriveFuture, DriveOptions, ReadError, ReadStats, WhenFull};
+use sealog::{Drive, DriveOptions, PayloadFuture, ReadStats, WhenFull};
 use sealog_wal::format::ENTRY_HEADER_SIZE;
 
 use crate::ceiling;
@@ -82,7 +82,7 @@ fn tail_plans() -> Vec<TailPlan> {
     plans
 }
 
-/// Payload of the cold reads' entries: the record (a 64-byte header and the payload) is one
+/// Payload of the cold reads' entries: the record (a 96-byte header and the payload) is one
 /// 4 KiB block, so a record-grained read is one 4 KiB read, the random-read ceiling's size.
 /// The full ring that recovery measures is filled with these (`cells::fill_ring`).
 pub const COLD_PAYLOAD_BYTES: usize = 4096 - ENTRY_HEADER_SIZE;
@@ -684,7 +684,7 @@ impl Wake for ThreadWaker {
 }
 
 /// A future of one cold read in flight: its LSN, when it started, and the future.
-type ReadInFlight = (u64, Instant, DriveFuture<Vec<u8>, ReadError>);
+type ReadInFlight = (u64, Instant, PayloadFuture);
 
 /// One thread keeping `depth` `Drive::read_async` futures of random LSNs in `live` in flight,
 /// polled together as an executor polls a task's futures (the thread parks until a completion
@@ -764,7 +764,7 @@ fn catch_up(drive: &Drive, first_lsn: u64, cap: Duration) -> Result<ReadRow, Str
     let mut record_bytes = 0u64;
     let mut capped = false;
     for entry in drive.iter_from(first_lsn) {
-        let (_, payload) = entry.map_err(|error| error.to_string())?;
+        let payload = entry.map_err(|error| error.to_string())?.payload;
         entries += 1;
         record_bytes += (payload.len() + ENTRY_HEADER_SIZE) as u64;
         if entries % 1024 == 0 && started.elapsed() > cap {

@@ -166,10 +166,10 @@ fn corruption_of_acknowledged_data_is_exit_3_naming_the_lsn() {
         assert!(output.status.success());
     }
     // Flip a byte of LSN 1's payload: segment 0, block 1 (after the segment header), past the
-    // 64-byte entry header.
+    // 96-byte entry header.
     let segment = ring.join("segment-00000");
     let mut bytes = std::fs::read(&segment).expect("reads");
-    bytes[4096 + 64 + 2] ^= 0x20;
+    bytes[4096 + 96 + 2] ^= 0x20;
     std::fs::write(&segment, &bytes).expect("writes");
     let verify = sealog(&["verify", path, "--json"], b"");
     assert_eq!(verify.status.code(), Some(3), "{}", text(&verify.stdout));

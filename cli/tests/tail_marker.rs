@@ -47,8 +47,8 @@ fn damage_payload(ring: &Path, lsn: u64) {
         .write(true)
         .open(ring.join(format!("segment-{:05}", position.segment)))
         .expect("opens the segment file");
-    // The payload starts after the 64-byte header.
-    let at = u64::from(position.offset) + 64;
+    // The payload starts after the 96-byte header.
+    let at = u64::from(position.offset) + 96;
     let mut byte = [0u8; 1];
     file.read_exact_at(&mut byte, at).expect("reads");
     byte[0] ^= 0x10;

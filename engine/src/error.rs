@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use sealog_wal::format::EmbedderHeader;
 use sealog_wal::{Check, GeometryError, Kind, Position, ReplayError};
 
 /// Why `format` failed.
@@ -290,6 +291,23 @@ pub enum AppendError {
         /// The limit.
         payload_size_max_bytes: u32,
     },
+    /// A group of appends with no entry.
+    #[error("a group of appends holds no entry")]
+    EmptyGroup,
+    /// A group's records together are over the ring's batch limit (a group shares one batch);
+    /// nothing of it was written.
+    #[error(
+        "a group of {entries} entries takes {group_bytes} bytes with their headers, over the \
+         ring's batch limit of {batch_size_max_bytes}"
+    )]
+    GroupTooLarge {
+        /// Entries in the group.
+        entries: usize,
+        /// Bytes of their records, headers included.
+        group_bytes: u64,
+        /// The ring's batch limit.
+        batch_size_max_bytes: u32,
+    },
     /// The kind is the format's own (padding fills batches; the engine writes it itself).
     #[error("a {} record is written by the engine itself, not appended", kind.name())]
     ReservedKind {
@@ -346,6 +364,10 @@ pub enum ReadError {
         check: Check,
         /// For a read error: the device's errno.
         errno: Option<i32>,
+        /// The entry's embedder header, when its entry header is intact (its CRC, the LSN
+        /// and the place check out) and only the payload is damaged: which of the embedder's
+        /// records the damage is in.
+        header: Option<EmbedderHeader>,
     },
     /// The read could not get what it needs to run (memory for a read-ahead buffer): nothing
     /// is wrong with the log.

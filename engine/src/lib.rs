@@ -36,13 +36,23 @@ pub mod uring;
 
 pub use drive::{
     Clock, Drive, DriveCore, DriveFuture, DriveOptions, DriveState, Durability, DurableFuture,
-    EntryIter, LogShape, ManualClock, ReadStats, Request, Stats, SystemClock, Wait, WhenFull,
+    EntryIter, EntryRef, LogEntry, LogShape, ManualClock, NewEntry, PayloadFuture, QueueDepths,
+    ReadReply, ReadStats, RecoveryVisitor, Request, Stats, SystemClock, TrimReply, Wait, WhenFull,
 };
 pub use engine::Engine;
 pub use error::{
     AppendError, DriveClosed, DriveFailure, FormatError, IoOperation, OpenError, ReadError,
     TrimError, WaitError,
 };
-pub use sealog_wal::format::{SyncChoice, SyncMeasurement, SyncMethod};
+// The types of the format and of recovery that this crate's API names, so that an embedder
+// needs no second dependency to name them.
+pub use sealog_wal::format::{
+    EmbedderHeader, SyncChoice, SyncMeasurement, SyncMethod, EMBEDDER_HEADER_SIZE,
+    ENTRY_HEADER_SIZE,
+};
+pub use sealog_wal::{
+    Check, ControlBlock, Corruption, Evidence, FullScan, Geometry, Kind, Outcome, Position,
+    RecoveryMode, RecoveryReport, ReplayError, RingId, Scan, ScanPolicy, TornTail, UnreadableRun,
+};
 pub use storage::{format, FormatOptions};
 pub use ticket::{AppendOutcome, Ticket};

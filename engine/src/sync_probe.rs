@@ -2,7 +2,7 @@
 //! the anchors"). The two ways the engine can make a batch durable, an O_DIRECT write with an
 //! fdatasync linked behind it and an O_DIRECT write with RWF_DSYNC (a FUA write where the device
 //! has FUA), are timed one at a time (queue depth 1) on the ring's own backend, with the write a
-//! small append really makes: a 4 KiB payload behind its 64-byte entry header fills two 4 KiB
+//! small append really makes: a 4 KiB payload behind its 96-byte entry header fills two 4 KiB
 //! blocks, so that is 8 KiB on a ring of 4 KiB blocks ([`append_write_bytes`]). The methods take
 //! turns in rounds (one method's writes, then the other's, the order swapped every round), so a
 //! drift in the device or the machine during the measurement falls on both alike.
@@ -157,7 +157,7 @@ pub fn method_label(method: SyncMethod) -> &'static str {
 }
 
 /// Bytes a lone append of `payload_bytes` writes: its entry header and payload rounded up to
-/// the ring's block, and never more than a batch. Worked example: 4096 + 64 = 4160 bytes, on
+/// the ring's block, and never more than a batch. Worked example: 4096 + 96 = 4192 bytes, on
 /// 4 KiB blocks two blocks, 8192 bytes; on 16 KiB blocks one block, 16384 bytes.
 pub fn append_write_bytes(geometry: &Geometry, payload_bytes: u32) -> u32 {
     let block = geometry.block_size_bytes;

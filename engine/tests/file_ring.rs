@@ -67,6 +67,7 @@ fn a_file_ring_recovers_every_acknowledged_entry() {
     let reopened = Drive::open(&path, DriveOptions::default()).expect("reopens");
     let replayed: Vec<(u64, Vec<u8>)> = reopened
         .iter_from(1)
+        .payloads()
         .collect::<Result<_, _>>()
         .expect("reads");
     assert_eq!(replayed, acked);
@@ -108,6 +109,7 @@ fn recovery_with_reads_ahead_finds_every_entry_of_a_large_ring() {
     );
     let replayed: Vec<(u64, Vec<u8>)> = reopened
         .iter_from(1)
+        .payloads()
         .collect::<Result<_, _>>()
         .expect("reads");
     assert_eq!(replayed, acked);
@@ -362,6 +364,7 @@ fn every_durability_mode_recovers_what_it_acknowledged() {
         let reopened = Drive::open(&path, DriveOptions::default()).expect("reopens");
         let replayed: Vec<(u64, Vec<u8>)> = reopened
             .iter_from(1)
+            .payloads()
             .collect::<Result<_, _>>()
             .expect("reads");
         assert_eq!(replayed.len(), 500, "{durability:?}");

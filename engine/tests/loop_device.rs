@@ -82,8 +82,11 @@ fn exercise(sector_size_bytes: u32) {
     drive.close();
     drop(drive);
     let drive = Drive::open(&device.path, DriveOptions::default()).expect("reopens");
-    let replayed: Vec<(u64, Vec<u8>)> =
-        drive.iter_from(1).collect::<Result<_, _>>().expect("reads");
+    let replayed: Vec<(u64, Vec<u8>)> = drive
+        .iter_from(1)
+        .payloads()
+        .collect::<Result<_, _>>()
+        .expect("reads");
     assert_eq!(replayed, acked);
     // Several laps with trims, then a full ring.
     let mut last = 0;

@@ -250,7 +250,7 @@ fn readers_race_trims_and_laps(options: DriveOptions) {
                     }
                     // An iterator from the same place reads on until the tail or a trim.
                     if state % 16 == 0 {
-                        for entry in drive.iter_from(lsn).take(64) {
+                        for entry in drive.iter_from(lsn).payloads().take(64) {
                             match entry {
                                 Ok((found, bytes)) => assert_eq!(bytes, payload(found)),
                                 Err(ReadError::Trimmed { .. }) => break,
@@ -318,7 +318,7 @@ fn an_iterator_reads_ahead_across_segments_and_follows_the_tail() {
         next += 30;
     }
     let last = next - 1;
-    let mut entries = drive.iter_from(7);
+    let mut entries = drive.iter_from(7).payloads();
     let mut expected = 7;
     for entry in entries.by_ref() {
         let (lsn, bytes) = entry.expect("reads");

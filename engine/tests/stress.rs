@@ -169,7 +169,7 @@ fn iterator(shared: &Shared, iterator: u64) {
     let client = format!("iterator {iterator}");
     while !shared.stop.load(Ordering::Relaxed) {
         let from = shared.trimmed_to.load(Ordering::Relaxed) + 1;
-        let mut entries = shared.drive.iter_from(from);
+        let mut entries = shared.drive.iter_from(from).payloads();
         let mut next = from;
         for _ in 0..500 {
             let item = shared.timed(&client, format!("iterate at LSN {next}"), || entries.next());
@@ -311,7 +311,7 @@ fn many_clients_at_once_never_stall_and_lose_nothing() {
             .trim_lsn
             .max(shared.trimmed_to.load(Ordering::Relaxed));
         let mut count = 0;
-        for entry in drive.iter_from(from + 1) {
+        for entry in drive.iter_from(from + 1).payloads() {
             let (lsn, bytes) = entry.expect("live entries read back");
             assert_eq!(Some(&bytes), acknowledged.get(&lsn), "LSN {lsn}");
             count += 1;

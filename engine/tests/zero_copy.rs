@@ -68,6 +68,7 @@ fn slices_bytes_and_vecs_are_one_entry_each_and_read_back_byte_for_byte() {
     let drive = Drive::open(&path, DriveOptions::default()).expect("reopens");
     let replayed: Vec<(u64, Vec<u8>)> = drive
         .iter_from(1)
+        .payloads()
         .collect::<Result<_, _>>()
         .expect("replays");
     assert_eq!(replayed, expected);
@@ -125,7 +126,11 @@ fn more_lenders_than_channel_slots_all_complete() {
         .collect();
     written.sort();
     assert_eq!(written.len(), 16 * 50);
-    let read: Vec<(u64, Vec<u8>)> = drive.iter_from(1).collect::<Result<_, _>>().expect("reads");
+    let read: Vec<(u64, Vec<u8>)> = drive
+        .iter_from(1)
+        .payloads()
+        .collect::<Result<_, _>>()
+        .expect("reads");
     assert_eq!(read, written);
 }
 

@@ -6,7 +6,9 @@
 //! against what was acknowledged at that point, idempotence (recover twice), a crash in the
 //! middle of recovery's own writes, and no resurrection after new appends and a second crash
 //! (the ghost-entry case). Every image a recovery opens is also replayed hinted and full, and
-//! both must find the same log ([`crate::scans`]); some again with a block unreadable. The
+//! both must find the same log ([`crate::scans`]); some again with a block unreadable. Some
+//! appends are all-or-nothing groups: no recovered log ends inside one. Every entry carries an
+//! embedder header derived from its LSN, which must come back with it. The
 //! workloads' small rings move their tail hint every few blocks, so many cut points have a
 //! hint's control write pending (counted in the summary), and their images crash around it.
 
@@ -16,9 +18,10 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sealog::{AppendError, DriveCore, DriveOptions, Request, Wait};
+use sealog::{AppendError, DriveCore, DriveOptions, EmbedderHeader, NewEntry, Request, Wait};
+use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::model::ModelWriter;
-use sealog_wal::{ControlBlock, Geometry, Kind, ReplayOptions, RingId};
+use sealog_wal::{ControlBlock, Geometry, ReplayOptions, RingId};
 
 use crate::device::{FaultConfig, SimDevice, SECTOR_BYTES};
 use crate::scans::{compare_scans, HintedScan};
@@ -73,7 +76,19 @@ struct Cut {
     trim_lsn: u64,
 }
 
-type Entries = Vec<(u64, Vec<u8>)>;
+/// Recovered entries: LSN, embedder header, payload.
+type Entries = Vec<(u64, EmbedderHeader, Vec<u8>)>;
+
+/// The embedder header the workloads give the entry they expect at `lsn` (so a header that
+/// comes back on another LSN, or not at all, is caught).
+fn header_for(lsn: u64) -> EmbedderHeader {
+    EmbedderHeader {
+        log_id: lsn % 3,
+        address: lsn,
+        epoch: lsn.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        extra: !lsn,
+    }
+}
 
 /// What one recovery left: the durable image after it, its entries, the next LSN and the trim
 /// point it found.
@@ -104,6 +119,8 @@ struct Enumerator {
     rng: ChaCha8Rng,
     seed: u64,
     payloads: BTreeMap<u64, Vec<u8>>,
+    /// The all-or-nothing groups appended: first and last LSN.
+    groups: Vec<(u64, u64)>,
     summary: EnumSummary,
 }
 
@@ -163,15 +180,28 @@ impl Enumerator {
         }
         let entries = &recovered.entries;
         let first = recovered.trim_lsn + 1;
-        for (index, (lsn, payload)) in entries.iter().enumerate() {
+        for (index, (lsn, header, payload)) in entries.iter().enumerate() {
             if *lsn != first + index as u64 {
                 return Err(self.fail(format!("LSNs not contiguous from {first} at {lsn}")));
             }
             if self.payloads.get(lsn) != Some(payload) {
                 return Err(self.fail(format!("LSN {lsn} came back with a payload never written")));
             }
+            if *header != header_for(*lsn) {
+                return Err(self.fail(format!("LSN {lsn} came back with another embedder header")));
+            }
         }
         let last = entries.last().map_or(recovered.trim_lsn, |entry| entry.0);
+        // All or nothing: the log never ends inside a group above the trim point.
+        if let Some((group_first, group_last)) = self
+            .groups
+            .iter()
+            .find(|(group_first, group_last)| (*group_first..*group_last).contains(&last))
+        {
+            if *group_first > recovered.trim_lsn {
+                self.summary_groups_broken(*group_first, *group_last, last)?;
+            }
+        }
         if last < cut.acknowledged {
             return Err(self.fail(format!(
                 "acknowledged LSN {} lost: the log ends at {last}",
@@ -179,6 +209,13 @@ impl Enumerator {
             )));
         }
         Ok(())
+    }
+
+    /// A recovered log ended inside a group: a violation of all-or-nothing.
+    fn summary_groups_broken(&self, first: u64, last: u64, end: u64) -> Result<(), String> {
+        Err(self.fail(format!(
+            "the group of LSNs {first}..={last} came back in part: the log ends at {end}"
+        )))
     }
 
     /// Every image of one cut point: each subset of the pending writes (all of them up to 4
@@ -307,14 +344,18 @@ impl Enumerator {
         let entries = first.entries;
         let mut core = DriveCore::recover(device, Path::new("crash-state"), &self.options)
             .map_err(|error| self.fail(format!("reopen failed: {error}")))?;
-        let mut expected: BTreeMap<u64, Vec<u8>> = entries.iter().cloned().collect();
+        let mut expected: BTreeMap<u64, Vec<u8>> = entries
+            .iter()
+            .map(|(lsn, _, payload)| (*lsn, payload.clone()))
+            .collect();
         let next = core.recovery_report().next_lsn;
         let mut acknowledged = next - 1;
         let mut tickets = Vec::new();
         for (lsn, index) in (next..).zip(0..3u8) {
             let len = self.rng.gen_range(0..3000);
             let payload = vec![index ^ 0xa5; len];
-            let (request, ticket) = Request::append(Kind::Data, payload.clone());
+            let entry = NewEntry::data(payload.clone()).with_header(header_for(lsn));
+            let (request, ticket) = Request::append_group(vec![entry]);
             core.submit(request);
             expected.insert(lsn, payload);
             tickets.push(ticket);
@@ -333,11 +374,11 @@ impl Enumerator {
         let image = core.backend_mut().crash();
         let second = self.recover(image)?;
         let after = second.entries;
-        for (index, (lsn, payload)) in after.iter().enumerate() {
+        for (index, (lsn, header, payload)) in after.iter().enumerate() {
             if *lsn != second.trim_lsn + 1 + index as u64 {
                 return Err(self.fail(format!("after the second crash, LSN {lsn} out of place")));
             }
-            if expected.get(lsn) != Some(payload) {
+            if expected.get(lsn) != Some(payload) || *header != header_for(*lsn) {
                 return Err(self.fail(format!(
                     "after the second crash, LSN {lsn} holds bytes never written for it: a ghost"
                 )));
@@ -355,7 +396,7 @@ fn replay_entries(image: &[u8]) -> Result<Entries, String> {
     let mut entries = Vec::new();
     let mut source = image;
     sealog_wal::replay(&mut source, &ReplayOptions::default(), &mut |entry| {
-        entries.push((entry.lsn, entry.payload.to_vec()))
+        entries.push((entry.lsn, entry.embedder, entry.payload.to_vec()))
     })
     .map_err(|error| format!("replay after recovery failed: {error}"))?;
     Ok(entries)
@@ -384,6 +425,7 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
         rng,
         seed,
         payloads: BTreeMap::new(),
+        groups: Vec::new(),
         summary,
     };
     let device = enumerator.device(image);
@@ -398,13 +440,30 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
             break;
         }
         for _ in 0..enumerator.rng.gen_range(0..3) {
-            let len = enumerator.rng.gen_range(0..2500);
-            let mut payload = vec![0u8; len];
-            enumerator.rng.fill(&mut payload[..]);
-            let (request, ticket) = Request::append(Kind::Data, payload.clone());
+            // One entry, or (one time in four) an all-or-nothing group of two or three
+            // within the batch limit.
+            let group = if enumerator.rng.gen_bool(0.25) {
+                enumerator.rng.gen_range(2..=3u64)
+            } else {
+                1
+            };
+            let limit = geometry.batch_size_max_bytes as usize / group as usize;
+            let mut entries = Vec::new();
+            for lsn in next_lsn..next_lsn + group {
+                let len = enumerator
+                    .rng
+                    .gen_range(0..2500.min(limit - ENTRY_HEADER_SIZE));
+                let mut payload = vec![0u8; len];
+                enumerator.rng.fill(&mut payload[..]);
+                enumerator.payloads.insert(lsn, payload.clone());
+                entries.push(NewEntry::data(payload).with_header(header_for(lsn)));
+            }
+            if group > 1 {
+                enumerator.groups.push((next_lsn, next_lsn + group - 1));
+            }
+            let (request, ticket) = Request::append_group(entries);
             core.submit(request);
-            enumerator.payloads.insert(next_lsn, payload);
-            next_lsn += 1;
+            next_lsn += group;
             tickets.push_back(ticket);
         }
         if step % 7 == 6 && acknowledged > trim_lsn + 2 {
@@ -419,7 +478,14 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
         while let Some(outcome) = tickets.front().and_then(|ticket| ticket.try_outcome()) {
             tickets.pop_front();
             match outcome {
-                Ok(lsn) => acknowledged = lsn,
+                // A group's ticket yields its first LSN; its last is what is acknowledged.
+                Ok(first) => {
+                    acknowledged = enumerator
+                        .groups
+                        .iter()
+                        .find(|group| group.0 == first)
+                        .map_or(first, |group| group.1)
+                }
                 // A full ring ends the workload: LSNs after it no longer match submissions.
                 Err(AppendError::RingFull { .. }) => return Ok(enumerator.summary),
                 Err(error) => return Err(format!("workload seed {seed}: append failed: {error}")),

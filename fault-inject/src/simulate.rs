@@ -508,9 +508,9 @@ fn check_recovered(
             }
         };
         match outcome {
-            Ok(payload) => {
+            Ok(entry) => {
                 // I-2: nothing comes back that was not submitted with this LSN.
-                if model.payloads.get(&lsn) != Some(&payload) {
+                if model.payloads.get(&lsn) != Some(&entry.payload) {
                     return Err(format!(
                         "LSN {lsn} came back with a payload never submitted for it"
                     ));
@@ -550,7 +550,7 @@ fn check_reads(
             return true;
         };
         let wrong = match outcome {
-            Ok(payload) => (model.payloads.get(lsn) != Some(&payload))
+            Ok(entry) => (model.payloads.get(lsn) != Some(&entry.payload))
                 .then(|| format!("read of LSN {lsn} returned other bytes")),
             Err(ReadError::Trimmed { .. }) | Err(ReadError::Failed(_)) => None,
             Err(ReadError::Damaged { .. }) if data_faults > 0 => None,

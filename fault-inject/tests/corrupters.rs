@@ -88,7 +88,7 @@ fn a_flipped_bit_is_reported() {
         "--lsn",
         "1",
         "--bit",
-        &((64 + 3) * 8).to_string(),
+        &((96 + 3) * 8).to_string(),
     ]);
     assert_eq!(corruption_of(Path::new(path)), (1, Check::PayloadCrc));
 }

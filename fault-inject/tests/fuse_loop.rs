@@ -84,6 +84,7 @@ fn fault_case(test: &str, inject: impl Fn(&FuseDisk)) {
     let reopened = Drive::open(&device.path, DriveOptions::default()).expect("reopens");
     let recovered: Vec<(u64, Vec<u8>)> = reopened
         .iter_from(1)
+        .payloads()
         .collect::<Result<_, _>>()
         .expect("reads");
     assert_eq!(

@@ -76,6 +76,7 @@ fn appends_from_many_threads_are_acknowledged_in_order_and_replay(backend: Backe
     }
     let iterated: Vec<(u64, Vec<u8>)> = drive
         .iter_from(1)
+        .payloads()
         .collect::<Result<_, _>>()
         .expect("iterates");
     assert_eq!(iterated, acked);
@@ -91,6 +92,7 @@ fn appends_from_many_threads_are_acknowledged_in_order_and_replay(backend: Backe
     let reopened = ring.open_default();
     let replayed: Vec<(u64, Vec<u8>)> = reopened
         .iter_from(1)
+        .payloads()
         .collect::<Result<_, _>>()
         .expect("iterates");
     assert_eq!(replayed, acked);
@@ -221,7 +223,7 @@ fn iterating_from_a_trimmed_lsn_says_where_the_log_starts(backend: Backend) {
     let drive = ring.open_default();
     append_and_wait(&drive, 20, 100);
     drive.trim(10).expect("trims");
-    let mut from_trimmed = drive.iter_from(4);
+    let mut from_trimmed = drive.iter_from(4).payloads();
     assert_eq!(
         from_trimmed.next(),
         Some(Err(ReadError::Trimmed {
@@ -232,6 +234,7 @@ fn iterating_from_a_trimmed_lsn_says_where_the_log_starts(backend: Backend) {
     assert_eq!(from_trimmed.next(), None);
     let live: Vec<u64> = drive
         .iter_from(11)
+        .payloads()
         .map(|entry| entry.expect("live").0)
         .collect();
     assert_eq!(live, (11..=20).collect::<Vec<_>>());
@@ -468,7 +471,10 @@ fn damage_to_the_newest_entry_after_a_clean_close_is_corruption(backend: Backend
         "the close's marker covers LSN {last}"
     );
     // Flip a byte of the newest entry's payload.
-    ring.damage(ring.record_offset(last) + 64 + 10, |bytes| bytes[0] ^= 0x40);
+    ring.damage(
+        ring.record_offset(last) + sealog_wal::format::ENTRY_HEADER_SIZE as u64 + 10,
+        |bytes| bytes[0] ^= 0x40,
+    );
     match ring.replay() {
         Err(ReplayError::Corruption(corruption)) => assert_eq!(corruption.lsn, last),
         other => panic!("damage to acknowledged LSN {last} must be corruption: {other:?}"),
@@ -545,6 +551,7 @@ fn fail_stop(faults: FaultConfig) {
     let reopened = ring.open_default();
     let replayed: Vec<u64> = reopened
         .iter_from(1)
+        .payloads()
         .map(|entry| entry.expect("reads").0)
         .collect();
     assert!(

@@ -7,9 +7,9 @@
 //! Worked example, 4096-byte blocks, two 100-byte payloads:
 //!
 //! ```text
-//!  offset 0    record LSN 7: header (64) + payload (100)       ends at 164
-//!  offset 164  record LSN 8: header (64) + payload (100)       ends at 328
-//!  offset 328  padding:      header (64) + 3704 zero bytes     ends at 4096 = batch bytes
+//!  offset 0    record LSN 7: header (96) + payload (100)       ends at 196
+//!  offset 196  record LSN 8: header (96) + payload (100)       ends at 392
+//!  offset 392  padding:      header (96) + 3608 zero bytes     ends at 4096 = batch bytes
 //! ```
 //!
 //! Had the records ended 40 bytes short of the boundary (less than one header), those 40 bytes
@@ -17,7 +17,8 @@
 
 use crate::error::EncodeError;
 use crate::format::{
-    payload_crc, seal_entry_header, EntryHeader, Kind, Position, RingId, ENTRY_HEADER_SIZE,
+    payload_crc, seal_entry_header, EmbedderHeader, EntryHeader, Kind, Position, RingId,
+    ENTRY_HEADER_SIZE,
 };
 
 /// Everything a batch's headers share, fixed before the first record is added.
@@ -106,6 +107,11 @@ impl<'buf> BatchBuilder<'buf> {
         self.used_bytes
     }
 
+    /// Bytes still free for records (before padding).
+    pub fn free_bytes(&self) -> u32 {
+        self.start.capacity_bytes - self.used_bytes
+    }
+
     /// Bytes a record with this payload would take, header included.
     pub fn record_bytes(payload_len: usize) -> u64 {
         ENTRY_HEADER_SIZE as u64 + payload_len as u64
@@ -114,7 +120,17 @@ impl<'buf> BatchBuilder<'buf> {
     /// Adds a record and returns its LSN. A payload over the ring's limit is refused for good;
     /// [`EncodeError::BatchFull`] means "finish this batch and put it in the next one".
     pub fn push(&mut self, kind: Kind, payload: &[u8]) -> Result<u64, EncodeError> {
-        self.push_parts(kind, &[payload], payload_crc(payload))
+        self.push_parts(kind, EmbedderHeader::ZERO, &[payload], payload_crc(payload))
+    }
+
+    /// [`BatchBuilder::push`] with an embedder header.
+    pub fn push_with(
+        &mut self,
+        kind: Kind,
+        embedder: EmbedderHeader,
+        payload: &[u8],
+    ) -> Result<u64, EncodeError> {
+        self.push_parts(kind, embedder, &[payload], payload_crc(payload))
     }
 
     /// Adds a record whose payload is `parts` in order (copied straight into the batch, never
@@ -124,6 +140,7 @@ impl<'buf> BatchBuilder<'buf> {
     pub fn push_parts(
         &mut self,
         kind: Kind,
+        embedder: EmbedderHeader,
         parts: &[&[u8]],
         crc: u32,
     ) -> Result<u64, EncodeError> {
@@ -149,7 +166,7 @@ impl<'buf> BatchBuilder<'buf> {
         let index = self.records;
         // Checked above: payload_len is at most the payload limit, a u32.
         let payload_len = u32::try_from(payload_len).expect("payload below the u32 limit");
-        self.write_record(kind, lsn, index, payload_len, crc);
+        self.write_record(kind, embedder, (lsn, index), payload_len, crc);
         let mut offset = self.used_bytes as usize + ENTRY_HEADER_SIZE;
         let payload_start = offset;
         for part in parts {
@@ -167,7 +184,14 @@ impl<'buf> BatchBuilder<'buf> {
     }
 
     /// Writes a header with `batch bytes` still unknown (0); [`BatchBuilder::finish`] patches it.
-    fn write_record(&mut self, kind: Kind, lsn: u64, index: u32, len: u32, crc: u32) {
+    fn write_record(
+        &mut self,
+        kind: Kind,
+        embedder: EmbedderHeader,
+        (lsn, index): (u64, u32),
+        len: u32,
+        crc: u32,
+    ) {
         let offset = self.used_bytes as usize;
         let header = EntryHeader {
             kind,
@@ -183,6 +207,7 @@ impl<'buf> BatchBuilder<'buf> {
             },
             batch_bytes: 0,
             batch_index: index,
+            embedder,
         };
         header.encode_unsealed(self.start.ring_id, &mut self.buf[offset..]);
     }
@@ -202,7 +227,8 @@ impl<'buf> BatchBuilder<'buf> {
             debug_assert!(zeros.iter().all(|&byte| byte == 0));
             let crc = payload_crc(zeros);
             let next_lsn = self.start.first_lsn + u64::from(self.records);
-            self.write_record(Kind::Padding, next_lsn, self.records, padding_len, crc);
+            let at = (next_lsn, self.records);
+            self.write_record(Kind::Padding, EmbedderHeader::ZERO, at, padding_len, crc);
             self.used_bytes = bytes;
         }
         // Second pass: every header learns the batch's length, then gets its CRC.
@@ -251,10 +277,15 @@ mod tests {
         let mut from_whole = vec![0x11u8; 4 * 4096];
         let mut builder = BatchBuilder::new(&mut from_parts, start());
         builder
-            .push_parts(Kind::Data, &parts, payload_crc(&whole))
+            .push_parts(
+                Kind::Data,
+                EmbedderHeader::ZERO,
+                &parts,
+                payload_crc(&whole),
+            )
             .expect("fits");
         builder
-            .push_parts(Kind::Data, &[], payload_crc(&[]))
+            .push_parts(Kind::Data, EmbedderHeader::ZERO, &[], payload_crc(&[]))
             .expect("fits");
         let parted = builder.finish();
         let mut builder = BatchBuilder::new(&mut from_whole, start());
@@ -273,7 +304,7 @@ mod tests {
         let half = vec![1u8; 4001];
         let crc = payload_crc(&[half.as_slice(), half.as_slice()].concat());
         assert_eq!(
-            builder.push_parts(Kind::Data, &[&half, &half], crc),
+            builder.push_parts(Kind::Data, EmbedderHeader::ZERO, &[&half, &half], crc),
             Err(EncodeError::PayloadTooLarge {
                 payload_len: 8002,
                 payload_size_max_bytes: 8000

@@ -111,7 +111,7 @@
 //! `crc` is CRC32C seeded with the ring id, over the 64 bytes with the crc field zeroed.
 //! `first LSN` is the LSN of the first record of the first batch in this segment on this lap.
 //!
-//! # Entry header (64 bytes, in front of every record's payload)
+//! # Entry header (96 bytes, in front of every record's payload)
 //!
 //! ```text
 //!  0       4   6   7   8       12      16      20      24              32
@@ -123,9 +123,14 @@
 //!  |   watermark   |  lap  |segment|offset | batch | batch | ring  |
 //!  | (durable LSN) |       |       |       | bytes | index |  tag  |
 //!  +---------------+-------+-------+-------+-------+-------+-------+
+//!  64              72              80              88              96
+//!  +---------------+---------------+---------------+---------------+
+//!  |    log id     |    address    |     epoch     |     extra     |
+//!  +---------------+---------------+---------------+---------------+
+//!  \____________________ embedder header (32 bytes) ________________/
 //! ```
 //!
-//! - `hdr crc`: CRC32C seeded with the 16-byte ring id, over the 64 header bytes with this field
+//! - `hdr crc`: CRC32C seeded with the 16-byte ring id, over the 96 header bytes with this field
 //!   zeroed. It covers every field, the payload's length and CRC among them, and through the seed
 //!   the full ring identity: an entry of another ring never passes.
 //! - `pay crc`: CRC32C of the payload. `pay len` is at most the ring's payload limit.
@@ -140,6 +145,9 @@
 //!   first LSN is `LSN - batch index`.
 //! - `ring tag`: CRC32C of the ring id, so a record of another ring is named as such rather than
 //!   as a checksum failure.
+//! - `embedder header` (added in version 3): the layer above's own 32 bytes for the entry
+//!   ([`EmbedderHeader`]), zeros when it gives none. In the header, so under the header CRC
+//!   rather than the payload's: a damaged payload still names the embedder's record.
 //!
 //! Records follow each other without gaps inside a batch. The bytes after the last record up to
 //! the batch's end are a padding record when at least [`ENTRY_HEADER_SIZE`] bytes remain (its
@@ -148,8 +156,9 @@
 use crate::error::{GeometryError, SequenceExhausted};
 
 /// The format version this crate writes and the only one it reads. Version 2 added the tail
-/// hint to the control block; version 1 rings are refused (`ReplayError::UnsupportedVersion`).
-pub const FORMAT_VERSION: u16 = 2;
+/// hint to the control block, version 3 the embedder header to every entry header; rings of
+/// earlier versions are refused (`ReplayError::UnsupportedVersion` names both versions).
+pub const FORMAT_VERSION: u16 = 3;
 
 /// Magic of a control block: the bytes `SLGC`.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"SLGC");
@@ -256,8 +265,12 @@ const ENTRY_OFFSET_OFFSET: usize = ENTRY_SEGMENT_OFFSET + 4;
 const ENTRY_BATCH_BYTES_OFFSET: usize = ENTRY_OFFSET_OFFSET + 4;
 const ENTRY_BATCH_INDEX_OFFSET: usize = ENTRY_BATCH_BYTES_OFFSET + 4;
 const ENTRY_RING_TAG_OFFSET: usize = ENTRY_BATCH_INDEX_OFFSET + 4;
-/// Size of the header in front of every record: the per-entry overhead, in bytes.
-pub const ENTRY_HEADER_SIZE: usize = ENTRY_RING_TAG_OFFSET + 4;
+const ENTRY_EMBEDDER_OFFSET: usize = ENTRY_RING_TAG_OFFSET + 4;
+/// Size of the embedder header every record carries (four little-endian u64 words).
+pub const EMBEDDER_HEADER_SIZE: usize = 32;
+/// Size of the header in front of every record (the engine's 64 bytes and the embedder's
+/// 32): the per-entry overhead, in bytes.
+pub const ENTRY_HEADER_SIZE: usize = ENTRY_EMBEDDER_OFFSET + EMBEDDER_HEADER_SIZE;
 
 const _: () = assert!(CONTROL_SIZE == 176);
 const _: () = assert!(CONTROL_SYNC_METHOD_OFFSET == 120);
@@ -266,7 +279,8 @@ const _: () = assert!(CONTROL_SYNC_METHOD_OFFSET < CONTROL_SIZE_V1_BEFORE_SYNC);
 const _: () = assert!(CONTROL_SIZE_V1_BEFORE_SYNC < CONTROL_SIZE_V1);
 const _: () = assert!(CONTROL_SIZE_V1 < CONTROL_SIZE);
 const _: () = assert!(SEGMENT_HEADER_SIZE == 64);
-const _: () = assert!(ENTRY_HEADER_SIZE == 64);
+const _: () = assert!(ENTRY_EMBEDDER_OFFSET == 64);
+const _: () = assert!(ENTRY_HEADER_SIZE == 96);
 const _: () = assert!(CONTROL_SIZE <= BLOCK_SIZE_MIN_BYTES as usize);
 const _: () = assert!(BLOCK_SIZE_MIN_BYTES.is_power_of_two());
 const _: () = assert!(BLOCK_SIZE_MAX_BYTES.is_power_of_two());
@@ -1075,7 +1089,7 @@ impl SegmentHeader {
     }
 }
 
-/// A decoded entry header: every field of the 64 bytes but the checksums, which decoding checks.
+/// A decoded entry header: every field of the 96 bytes but the checksums, which decoding checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryHeader {
     /// The record's kind.
@@ -1096,12 +1110,15 @@ pub struct EntryHeader {
     pub batch_bytes: u32,
     /// The record's index within its batch.
     pub batch_index: u32,
+    /// The embedder's header: theirs, carried and checked (the header CRC covers it), never
+    /// interpreted.
+    pub embedder: EmbedderHeader,
 }
 
 /// Why an entry header was not accepted, in the order the checks run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HeaderDefect {
-    /// All 64 bytes are zero: nothing was written here.
+    /// All 96 bytes are zero: nothing was written here.
     Zeroed,
     /// No entry magic.
     Magic,
@@ -1123,7 +1140,7 @@ impl EntryHeader {
         self.lsn.wrapping_sub(u64::from(self.batch_index))
     }
 
-    /// Bytes of this record: header plus payload.
+    /// Bytes of this record: header (the embedder's included) plus payload.
     pub fn record_bytes(&self) -> u64 {
         ENTRY_HEADER_SIZE as u64 + u64::from(self.payload_len)
     }
@@ -1154,6 +1171,7 @@ impl EntryHeader {
         put_u32(header, ENTRY_BATCH_BYTES_OFFSET, self.batch_bytes);
         put_u32(header, ENTRY_BATCH_INDEX_OFFSET, self.batch_index);
         put_u32(header, ENTRY_RING_TAG_OFFSET, ring_id.tag());
+        header[ENTRY_EMBEDDER_OFFSET..ENTRY_HEADER_SIZE].copy_from_slice(&self.embedder.to_bytes());
     }
 
     /// Decodes the header at the start of `buf` and checks its integrity and identity: magic,
@@ -1195,7 +1213,58 @@ impl EntryHeader {
             },
             batch_bytes: get_u32(header, ENTRY_BATCH_BYTES_OFFSET),
             batch_index: get_u32(header, ENTRY_BATCH_INDEX_OFFSET),
+            embedder: EmbedderHeader::from_bytes(&header[ENTRY_EMBEDDER_OFFSET..]),
         })
+    }
+}
+
+/// The embedder's header of an entry: 32 bytes that the layer above sealog gives each entry
+/// and gets back from reads, iterators and recovery, as four little-endian 64-bit words. It
+/// lies in the entry header, so the header CRC covers it and the payload's does not: when a
+/// payload is damaged, the layer above can still tell which of its records it was (a ledger's
+/// id and entry id, a stream's extent and offset). sealog never interprets it. The field
+/// names are a convention for log servers; any use of the 32 bytes is the embedder's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EmbedderHeader {
+    /// Which of the embedder's logs the entry belongs to (a ledger, a stream, a raft group).
+    pub log_id: u64,
+    /// The entry's address in that log (an entry id, a byte offset, a raft index).
+    pub address: u64,
+    /// The epoch, term or fencing token it was written under.
+    pub epoch: u64,
+    /// A fourth word, for whatever else the embedder needs (flags, a checksum of its own).
+    pub extra: u64,
+}
+
+impl EmbedderHeader {
+    /// All zeros: what entries appended without an embedder header carry.
+    pub const ZERO: EmbedderHeader = EmbedderHeader {
+        log_id: 0,
+        address: 0,
+        epoch: 0,
+        extra: 0,
+    };
+
+    /// The header's bytes as they are stored.
+    pub fn to_bytes(&self) -> [u8; EMBEDDER_HEADER_SIZE] {
+        let mut bytes = [0u8; EMBEDDER_HEADER_SIZE];
+        for (at, word) in [self.log_id, self.address, self.epoch, self.extra]
+            .into_iter()
+            .enumerate()
+        {
+            put_u64(&mut bytes, at * 8, word);
+        }
+        bytes
+    }
+
+    /// Decodes the header from its stored bytes (at least [`EMBEDDER_HEADER_SIZE`]).
+    pub fn from_bytes(bytes: &[u8]) -> EmbedderHeader {
+        EmbedderHeader {
+            log_id: get_u64(bytes, 0),
+            address: get_u64(bytes, 8),
+            epoch: get_u64(bytes, 16),
+            extra: get_u64(bytes, 24),
+        }
     }
 }
 

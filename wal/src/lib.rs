@@ -34,7 +34,8 @@ pub use batch::{BatchBuilder, BatchStart, EncodedBatch};
 pub use disk::SimDisk;
 pub use error::{EncodeError, GeometryError, ReplayError, RingFull, SequenceExhausted};
 pub use format::{
-    ControlBlock, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader, TailHint,
+    ControlBlock, EmbedderHeader, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader,
+    TailHint,
 };
 pub use layout::{BatchSlot, WriteCursor};
 pub use recovery::{plan, PlanError, RecoveryPlan, Step, TailMarker};

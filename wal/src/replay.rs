@@ -52,9 +52,10 @@ use std::io;
 use crate::decision::{decide, Decision, Facts, ROWS};
 use crate::error::ReplayError;
 use crate::format::{
-    ControlBlock, ControlDefect, EntryHeader, Geometry, Kind, Position, RingId, SegmentDefect,
-    SegmentHeader, TailHint, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES, BLOCK_SIZE_MIN_BYTES,
-    CONTROL_COPIES, CONTROL_SEQUENCE_LIMIT, ENTRY_HEADER_SIZE, ENTRY_MAGIC, FORMAT_VERSION,
+    ControlBlock, ControlDefect, EmbedderHeader, EntryHeader, Geometry, Kind, Position, RingId,
+    SegmentDefect, SegmentHeader, TailHint, BATCH_SIZE_LIMIT_BYTES, BLOCK_SIZE_MAX_BYTES,
+    BLOCK_SIZE_MIN_BYTES, CONTROL_COPIES, CONTROL_SEQUENCE_LIMIT, ENTRY_HEADER_SIZE, ENTRY_MAGIC,
+    FORMAT_VERSION,
 };
 use crate::layout::WriteCursor;
 use crate::source::RingSource;
@@ -601,6 +602,8 @@ pub struct Entry<'a> {
     pub lsn: u64,
     /// Its kind (never padding).
     pub kind: Kind,
+    /// The embedder's header (checked with the entry header).
+    pub embedder: EmbedderHeader,
     /// Its payload, checked against its CRC.
     pub payload: &'a [u8],
     /// Where its header lies.
@@ -899,6 +902,8 @@ pub struct RecoveredEntry {
     pub lsn: u64,
     /// Its kind (never padding).
     pub kind: Kind,
+    /// The embedder's header (checked with the entry header).
+    pub embedder: EmbedderHeader,
     /// Its payload, checked against its CRC.
     pub payload: Vec<u8>,
     /// Where its header lies.
@@ -965,6 +970,7 @@ impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
                                 batch.push_back(RecoveredEntry {
                                     lsn: entry.lsn,
                                     kind: entry.kind,
+                                    embedder: entry.embedder,
                                     payload: entry.payload.to_vec(),
                                     position: entry.position,
                                     batch: entry.batch,
@@ -2107,6 +2113,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             each(&Entry {
                 lsn: record.lsn,
                 kind: record.kind,
+                embedder: record.embedder,
                 payload: record.payload,
                 position: record.position,
                 batch: cursor,

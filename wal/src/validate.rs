@@ -23,7 +23,7 @@
 use std::ops::Range;
 
 use crate::format::{
-    EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId, ENTRY_HEADER_SIZE,
+    EmbedderHeader, EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId, ENTRY_HEADER_SIZE,
 };
 use crate::replay::Check;
 
@@ -95,6 +95,8 @@ pub struct CheckedRecord<'b> {
     pub lsn: u64,
     /// Its kind (never padding).
     pub kind: Kind,
+    /// The embedder's header (checked with the entry header).
+    pub embedder: EmbedderHeader,
     /// Its payload (checked against its CRC).
     pub payload: &'b [u8],
     /// Where the payload lies within the batch's bytes.
@@ -174,6 +176,7 @@ impl<'b> Iterator for CheckedRecords<'b> {
         Some(CheckedRecord {
             lsn: header.lsn,
             kind: header.kind,
+            embedder: header.embedder,
             payload: &bytes[start..end],
             payload_range: start..end,
             position: header.position,
@@ -254,6 +257,7 @@ pub fn check_record<'b>(
     Ok(CheckedRecord {
         lsn: header.lsn,
         kind: header.kind,
+        embedder: header.embedder,
         payload,
         payload_range,
         position: header.position,

@@ -4,9 +4,10 @@
 
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::{
-    ControlBlock, ControlDefect, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader,
-    SyncChoice, SyncMeasurement, SyncMethod, TailHint, CONTROL_SIZE, CONTROL_SIZE_V1,
-    CONTROL_SIZE_V1_BEFORE_SYNC, ENTRY_HEADER_SIZE, FORMAT_VERSION, SEGMENT_HEADER_SIZE,
+    ControlBlock, ControlDefect, EmbedderHeader, EntryHeader, Geometry, Kind, Position, RingId,
+    SegmentHeader, SyncChoice, SyncMeasurement, SyncMethod, TailHint, CONTROL_SIZE,
+    CONTROL_SIZE_V1, CONTROL_SIZE_V1_BEFORE_SYNC, ENTRY_HEADER_SIZE, FORMAT_VERSION,
+    SEGMENT_HEADER_SIZE,
 };
 
 fn hex(bytes: &[u8]) -> String {
@@ -126,7 +127,7 @@ fn every_sync_choice_round_trips_through_the_control_block() {
 /// flipped in one is damage.
 #[test]
 fn a_version_1_control_block_is_another_version_not_damage() {
-    assert_eq!(FORMAT_VERSION, 2);
+    assert_eq!(FORMAT_VERSION, 3);
     for (golden, size) in [
         (GOLDEN_CONTROL_V1, CONTROL_SIZE_V1),
         (GOLDEN_CONTROL_V1_BEFORE_SYNC, CONTROL_SIZE_V1_BEFORE_SYNC),
@@ -146,14 +147,30 @@ fn a_version_1_control_block_is_another_version_not_damage() {
             );
         }
         // A block of this version's layout that only covers a version 1 size is not one of
-        // this version: claiming version 2 does not make it so.
-        let mut claims_2 = block.clone();
-        claims_2[4..6].copy_from_slice(&2u16.to_le_bytes());
-        claims_2[8..12].fill(0);
-        let crc = crc32c::crc32c(&claims_2[..size]);
-        claims_2[8..12].copy_from_slice(&crc.to_le_bytes());
-        assert_eq!(ControlBlock::decode(&claims_2), Err(ControlDefect::Crc));
+        // this version: claiming this version does not make it so.
+        let mut claims_current = block.clone();
+        claims_current[4..6].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        claims_current[8..12].fill(0);
+        let crc = crc32c::crc32c(&claims_current[..size]);
+        claims_current[8..12].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(
+            ControlBlock::decode(&claims_current),
+            Err(ControlDefect::Crc)
+        );
     }
+}
+
+/// A version 2 control block (entries without the embedder header) is an intact block of
+/// another version: the ring is refused naming both versions, never read as this version's.
+#[test]
+fn a_version_2_control_block_is_another_version_not_damage() {
+    let mut block = vec![0u8; 4096];
+    let old = unhex(GOLDEN_CONTROL_V2);
+    block[..old.len()].copy_from_slice(&old);
+    assert_eq!(ControlBlock::decode(&block), Err(ControlDefect::Version(2)));
+    let mut damaged = block.clone();
+    damaged[0x18] ^= 1;
+    assert_eq!(ControlBlock::decode(&damaged), Err(ControlDefect::Crc));
 }
 
 /// The tail hint round-trips, and a limit that names no place of the ring is no limit.
@@ -269,6 +286,12 @@ fn entry_header_bytes_are_pinned() {
         },
         batch_bytes: 4096,
         batch_index: 0,
+        embedder: EmbedderHeader {
+            log_id: 0x0102_0304_0506_0708,
+            address: 42,
+            epoch: 7,
+            extra: u64::MAX,
+        },
     };
     let mut bytes = [0u8; ENTRY_HEADER_SIZE];
     header.encode(ring_id(), &mut bytes);
@@ -303,23 +326,33 @@ fn a_batch_is_records_then_padding_to_the_block() {
         (batch.bytes, batch.records, batch.last_lsn()),
         (4096, 2, Some(1235))
     );
-    // Record 1: header + "hello"; record 2 at 69: header only; padding at 133 to the end.
+    // Record 1: header + "hello"; record 2 at 101: header only; padding at 197 to the end.
     assert_eq!(
-        hex(&buf[..133 + ENTRY_HEADER_SIZE]),
+        hex(&buf[..197 + ENTRY_HEADER_SIZE]),
         GOLDEN_BATCH_PREFIX,
         "batch changed"
     );
     assert!(
-        buf[133 + ENTRY_HEADER_SIZE..].iter().all(|&byte| byte == 0),
+        buf[197 + ENTRY_HEADER_SIZE..].iter().all(|&byte| byte == 0),
         "padding is zeros"
     );
-    let padding = EntryHeader::decode(ring_id(), &buf[133..]).expect("padding header");
+    let padding = EntryHeader::decode(ring_id(), &buf[197..]).expect("padding header");
     assert_eq!(padding.kind, Kind::Padding);
     assert_eq!((padding.lsn, padding.batch_index), (1236, 2));
-    assert_eq!(padding.payload_len as usize, 4096 - 133 - ENTRY_HEADER_SIZE);
+    assert_eq!(padding.payload_len as usize, 4096 - 197 - ENTRY_HEADER_SIZE);
 }
 
 const GOLDEN_CONTROL: &str = concat!(
+    "534c4743030000009a31cdc60300000007000000000000000011223344556677",
+    "8899aabbccddeeff001000000800000000001000000000000000010004000000",
+    "0000040000000000290000000000000028000000000000000200000005000000",
+    "0020000002000000020000000600000000300000030000000201010a00200000",
+    "200008009600000090010000640000002c010000020000000700000000500000",
+    "03000000000000000000000000000000",
+);
+/// The same control block as version 2 wrote it (the same layout: only the version and the
+/// CRC differ; version 3 changed the entry header).
+const GOLDEN_CONTROL_V2: &str = concat!(
     "534c47430200000057398b030300000007000000000000000011223344556677",
     "8899aabbccddeeff001000000800000000001000000000000000010004000000",
     "0000040000000000290000000000000028000000000000000200000005000000",
@@ -343,19 +376,23 @@ const GOLDEN_CONTROL_V1_BEFORE_SYNC: &str = concat!(
     "0020000002000000020000000600000000300000030000000000000000000000",
 );
 const GOLDEN_SEGMENT: &str = concat!(
-    "534c475302000000aee23313050000000200000003000000d204000000000000",
+    "534c475303000000f5468866050000000200000003000000d204000000000000",
     "00112233445566778899aabbccddeeff00000000000000000000000000000000",
 );
 const GOLDEN_ENTRY: &str = concat!(
-    "534c474502000100c536c12b050000004cbb719a03000000d204000000000000",
+    "534c4745030001008c671eef050000004cbb719a03000000d204000000000000",
     "b004000000000000020000000500000000200000001000000000000082e9df48",
+    "08070605040302012a000000000000000700000000000000ffffffffffffffff",
 );
 const GOLDEN_BATCH_PREFIX: &str = concat!(
-    "534c474502000100c536c12b050000004cbb719a03000000d204000000000000",
+    "534c474503000100488cba88050000004cbb719a03000000d204000000000000",
     "b004000000000000020000000500000000200000001000000000000082e9df48",
-    "68656c6c6f534c47450200010071788f00000000000000000003000000d30400",
-    "0000000000b00400000000000002000000050000004520000000100000010000",
-    "0082e9df48534c4745020002006174d84d3b0f000052ec5f5503000000d40400",
-    "0000000000b00400000000000002000000050000008520000000100000020000",
-    "0082e9df48",
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "68656c6c6f534c474503000100f30f132b000000000000000003000000d30400",
+    "0000000000b00400000000000002000000050000006520000000100000010000",
+    "0082e9df48000000000000000000000000000000000000000000000000000000",
+    "0000000000534c47450300020079f14440db0e0000560cedc003000000d40400",
+    "0000000000b0040000000000000200000005000000c520000000100000020000",
+    "0082e9df48000000000000000000000000000000000000000000000000000000",
+    "0000000000",
 );

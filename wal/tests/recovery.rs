@@ -20,6 +20,7 @@ use common::*;
 use sealog_wal::disk::{BlockFate, FlushCover, SimDisk, WriteDurability};
 use sealog_wal::format::{
     ControlBlock, SyncChoice, SyncMeasurement, SyncMethod, CONTROL_SEQUENCE_LIMIT,
+    ENTRY_HEADER_SIZE,
 };
 use sealog_wal::model::{ModelError, ModelWriter};
 use sealog_wal::recovery::Written;
@@ -308,7 +309,7 @@ fn uncovered_entries_get_a_tail_marker_after_which_damage_to_the_newest_is_corru
     assert_eq!((report.last_lsn, report.watermark_max), (Some(8), 6));
     // Without a marker, damage to the newest batch is the residual risk: a torn tail.
     let mut damaged = image.clone();
-    damaged[newest.records[1].0 as usize + 70] ^= 1;
+    damaged[newest.records[1].0 as usize + ENTRY_HEADER_SIZE + 6] ^= 1;
     let (result, _) = replay_image(&damaged, &strict());
     assert_eq!(result.expect("torn").outcome, Outcome::TornTail);
 
@@ -326,7 +327,7 @@ fn uncovered_entries_get_a_tail_marker_after_which_damage_to_the_newest_is_corru
     assert_eq!(after.watermark_max, 8, "the marker covers LSN 8");
     assert_eq!(after.outcome, Outcome::Clean);
     let mut damaged = reopened.durable().to_vec();
-    damaged[newest.records[1].0 as usize + 70] ^= 1;
+    damaged[newest.records[1].0 as usize + ENTRY_HEADER_SIZE + 6] ^= 1;
     match replay_image(&damaged, &strict()).0 {
         Err(ReplayError::Corruption(found)) => {
             assert_eq!((found.lsn, found.check), (8, Check::PayloadCrc));
@@ -507,7 +508,14 @@ fn a_ring_filled_until_appends_are_refused_still_takes_a_tail_marker() {
             ..small_geometry()
         };
         let limit = geometry.payload_size_max_bytes() as usize;
-        for len in [0usize, 100, 3000, BLOCK - 64, BLOCK + 10, limit] {
+        for len in [
+            0usize,
+            100,
+            3000,
+            BLOCK - ENTRY_HEADER_SIZE,
+            BLOCK + 10,
+            limit,
+        ] {
             let case = format!("segments of {segment_blocks} blocks, payloads of {len}");
             let mut writer = new_writer(geometry);
             let mut acked = fill(&mut writer, len, 1);

@@ -33,9 +33,10 @@ mod common;
 
 use common::*;
 use sealog_wal::format::{
-    ControlBlock, Position, CONTROL_SEQUENCE_LIMIT, CONTROL_SIZE, WINDOW_BATCHES_LIMIT,
+    ControlBlock, Position, CONTROL_SEQUENCE_LIMIT, CONTROL_SIZE, ENTRY_HEADER_SIZE,
+    WINDOW_BATCHES_LIMIT,
 };
-use sealog_wal::fuzz::{case_seed, run_case, Bases, CaseResult, Choices, ModelCheck};
+use sealog_wal::fuzz::{case_seed, run_case, Bases, CaseResult, Choices};
 use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::recovery::Written;
 use sealog_wal::{
@@ -152,15 +153,15 @@ fn an_intact_copy_of_another_version_refuses_the_ring() {
     };
     let at = future.copy() as usize * BLOCK;
     future.encode(&mut image[at..at + BLOCK]);
-    image[at + 4..at + 6].copy_from_slice(&3u16.to_le_bytes());
+    image[at + 4..at + 6].copy_from_slice(&4u16.to_le_bytes());
     image[at + 8..at + 12].fill(0);
     let crc = crc32c::crc32c(&image[at..at + CONTROL_SIZE]);
     image[at + 8..at + 12].copy_from_slice(&crc.to_le_bytes());
     assert!(matches!(
         replay_image(&image, &strict()).0,
         Err(ReplayError::UnsupportedVersion {
-            found: 3,
-            supported: 2
+            found: 4,
+            supported: 3
         })
     ));
 }
@@ -244,7 +245,7 @@ fn the_model_keeps_its_window_counting_segment_headers() {
     };
     let mut writer = new_writer(geometry);
     for _ in 0..4 {
-        append(&mut writer, 1, 2 * BLOCK - 64, 1);
+        append(&mut writer, 1, 2 * BLOCK - ENTRY_HEADER_SIZE, 1);
         let pending: u64 = writer
             .pending()
             .iter()
@@ -525,14 +526,17 @@ fn the_next_incarnation_is_above_every_floor_the_control_block_sets() {
     assert_eq!((entries.len(), again.next_lsn), (0, 1));
 }
 
-/// The fuzzer's case itself, rebuilt by the harness: a stale block breaks the first live batch
-/// (LSN 111's watermark says LSN 106 was acknowledged), a data block copied over segment 1's
-/// header and then over control copy 0 makes replay read the older copy (whose head lags a
-/// segment behind), and a record in segment 1 beyond that head's reach was crafted with
-/// incarnation u32::MAX. The truncating open's writer cut with nothing live; the next open
-/// probed on into segment 1 and took that record's watermark for proof of a loss. Now the
-/// first open probes as far and finds it: no incarnation is left above it, so a writer's open
-/// is refused with a typed error (the model check's `Refused`), never a second open that fails.
+/// The fuzzer's case itself, as the harness built it for format version 2: a stale block broke
+/// the first live batch (LSN 111's watermark said LSN 106 was acknowledged), a data block
+/// copied over segment 1's header and then over control copy 0 made replay read the older copy
+/// (whose head lagged a segment behind), and a record in segment 1 beyond that head's reach was
+/// crafted with incarnation u32::MAX. The truncating open's writer cut with nothing live; the
+/// next open probed on into segment 1 and took that record's watermark for proof of a loss.
+/// Now the first open probes as far and finds it: no incarnation is left above it, so a
+/// writer's open is refused with a typed error, never a second open that fails. Version 3's
+/// larger entry header moves the records, so the same seed now draws other mutations (the
+/// scenario itself is rebuilt by hand in `a_cut_that_leaves_nothing_live_probes_as_far_as_the_next_open_reads`); the
+/// case still must pass the model check.
 #[test]
 fn fuzz_case_296730_of_seed_20261130_is_recovered_idempotently_or_refused() {
     let seed = 20_261_130;
@@ -541,15 +545,8 @@ fn fuzz_case_296730_of_seed_20261130_is_recovered_idempotently_or_refused() {
         &mut Choices::from_seed(case_seed(seed, 296_730)),
     );
     assert_eq!(case.base, "workload 719641491313560711");
-    assert_eq!(
-        format!("{:?}", case.mutations),
-        "[StaleBlock { block: 6, snapshot: 4 }, EntryHeader { ring_offset: 114688, edits: \
-         [(Incarnation, 4294967295)] }, DuplicateBlock { from: 32, to: 18 }, DuplicateBlock { \
-         from: 18, to: 0 }]",
-        "the harness rebuilds the case the fuzzer found"
-    );
     match case.result {
-        CaseResult::Passed(observed) => assert_eq!(observed.model, ModelCheck::Refused),
+        CaseResult::Passed(_) => {}
         other => panic!("{other:?}"),
     }
 }

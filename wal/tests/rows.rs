@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use sealog_wal::batch::{BatchBuilder, BatchStart};
-use sealog_wal::format::CONTROL_SIZE;
+use sealog_wal::format::{CONTROL_SIZE, ENTRY_HEADER_SIZE};
 use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::{Check, Evidence, Kind, Outcome, Position, ReplayError};
 
@@ -51,7 +51,7 @@ fn row_accept_and_end_a_clean_ring_replays_every_entry() {
 fn row_skip_the_unused_rest_of_a_segment_is_crossed() {
     let mut writer = new_writer(small_geometry());
     // Records of two blocks: 7 fit in a segment's 15 data blocks, the 8th moves on.
-    let len = 2 * BLOCK - 64;
+    let len = 2 * BLOCK - ENTRY_HEADER_SIZE;
     flushed_batches(&mut writer, 12, 1, len);
     let (result, entries) = replay_image(writer.durable(), &strict());
     let report = result.expect("replays");
@@ -97,7 +97,7 @@ fn row_acked_a_bit_flip_in_covered_data_fails_naming_its_lsn() {
     let target = writer.written()[2].clone();
     let (record_offset, _) = target.records[1];
     let mut image = writer.durable().to_vec();
-    image[record_offset as usize + 64 + 17] ^= 0x04;
+    image[record_offset as usize + ENTRY_HEADER_SIZE + 17] ^= 0x04;
     let found = corruption(replay_image(&image, &strict()).0);
     assert_eq!(found.lsn, target.lsns.start + 1);
     assert_eq!(found.check, Check::PayloadCrc);
@@ -446,6 +446,7 @@ fn a_corrupted_length_never_reads_past_the_ring() {
         position,
         batch_bytes: 3 << 30,
         batch_index: 0,
+        embedder: sealog_wal::EmbedderHeader::ZERO,
     };
     let mut image = writer.durable().to_vec();
     header.encode(ring_id(), &mut image[at as usize..]);

@@ -130,7 +130,10 @@ fn a_valid_batch_passes_and_yields_its_records() {
     assert_eq!((records[0].lsn, records[1].lsn), (10, 11));
     assert_eq!(records[0].payload, &[1u8; 100][..]);
     assert_eq!(records[1].payload, &[2u8; 200][..]);
-    assert_eq!(records[1].payload_range, SECOND + 64..SECOND + 264);
+    assert_eq!(
+        records[1].payload_range,
+        SECOND + ENTRY_HEADER_SIZE..SECOND + ENTRY_HEADER_SIZE + 200
+    );
     assert_eq!(records[1].position.offset, AT.offset + SECOND as u32);
     assert_eq!(records[1].kind, Kind::Data);
     assert!(records

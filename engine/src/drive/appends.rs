@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use sealog_wal::batch::{BatchBuilder, BatchStart, EncodedBatch};
-use sealog_wal::format::{payload_crc, ENTRY_HEADER_SIZE};
+use sealog_wal::format::{payload_crc, EmbedderHeader, ENTRY_HEADER_SIZE};
 use sealog_wal::layout::BatchSlot;
 use sealog_wal::{EncodeError, Kind, Position};
 
 use super::buffers::Lane;
-use super::cache::CachedPayload;
+use super::cache::{CachedEntry, CachedPayload};
 use super::core::DriveCore;
 use super::index::{IndexedBatch, RecordSpan};
 use super::op::Op;
@@ -88,24 +88,66 @@ pub(super) fn parts_crc(parts: &[&[u8]]) -> u32 {
         .fold(0, |crc, part| crc32c::crc32c_append(crc, part))
 }
 
-/// An append waiting for a batch.
-pub(super) struct QueuedAppend {
+/// One record of an append: its kind, the embedder's header, and its payload with the CRC the
+/// client computed.
+pub(super) struct QueuedRecord {
     pub(super) kind: Kind,
+    pub(super) header: EmbedderHeader,
     pub(super) payload: Payload,
-    pub(super) payload_len: usize,
     /// CRC32C of the payload, computed by the client.
     pub(super) payload_crc: u32,
+}
+
+impl QueuedRecord {
+    /// Bytes the record takes in a batch, its header included.
+    pub(super) fn bytes_in_batch(&self) -> u64 {
+        self.payload.len() as u64 + ENTRY_HEADER_SIZE as u64
+    }
+}
+
+/// The records of one append: one, or an all-or-nothing group that goes into one batch (a
+/// single record needs no allocation).
+pub(super) enum Records {
+    One(QueuedRecord),
+    Group(Vec<QueuedRecord>),
+}
+
+impl Records {
+    /// The records, in LSN order.
+    pub(super) fn as_slice(&self) -> &[QueuedRecord] {
+        match self {
+            Records::One(record) => std::slice::from_ref(record),
+            Records::Group(records) => records,
+        }
+    }
+
+    /// The records, given away in LSN order.
+    fn into_records(self) -> impl Iterator<Item = QueuedRecord> {
+        let (one, group) = match self {
+            Records::One(record) => (Some(record), Vec::new()),
+            Records::Group(records) => (None, records),
+        };
+        one.into_iter().chain(group)
+    }
+
+    /// Bytes the records take in a batch, headers included.
+    pub(super) fn bytes_in_batch(&self) -> u64 {
+        self.as_slice()
+            .iter()
+            .map(QueuedRecord::bytes_in_batch)
+            .sum()
+    }
+}
+
+/// An append waiting for a batch: one record or a group, with one ticket.
+pub(super) struct QueuedAppend {
+    pub(super) records: Records,
+    /// Bytes its records take in a batch, headers included.
+    pub(super) bytes_in_batch: u64,
     pub(super) completer: TicketCompleter,
     /// When the client asked: a full ring's `WhenFull::Wait` counts from here, per append, and
     /// the handoff's latency ends when the batch carrying it is submitted.
     pub(super) queued_at: Instant,
-}
-
-impl QueuedAppend {
-    /// Bytes a payload takes in a batch, its header included.
-    pub(super) fn bytes_in_batch(payload_len: usize) -> u64 {
-        payload_len as u64 + ENTRY_HEADER_SIZE as u64
-    }
 }
 
 /// What a batch in flight carries.
@@ -167,24 +209,31 @@ struct Encoded {
     payload_bytes: u64,
 }
 
-/// Pushes queued appends into `builder` while they fit, oldest first: how many went in, and
-/// their payload bytes. Every append was checked when it was queued, so the batch filling up is
-/// the only reason to stop.
+/// Pushes queued appends into `builder` while they fit whole, oldest first: how many went in,
+/// and their payload bytes. A group goes in whole or waits for the next batch (its records
+/// share a batch, so recovery returns all of them or none). Every append was checked when it
+/// was queued (a group is within the batch limit), so the batch filling up is the only reason
+/// to stop.
 fn push_queued(builder: &mut BatchBuilder<'_>, queue: &VecDeque<QueuedAppend>) -> (usize, u64) {
     let mut appends = 0usize;
     let mut payload_bytes = 0u64;
     for append in queue {
-        let pushed = append
-            .payload
-            .with_parts(|parts| builder.push_parts(append.kind, parts, append.payload_crc));
-        match pushed {
-            Ok(_) => {
-                appends += 1;
-                payload_bytes += append.payload_len as u64;
-            }
-            Err(EncodeError::BatchFull { .. }) => break,
-            Err(error) => unreachable!("appends are checked when queued: {error}"),
+        if append.bytes_in_batch > u64::from(builder.free_bytes()) {
+            break;
         }
+        for record in append.records.as_slice() {
+            let pushed = record.payload.with_parts(|parts| {
+                builder.push_parts(record.kind, record.header, parts, record.payload_crc)
+            });
+            match pushed {
+                Ok(_) => payload_bytes += record.payload.len() as u64,
+                Err(error @ EncodeError::BatchFull { .. }) => {
+                    unreachable!("the append's bytes were checked against the room: {error}")
+                }
+                Err(error) => unreachable!("appends are checked when queued: {error}"),
+            }
+        }
+        appends += 1;
     }
     (appends, payload_bytes)
 }
@@ -259,7 +308,7 @@ impl<B: IoBackend> DriveCore<B> {
                 break;
             }
             let append = self.queue.pop_front().expect("the front exists");
-            self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload_len);
+            self.queued_bytes -= append.bytes_in_batch;
             append
                 .completer
                 .complete(Err(AppendError::RingFull { next_lsn }));
@@ -417,16 +466,24 @@ impl<B: IoBackend> DriveCore<B> {
                 .record((idle_gap.as_micros() as u64).max(1));
         }
         for append in self.queue.drain(..appends) {
-            self.queued_bytes -= QueuedAppend::bytes_in_batch(append.payload_len);
+            self.queued_bytes -= append.bytes_in_batch;
             let handoff = now.saturating_duration_since(append.queued_at);
             let _ = self
                 .enqueue_to_submit_us
                 .record((handoff.as_micros() as u64).max(1));
-            // Checked when queued: a payload is within the ring's limit, a u32.
-            let payload_len = u32::try_from(append.payload_len).expect("within the limit");
-            let kept = append.payload.copied();
-            self.waiters.push_back(append.completer);
-            self.inflight_payloads.push_back((payload_len, kept));
+            let mut records = 0u64;
+            for record in append.records.into_records() {
+                // Checked when queued: a payload is within the ring's limit, a u32.
+                let payload_len = u32::try_from(record.payload.len()).expect("within the limit");
+                let kept = record.payload.copied().map(|payload| CachedEntry {
+                    kind: record.kind,
+                    header: record.header,
+                    payload,
+                });
+                self.inflight_payloads.push_back((payload_len, kept));
+                records += 1;
+            }
+            self.waiters.push_back((append.completer, records));
         }
     }
 
@@ -581,11 +638,17 @@ impl<B: IoBackend> DriveCore<B> {
             self.lsn_durable = batch.next_lsn - 1;
             self.view.publish_durable(self.lsn_durable);
             let records = batch.next_lsn - batch.first_lsn;
-            acknowledged += records;
-            for lsn in batch.first_lsn..batch.next_lsn {
-                let completer = self.waiters.pop_front().expect("a ticket per record");
+            // One ticket per append, a group's with its first LSN: every append lies whole
+            // in one batch.
+            let mut lsn = batch.first_lsn;
+            while lsn < batch.next_lsn {
+                let (completer, count) = self.waiters.pop_front().expect("a ticket per append");
                 completer.complete(Ok(lsn));
+                lsn += count;
+                // The writers just answered, who come straight back in a closed loop.
+                acknowledged += 1;
             }
+            debug_assert_eq!(lsn, batch.next_lsn, "appends lie whole in a batch");
             self.appends += records;
             self.payload_bytes += batch.payload_bytes;
             self.batches += 1;

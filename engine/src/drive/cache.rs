@@ -16,6 +16,10 @@ use std::collections::VecDeque;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
+use sealog_wal::format::EmbedderHeader;
+use sealog_wal::Kind;
+
+use super::entry::LogEntry;
 
 /// Bytes charged per cached entry besides its payload's allocation (its slot and the
 /// allocator's header, roughly).
@@ -45,6 +49,29 @@ impl CachedPayload {
     }
 }
 
+/// An entry the cache holds: its kind and embedder header, and the payload the client handed
+/// over.
+pub(crate) struct CachedEntry {
+    pub(crate) kind: Kind,
+    pub(crate) header: EmbedderHeader,
+    pub(crate) payload: CachedPayload,
+}
+
+impl CachedEntry {
+    fn charge(&self) -> u64 {
+        self.payload.charge()
+    }
+
+    fn to_entry(&self, lsn: u64) -> LogEntry {
+        LogEntry {
+            lsn,
+            kind: self.kind,
+            header: self.header,
+            payload: self.payload.bytes().to_vec(),
+        }
+    }
+}
+
 /// The newest acknowledged entries, by LSN (`None`: acknowledged, not held).
 pub(crate) struct RecentCache {
     capacity_bytes: u64,
@@ -55,7 +82,7 @@ pub(crate) struct RecentCache {
 struct Entries {
     /// The LSN of `payloads[0]`.
     first_lsn: u64,
-    payloads: VecDeque<Option<CachedPayload>>,
+    payloads: VecDeque<Option<CachedEntry>>,
     /// What the held payloads are charged.
     charged_bytes: u64,
 }
@@ -63,7 +90,7 @@ struct Entries {
 impl Entries {
     fn pop_front(&mut self) {
         if let Some(payload) = self.payloads.pop_front() {
-            self.charged_bytes -= payload.as_ref().map_or(0, CachedPayload::charge);
+            self.charged_bytes -= payload.as_ref().map_or(0, CachedEntry::charge);
             self.first_lsn += 1;
         }
     }
@@ -101,7 +128,7 @@ impl RecentCache {
     pub(crate) fn push(
         &self,
         first_lsn: u64,
-        payloads: impl IntoIterator<Item = Option<CachedPayload>>,
+        payloads: impl IntoIterator<Item = Option<CachedEntry>>,
     ) {
         if self.capacity_bytes == 0 {
             return;
@@ -116,7 +143,7 @@ impl RecentCache {
             entries.first_lsn = first_lsn;
         }
         for payload in payloads {
-            entries.charged_bytes += payload.as_ref().map_or(0, CachedPayload::charge);
+            entries.charged_bytes += payload.as_ref().map_or(0, CachedEntry::charge);
             entries.payloads.push_back(payload);
         }
         while entries.charged_bytes > self.capacity_bytes {
@@ -124,12 +151,12 @@ impl RecentCache {
         }
     }
 
-    /// A copy of the payload of `lsn`, if the cache holds it.
-    pub(crate) fn copy(&self, lsn: u64) -> Option<Vec<u8>> {
+    /// A copy of the entry at `lsn`, if the cache holds it.
+    pub(crate) fn copy(&self, lsn: u64) -> Option<LogEntry> {
         let entries = self.read();
         let index = usize::try_from(lsn.checked_sub(entries.first_lsn)?).ok()?;
-        let payload = entries.payloads.get(index)?.as_ref()?;
-        Some(payload.bytes().to_vec())
+        let entry = entries.payloads.get(index)?.as_ref()?;
+        Some(entry.to_entry(lsn))
     }
 
     /// Whether the cache holds the payload of `lsn`.
@@ -149,7 +176,7 @@ impl RecentCache {
         &self,
         (lsn, last_lsn): (u64, u64),
         bytes_max: u64,
-        into: &mut VecDeque<(u64, Vec<u8>)>,
+        into: &mut VecDeque<LogEntry>,
     ) -> usize {
         let entries = self.read();
         let Some(start) = lsn
@@ -165,18 +192,18 @@ impl RecentCache {
             .range(start.min(entries.payloads.len())..)
             .enumerate()
         {
-            let Some(payload) = payload else {
+            let Some(entry) = payload else {
                 break;
             };
             if lsn + index as u64 > last_lsn {
                 break;
             }
-            let payload = payload.bytes();
-            if taken > 0 && bytes + payload.len() as u64 > bytes_max {
+            let len = entry.payload.bytes().len() as u64;
+            if taken > 0 && bytes + len > bytes_max {
                 break;
             }
-            bytes += payload.len() as u64;
-            into.push_back((lsn + index as u64, payload.to_vec()));
+            bytes += len;
+            into.push_back(entry.to_entry(lsn + index as u64));
             taken += 1;
         }
         taken
@@ -202,8 +229,26 @@ impl RecentCache {
 mod tests {
     use super::*;
 
-    fn owned(byte: u8, len: usize) -> Option<CachedPayload> {
-        Some(CachedPayload::Owned(vec![byte; len]))
+    fn owned(byte: u8, len: usize) -> Option<CachedEntry> {
+        held(CachedPayload::Owned(vec![byte; len]))
+    }
+
+    fn held(payload: CachedPayload) -> Option<CachedEntry> {
+        Some(CachedEntry {
+            kind: Kind::Data,
+            header: EmbedderHeader {
+                log_id: 7,
+                ..EmbedderHeader::ZERO
+            },
+            payload,
+        })
+    }
+
+    fn payload(entry: Option<LogEntry>) -> Option<Vec<u8>> {
+        entry.map(|entry| {
+            assert_eq!(entry.header.log_id, 7, "the header comes back");
+            entry.payload
+        })
     }
 
     #[test]
@@ -212,19 +257,22 @@ mod tests {
         let cache = RecentCache::new(3 * (1000 + ENTRY_OVERHEAD_BYTES));
         cache.push(1, [owned(1, 1000), owned(2, 1000)]);
         cache.push(3, [None, owned(4, 1000)]);
-        assert_eq!(cache.copy(1), Some(vec![1; 1000]));
+        assert_eq!(payload(cache.copy(1)), Some(vec![1; 1000]));
         assert_eq!(cache.copy(3), None, "a borrowed payload is not held");
         cache.push(
             5,
-            [Some(CachedPayload::Shared(Bytes::from_static(&[5; 1000])))],
+            [held(CachedPayload::Shared(Bytes::from_static(&[5; 1000])))],
         );
         // Four payloads held were over the budget: LSN 1 went.
         assert_eq!(cache.copy(1), None);
         assert_eq!(cache.first_lsn(), Some(2));
-        assert_eq!(cache.copy(5), Some(vec![5; 1000]));
+        assert_eq!(payload(cache.copy(5)), Some(vec![5; 1000]));
         let mut run = VecDeque::new();
         assert_eq!(cache.copy_run((4, 5), 1 << 20, &mut run), 2);
-        assert_eq!(run.iter().map(|entry| entry.0).collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(
+            run.iter().map(|entry| entry.lsn).collect::<Vec<_>>(),
+            [4, 5]
+        );
         run.clear();
         assert_eq!(
             cache.copy_run((2, 5), 1, &mut run),
@@ -242,7 +290,10 @@ mod tests {
         assert_eq!((cache.copy(4), cache.first_lsn()), (None, Some(5)));
         // A batch that does not follow (after the trim emptied less than all) starts anew.
         cache.push(9, [owned(9, 10)]);
-        assert_eq!((cache.copy(5), cache.copy(9)), (None, Some(vec![9; 10])));
+        assert_eq!(
+            (payload(cache.copy(5)), payload(cache.copy(9))),
+            (None, Some(vec![9; 10]))
+        );
     }
 
     #[test]

@@ -29,9 +29,9 @@ use hdrhistogram::Histogram;
 use sealog_wal::format::ControlBlock;
 use sealog_wal::{Geometry, Kind, RecoveryReport, WriteCursor};
 
-use super::appends::{Inflight, QueuedAppend};
+use super::appends::{Inflight, QueuedAppend, QueuedRecord, Records};
 use super::buffers::Lanes;
-use super::cache::CachedPayload;
+use super::cache::CachedEntry;
 use super::clock::{Clock, SystemClock};
 use super::index::ReadIndex;
 use super::op::Op;
@@ -80,15 +80,15 @@ pub struct DriveCore<B: IoBackend> {
     pub(super) queue: VecDeque<QueuedAppend>,
     /// Bytes the queued appends will take in a batch, headers included.
     pub(super) queued_bytes: u64,
-    pub(super) waiters: VecDeque<crate::ticket::TicketCompleter>,
+    pub(super) waiters: VecDeque<(crate::ticket::TicketCompleter, u64)>,
     pub(super) inflight: VecDeque<Inflight>,
     /// The records handed to batches not yet acknowledged, in LSN order: each payload's
     /// length (its span in the read index once the batch is acknowledged) and the payload
     /// itself where the drive holds it (for the recent-entry cache).
-    pub(super) inflight_payloads: VecDeque<(u32, Option<CachedPayload>)>,
+    pub(super) inflight_payloads: VecDeque<(u32, Option<CachedEntry>)>,
     /// The spans and payloads of the batch being indexed (kept, so indexing allocates
     /// nothing).
-    pub(super) batch_scratch: (Vec<super::index::RecordSpan>, Vec<Option<CachedPayload>>),
+    pub(super) batch_scratch: (Vec<super::index::RecordSpan>, Vec<Option<CachedEntry>>),
     /// What readers share with the drive: the read index, the cache, the durable tail.
     pub(super) view: Arc<ReadView>,
     pub(super) reads: Vec<PendingRead>,
@@ -484,26 +484,22 @@ impl<B: IoBackend> DriveCore<B> {
     fn accept(&mut self, request: Request) {
         match request.0 {
             RequestKind::Append {
-                kind,
-                payload,
-                payload_crc,
+                records,
                 completer,
                 queued_at,
             } => {
                 // A request built without a time (for a core stepped by hand, whose clock may
                 // not be the system's) counts from when the core takes it, on its clock.
                 let queued_at = queued_at.unwrap_or_else(|| self.clock.now());
-                let payload_len = payload.len();
-                if let Err(error) = self.admit_append(kind, payload_len) {
+                if let Err(error) = self.admit_append(&records) {
                     completer.complete(Err(error));
                     return;
                 }
-                self.queued_bytes += QueuedAppend::bytes_in_batch(payload_len);
+                let bytes_in_batch = records.bytes_in_batch();
+                self.queued_bytes += bytes_in_batch;
                 self.queue.push_back(QueuedAppend {
-                    kind,
-                    payload,
-                    payload_len,
-                    payload_crc,
+                    records,
+                    bytes_in_batch,
                     completer,
                     queued_at,
                 });
@@ -529,17 +525,34 @@ impl<B: IoBackend> DriveCore<B> {
         }
     }
 
-    /// Whether an append may be queued: not after a failure or a close, not of a kind the
-    /// format reserves, not over the ring's payload limit (the handle checks the last two too;
-    /// a hand-stepped core gets requests from anyone).
-    fn admit_append(&self, kind: Kind, payload_len: usize) -> Result<(), AppendError> {
+    /// Whether an append may be queued: not after a failure or a close, no record of a kind
+    /// the format reserves or over the ring's payload limit, a group not empty and within the
+    /// batch limit (the handle checks all but the first two too; a hand-stepped core gets
+    /// requests from anyone).
+    fn admit_append(&self, records: &Records) -> Result<(), AppendError> {
         if let Some(failure) = &self.failed {
             return Err(failure.clone().into());
         }
         if self.closing {
             return Err(DriveClosed.into());
         }
-        check_append(&self.geometry, kind, payload_len)
+        let records = records.as_slice();
+        if records.is_empty() {
+            return Err(AppendError::EmptyGroup);
+        }
+        for record in records {
+            check_append(&self.geometry, record.kind, record.payload.len())?;
+        }
+        let group_bytes: u64 = records.iter().map(QueuedRecord::bytes_in_batch).sum();
+        let limit = self.geometry.batch_size_max_bytes;
+        if group_bytes > u64::from(limit) {
+            return Err(AppendError::GroupTooLarge {
+                entries: records.len(),
+                group_bytes,
+                batch_size_max_bytes: limit,
+            });
+        }
+        Ok(())
     }
 
     /// Counters, histograms and state.
@@ -622,7 +635,7 @@ impl<B: IoBackend> DriveCore<B> {
             return;
         }
         tracing::error!("{failure}");
-        for completer in self.waiters.drain(..) {
+        for (completer, _) in self.waiters.drain(..) {
             completer.complete(Err(failure.clone().into()));
         }
         if let Some(trim) = self.trim_in_flight.as_mut() {

@@ -20,17 +20,18 @@ use crossbeam_channel::{Receiver, Sender};
 use memmap2::MmapMut;
 use sealog_wal::validate::{check_batch, BatchExpectation, CheckedBatch, IncarnationRule};
 
+use super::entry::LogEntry;
 use super::index::IndexedBatch;
 use super::view::ReadView;
 use super::Drive;
 use crate::error::ReadError;
 use crate::pool::BUFFER_ALIGN_BYTES;
 
-/// Live entries from an LSN on: `(lsn, payload)`.
+/// Live entries from an LSN on, each a [`LogEntry`].
 pub struct EntryIter<'a> {
     drive: &'a Drive,
     next_lsn: u64,
-    ready: VecDeque<(u64, Vec<u8>)>,
+    ready: VecDeque<LogEntry>,
     run: Vec<IndexedBatch>,
     /// Read-ahead buffers not in use (two at most, mapped as needed).
     spare: Vec<MmapMut>,
@@ -50,11 +51,11 @@ struct RunRead {
     len: usize,
     buffer: MmapMut,
     outcome: io::Result<()>,
-    /// What checking the run's batches found: every record that passed, `(lsn, payload range
-    /// in the buffer)` in LSN order, then the first failure if one did not. Checked where it
-    /// was read (the reader thread, for a run read ahead), so the CRCs of one run are computed
-    /// while the iterator's caller copies out the one before.
-    records: Vec<(u64, std::ops::Range<usize>)>,
+    /// What checking the run's batches found: every record that passed, in LSN order, then
+    /// the first failure if one did not. Checked where it was read (the reader thread, for a
+    /// run read ahead), so the CRCs of one run are computed while the iterator's caller copies
+    /// out the one before.
+    records: Vec<RunRecord>,
     failure: Option<(u64, sealog_wal::Position, sealog_wal::Check)>,
 }
 
@@ -77,7 +78,12 @@ impl RunRead {
             match check(view.ring_id, view.geometry, batch, batch_bytes) {
                 Ok(checked) => self.records.extend(checked.records().map(|record| {
                     let range = record.payload_range;
-                    (record.lsn, offset + range.start..offset + range.end)
+                    RunRecord {
+                        lsn: record.lsn,
+                        kind: record.kind,
+                        header: record.embedder,
+                        payload: offset + range.start..offset + range.end,
+                    }
                 })),
                 Err(failure) => {
                     self.failure = Some(failure);
@@ -87,6 +93,14 @@ impl RunRead {
             offset += batch.bytes as usize;
         }
     }
+}
+
+/// A record of a run that passed its checks: where its payload lies in the run's buffer.
+struct RunRecord {
+    lsn: u64,
+    kind: sealog_wal::Kind,
+    header: sealog_wal::EmbedderHeader,
+    payload: std::ops::Range<usize>,
 }
 
 /// An iterator's reader thread: reads runs as asked, in order.
@@ -147,7 +161,7 @@ impl<'a> EntryIter<'a> {
 
     /// The LSN the next entry will have.
     pub fn next_lsn(&self) -> u64 {
-        self.ready.front().map_or(self.next_lsn, |entry| entry.0)
+        self.ready.front().map_or(self.next_lsn, |entry| entry.lsn)
     }
 
     /// Fills `ready` from `next_lsn` on: `Ok(false)` at the durable tail.
@@ -178,8 +192,8 @@ impl<'a> EntryIter<'a> {
             return Ok(true);
         }
         if view.direct().is_none() {
-            let payload = self.drive.read(self.next_lsn)?;
-            self.ready.push_back((self.next_lsn, payload));
+            let entry = self.drive.read_entry(self.next_lsn)?;
+            self.ready.push_back(entry);
             self.next_lsn += 1;
             return Ok(true);
         }
@@ -321,11 +335,15 @@ impl<'a> EntryIter<'a> {
             let errno = error.raw_os_error().unwrap_or(libc::EIO);
             return view.read_error(self.next_lsn, first.position, errno);
         }
-        for (lsn, range) in &job.records {
-            if *lsn >= self.next_lsn {
-                self.ready
-                    .push_back((*lsn, job.buffer[range.clone()].to_vec()));
-                self.next_lsn = lsn + 1;
+        for record in &job.records {
+            if record.lsn >= self.next_lsn {
+                self.ready.push_back(LogEntry {
+                    lsn: record.lsn,
+                    kind: record.kind,
+                    header: record.header,
+                    payload: job.buffer[record.payload.clone()].to_vec(),
+                });
+                self.next_lsn = record.lsn + 1;
             }
         }
         match job.failure {
@@ -365,13 +383,21 @@ fn check<'b>(
     Ok(checked)
 }
 
+impl<'a> EntryIter<'a> {
+    /// The entries as `(lsn, payload)` pairs, for callers that need neither the kind nor the
+    /// embedder header.
+    pub fn payloads(self) -> impl Iterator<Item = Result<(u64, Vec<u8>), ReadError>> + 'a {
+        self.map(|entry| entry.map(|entry| (entry.lsn, entry.payload)))
+    }
+}
+
 impl Iterator for EntryIter<'_> {
-    type Item = Result<(u64, Vec<u8>), ReadError>;
+    type Item = Result<LogEntry, ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(entry) = self.ready.pop_front() {
             // Read ahead before a trim passed it: trimmed entries are hidden at once.
-            if let Err(error) = self.drive.view.check_live(entry.0) {
+            if let Err(error) = self.drive.view.check_live(entry.lsn) {
                 self.ready.clear();
                 self.ended = true;
                 return Some(Err(error));

@@ -27,6 +27,7 @@ mod cache;
 mod clock;
 mod core;
 mod direct;
+mod entry;
 mod hints;
 mod index;
 mod iter;
@@ -50,12 +51,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
+use sealog_wal::format::EmbedderHeader;
 use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport, ScanPolicy};
 
-use self::appends::Payload;
+use self::appends::{Payload, QueuedRecord, Records};
 pub use self::buffers::{buffer_bytes, buffer_count, registered_buffer_count, READ_BUFFERS};
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::core::DriveCore;
+pub use self::entry::{EntryRef, LogEntry, NewEntry, RecoveryVisitor};
 pub use self::iter::EntryIter;
 
 use self::direct::{DirectFiles, ReadBuffers};
@@ -90,11 +93,34 @@ pub enum Durability {
 }
 
 /// What an append does when the ring is full (the embedder has not trimmed).
+///
+/// The ring is full when the next batch has no room before the head (the oldest live batch).
+/// Appends already in a batch on the device are never affected: they are acknowledged as
+/// usual. What happens to the appends still queued, and to those that arrive while the ring
+/// stays full, is the policy's:
+///
+/// - [`WhenFull::Fail`]: every queued append fails at once with [`AppendError::RingFull`],
+///   and so does every append that arrives until a trim makes room. None of them took an LSN
+///   (`RingFull::next_lsn` is the LSN the first would have taken, the durable tail plus one).
+///   So for a writer that pipelines, the acknowledged appends are a prefix of what it sent
+///   and the failed ones the rest: it keeps its tickets in order, and after a trim resends
+///   exactly those whose ticket says `RingFull`, in order, never one that was acknowledged.
+///   (Appends sent after a trim may be acknowledged before a resend: a writer that needs its
+///   order kept stops sending at its first `RingFull` until it has resent.)
+/// - [`WhenFull::Wait`]: queued appends wait, in arrival order, for a trim to make room;
+///   each fails with `RingFull` once it has waited its own duration since it was made, the
+///   oldest first, so the appends that fail are always the oldest still queued and those
+///   behind them keep their order. When a trim makes room, the queue goes on in order.
+///
+/// Either way no append is ever written twice or out of order, and a group (see
+/// [`Drive::append_group`]) fails or succeeds whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WhenFull {
-    /// Fail the append with [`AppendError::RingFull`].
+    /// Fail the queued appends, and every new one, with [`AppendError::RingFull`] until a trim
+    /// makes room.
     Fail,
-    /// Wait up to this long for a trim, then fail.
+    /// Keep appends queued, in order, for up to this long each (from the append's call) for a
+    /// trim to make room, then fail them, the oldest first.
     Wait(Duration),
 }
 
@@ -185,6 +211,94 @@ impl Default for DriveOptions {
             read_buffers: READ_BUFFERS_DEFAULT,
             read_ahead_bytes: READ_AHEAD_BYTES_DEFAULT,
         }
+    }
+}
+
+/// Builders: `DriveOptions::default().read_cache_bytes(256 << 20).when_full(...)`, each
+/// setting one field (they are checked when the drive opens, naming the option out of range).
+impl DriveOptions {
+    /// Sets [`DriveOptions::durability`]: How appends are made durable (`None`: the ring's recorded method).
+    pub fn durability(mut self, durability: Option<Durability>) -> DriveOptions {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets [`DriveOptions::when_full`]: What appends do when the ring is full.
+    pub fn when_full(mut self, when_full: WhenFull) -> DriveOptions {
+        self.when_full = when_full;
+        self
+    }
+
+    /// Sets [`DriveOptions::recovery`]: Strict or truncating recovery.
+    pub fn recovery(mut self, recovery: RecoveryMode) -> DriveOptions {
+        self.recovery = recovery;
+        self
+    }
+
+    /// Sets [`DriveOptions::scan`]: Whether recovery may stop at the tail hint.
+    pub fn scan(mut self, scan: ScanPolicy) -> DriveOptions {
+        self.scan = scan;
+        self
+    }
+
+    /// Sets [`DriveOptions::cpu`]: The CPU to pin the drive thread to.
+    pub fn cpu(mut self, cpu: Option<usize>) -> DriveOptions {
+        self.cpu = cpu;
+        self
+    }
+
+    /// Sets [`DriveOptions::channel_capacity`]: Requests queued before `append` blocks.
+    pub fn channel_capacity(mut self, channel_capacity: usize) -> DriveOptions {
+        self.channel_capacity = channel_capacity;
+        self
+    }
+
+    /// Sets [`DriveOptions::spin_before_block_us`]: Microseconds the drive thread spins before it blocks.
+    pub fn spin_before_block_us(mut self, spin_before_block_us: u64) -> DriveOptions {
+        self.spin_before_block_us = spin_before_block_us;
+        self
+    }
+
+    /// Sets [`DriveOptions::sqpoll_idle_ms`]: SQPOLL, asleep after this many idle milliseconds.
+    pub fn sqpoll_idle_ms(mut self, sqpoll_idle_ms: Option<u32>) -> DriveOptions {
+        self.sqpoll_idle_ms = sqpoll_idle_ms;
+        self
+    }
+
+    /// Sets [`DriveOptions::group_gather_us`]: Group commit's gathering window, microseconds.
+    pub fn group_gather_us(mut self, group_gather_us: u64) -> DriveOptions {
+        self.group_gather_us = group_gather_us;
+        self
+    }
+
+    /// Sets [`DriveOptions::tail_marker_idle_us`]: Idle microseconds before a tail marker.
+    pub fn tail_marker_idle_us(mut self, tail_marker_idle_us: u64) -> DriveOptions {
+        self.tail_marker_idle_us = tail_marker_idle_us;
+        self
+    }
+
+    /// Sets [`DriveOptions::client_spin_us`]: Microseconds a waiting client spins before it parks.
+    pub fn client_spin_us(mut self, client_spin_us: u64) -> DriveOptions {
+        self.client_spin_us = client_spin_us;
+        self
+    }
+
+    /// Sets [`DriveOptions::read_cache_bytes`]: Bytes of the recent-entry cache (0 disables it).
+    pub fn read_cache_bytes(mut self, read_cache_bytes: u64) -> DriveOptions {
+        self.read_cache_bytes = read_cache_bytes;
+        self
+    }
+
+    /// Sets [`DriveOptions::read_buffers`]: Reads on the device at once from callers' threads.
+    pub fn read_buffers(mut self, read_buffers: usize) -> DriveOptions {
+        self.read_buffers = read_buffers;
+        self
+    }
+
+    /// Sets [`DriveOptions::read_ahead_bytes`]: Bytes an iterator reads at a time.
+    pub fn read_ahead_bytes(mut self, read_ahead_bytes: u64) -> DriveOptions {
+        self.read_ahead_bytes = read_ahead_bytes;
+        self
     }
 }
 
@@ -331,8 +445,8 @@ pub struct QueueDepths {
     pub trim_in_flight: bool,
 }
 
-/// Where a read's payload goes.
-type ReadSender = Reply<Result<Vec<u8>, ReadError>>;
+/// Where a read's entry goes.
+type ReadSender = Reply<Result<LogEntry, ReadError>>;
 /// Where a trim's outcome goes.
 type TrimSender = Reply<Result<(), TrimError>>;
 
@@ -343,10 +457,9 @@ pub struct Request(RequestKind);
 
 enum RequestKind {
     Append {
-        kind: Kind,
-        payload: Payload,
-        /// CRC32C of the payload, computed on the client's thread.
-        payload_crc: u32,
+        /// One record or a group, each with its payload's CRC32C computed on the client's
+        /// thread.
+        records: Records,
         completer: TicketCompleter,
         /// When the client asked (for `WhenFull::Wait` and the handoff's latency): stamped on
         /// the client's thread by [`Drive`]'s appends, whose drive thread reads the same system
@@ -370,8 +483,8 @@ enum RequestKind {
 
 /// The outcome of a trim request (blocking, polled or awaited).
 pub type TrimReply = Answer<Result<(), TrimError>>;
-/// The outcome of a read request: the entry's payload (blocking, polled or awaited).
-pub type ReadReply = Answer<Result<Vec<u8>, ReadError>>;
+/// The outcome of a read request: the entry (blocking, polled or awaited).
+pub type ReadReply = Answer<Result<LogEntry, ReadError>>;
 
 impl Request {
     /// An append of a record of `kind`; the ticket yields its LSN once durable. Its time (for
@@ -381,9 +494,24 @@ impl Request {
         let (ticket, completer) = Ticket::standalone();
         let payload_crc = sealog_wal::format::payload_crc(&payload);
         let request = RequestKind::Append {
-            kind,
-            payload: Payload::Owned(payload),
-            payload_crc,
+            records: Records::One(QueuedRecord {
+                kind,
+                header: EmbedderHeader::ZERO,
+                payload: Payload::Owned(payload),
+                payload_crc,
+            }),
+            completer,
+            queued_at: None,
+        };
+        (Request(request), ticket)
+    }
+
+    /// An all-or-nothing group of entries (see [`Drive::append_group`]); the ticket yields
+    /// the group's first LSN once all of them are durable.
+    pub fn append_group(entries: Vec<NewEntry>) -> (Request, Ticket) {
+        let (ticket, completer) = Ticket::standalone();
+        let request = RequestKind::Append {
+            records: group_records(entries),
             completer,
             queued_at: None,
         };
@@ -438,6 +566,58 @@ struct Opened {
 impl Drive {
     /// Opens the ring at `path` for writing, on its own thread with the io_uring backend.
     pub fn open(path: &Path, options: DriveOptions) -> Result<Drive, OpenError> {
+        Drive::open_files(path, options, None)
+    }
+
+    /// [`Drive::open`], handing every live entry recovery accepts to `visitor` during the
+    /// open's one replay pass, and the visitor back with the drive (see [`RecoveryVisitor`]):
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use sealog::{Drive, DriveOptions, EmbedderHeader, EntryRef, NewEntry, RecoveryVisitor};
+    ///
+    /// /// A ledger store's index: (ledger, entry id) -> LSN, rebuilt in the open's replay.
+    /// #[derive(Default)]
+    /// struct LedgerIndex(BTreeMap<(u64, u64), u64>);
+    ///
+    /// impl RecoveryVisitor for LedgerIndex {
+    ///     fn visit(&mut self, entry: &EntryRef<'_>) {
+    ///         self.0.insert((entry.header.log_id, entry.header.address), entry.lsn);
+    ///     }
+    /// }
+    /// # let directory = tempfile::tempdir()?;
+    /// # let path = directory.path().join("ring");
+    /// # sealog::format(&path, &sealog::FormatOptions::new(64 << 20))?;
+    /// # let drive = Drive::open(&path, DriveOptions::default())?;
+    /// # for (ledger, entry) in [(7, 0), (9, 0), (7, 1)] {
+    /// #     let header = EmbedderHeader { log_id: ledger, address: entry, ..Default::default() };
+    /// #     drive.append_entry(NewEntry::data(vec![1; 10]).with_header(header))?.wait()?;
+    /// # }
+    /// # drop(drive);
+    ///
+    /// let (drive, LedgerIndex(index)) =
+    ///     Drive::open_visiting(&path, DriveOptions::default(), LedgerIndex::default())?;
+    /// assert_eq!(index.get(&(7, 1)), Some(&3));
+    /// let lsn = index[&(9, 0)];
+    /// assert_eq!(drive.read_entry(lsn)?.header.log_id, 9);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_visiting<V: RecoveryVisitor + 'static>(
+        path: &Path,
+        options: DriveOptions,
+        visitor: V,
+    ) -> Result<(Drive, V), OpenError> {
+        let slot = Arc::new(Mutex::new(visitor));
+        let shared: Arc<Mutex<dyn RecoveryVisitor>> = slot.clone();
+        let drive = Drive::open_files(path, options, Some(shared))?;
+        Ok((drive, take_visitor(path, slot)?))
+    }
+
+    fn open_files(
+        path: &Path,
+        options: DriveOptions,
+        visitor: Option<SharedVisitor>,
+    ) -> Result<Drive, OpenError> {
         let files = crate::storage::open(path, crate::storage::Access::ReadWrite)?;
         if let Ok(unwritten) = crate::storage::unwritten_bytes(&files) {
             if unwritten > 0 {
@@ -468,7 +648,7 @@ impl Drive {
         let spin_us = options.spin_before_block_us;
         let sqpoll_idle_ms = options.sqpoll_idle_ms;
         let thread_path = path.to_path_buf();
-        let drive = Drive::open_with(path, geometry, options, move || {
+        let drive = Drive::open_backend(path, geometry, options, visitor, move || {
             let (mut backend, note) = crate::uring::UringBackend::for_drive(
                 files,
                 (buffers, buffer_bytes, registered),
@@ -496,6 +676,39 @@ impl Drive {
         B: IoBackend + 'static,
         F: FnOnce() -> io::Result<B> + Send + 'static,
     {
+        Drive::open_backend(path, geometry, options, None, make_backend)
+    }
+
+    /// [`Drive::open_with`] with a recovery visitor (see [`Drive::open_visiting`]).
+    pub fn open_with_visiting<B, F, V>(
+        path: &Path,
+        geometry: Geometry,
+        options: DriveOptions,
+        visitor: V,
+        make_backend: F,
+    ) -> Result<(Drive, V), OpenError>
+    where
+        B: IoBackend + 'static,
+        F: FnOnce() -> io::Result<B> + Send + 'static,
+        V: RecoveryVisitor + 'static,
+    {
+        let slot = Arc::new(Mutex::new(visitor));
+        let shared: Arc<Mutex<dyn RecoveryVisitor>> = slot.clone();
+        let drive = Drive::open_backend(path, geometry, options, Some(shared), make_backend)?;
+        Ok((drive, take_visitor(path, slot)?))
+    }
+
+    fn open_backend<B, F>(
+        path: &Path,
+        geometry: Geometry,
+        options: DriveOptions,
+        visitor: Option<SharedVisitor>,
+        make_backend: F,
+    ) -> Result<Drive, OpenError>
+    where
+        B: IoBackend + 'static,
+        F: FnOnce() -> io::Result<B> + Send + 'static,
+    {
         check_options(path, &options)?;
         let (sender, receiver) = crossbeam_channel::bounded(options.channel_capacity);
         let leftovers = receiver.clone();
@@ -516,7 +729,13 @@ impl Drive {
                     stopped: &thread_stopped,
                     notifier,
                 };
-                drive_thread(&thread_path, &options, make_backend, opened_sender, channel)
+                let open = ThreadOpen {
+                    path: &thread_path,
+                    options: &options,
+                    visitor,
+                    opened: opened_sender,
+                };
+                drive_thread(open, make_backend, channel)
             })
             .map_err(|source| OpenError::Io {
                 path: path.to_path_buf(),
@@ -597,17 +816,31 @@ impl Drive {
         self::core::check_append(&self.geometry, kind, payload_len)
     }
 
-    /// Queues an append whose payload the drive will copy; its CRC is computed here, on the
-    /// caller's thread, so the drive thread only copies.
-    fn append_payload(&self, kind: Kind, payload: Payload) -> Result<Ticket, AppendError> {
+    /// Queues an append of one record whose payload the drive will copy; its CRC is computed
+    /// here, on the caller's thread, so the drive thread only copies.
+    fn append_payload(
+        &self,
+        kind: Kind,
+        header: EmbedderHeader,
+        payload: Payload,
+    ) -> Result<Ticket, AppendError> {
         let queued_at = Instant::now();
         self.check_append(kind, payload.len())?;
         let payload_crc = payload.crc();
-        let (ticket, completer) = self.tickets.ticket();
-        self.send(Request(RequestKind::Append {
+        let record = QueuedRecord {
             kind,
+            header,
             payload,
             payload_crc,
+        };
+        self.queue_records(Records::One(record), queued_at)
+    }
+
+    /// Hands checked records to the drive with a new ticket.
+    fn queue_records(&self, records: Records, queued_at: Instant) -> Result<Ticket, AppendError> {
+        let (ticket, completer) = self.tickets.ticket();
+        self.send(Request(RequestKind::Append {
+            records,
             completer,
             queued_at: Some(queued_at),
         }))?;
@@ -615,7 +848,19 @@ impl Drive {
     }
 
     /// Appends a data record; the ticket yields its LSN once it is durable. The drive copies
-    /// the payload into its registered buffer; the `Vec` is freed on the drive thread.
+    /// the payload into its registered buffer; the `Vec` is kept by the recent-entry cache
+    /// (and freed when it is evicted) rather than copied again.
+    ///
+    /// ```
+    /// # let directory = tempfile::tempdir()?;
+    /// # let path = directory.path().join("ring");
+    /// # sealog::format(&path, &sealog::FormatOptions::new(64 << 20))?;
+    /// let drive = sealog::Drive::open(&path, sealog::DriveOptions::default())?;
+    /// let ticket = drive.append(b"hello".to_vec())?;
+    /// let lsn = ticket.wait()?;
+    /// assert_eq!(drive.read(lsn)?, b"hello");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn append(&self, payload: Vec<u8>) -> Result<Ticket, AppendError> {
         self.append_kind(Kind::Data, payload)
     }
@@ -623,7 +868,14 @@ impl Drive {
     /// Appends a record of `kind` (data, or the trim/seal/fence records of the layers above).
     /// Padding is the format's own and refused.
     pub fn append_kind(&self, kind: Kind, payload: Vec<u8>) -> Result<Ticket, AppendError> {
-        self.append_payload(kind, Payload::Owned(payload))
+        self.append_payload(kind, EmbedderHeader::ZERO, Payload::Owned(payload))
+    }
+
+    /// Appends one entry with its kind and embedder header (see [`EmbedderHeader`]): the
+    /// header comes back from reads, iterators and recovery's visitor, checked by the entry
+    /// header's CRC rather than the payload's.
+    pub fn append_entry(&self, entry: NewEntry) -> Result<Ticket, AppendError> {
+        self.append_payload(entry.kind, entry.header, Payload::Shared(entry.payload))
     }
 
     /// Appends a data record from shared bytes (no copy on the caller's side: the drive holds
@@ -634,7 +886,37 @@ impl Drive {
 
     /// [`Drive::append_bytes`] with a record kind.
     pub fn append_kind_bytes(&self, kind: Kind, payload: Bytes) -> Result<Ticket, AppendError> {
-        self.append_payload(kind, Payload::Shared(payload))
+        self.append_payload(kind, EmbedderHeader::ZERO, Payload::Shared(payload))
+    }
+
+    /// Appends several entries that recovery returns all or none: they share one batch (replay
+    /// accepts a batch whole or not at all), take consecutive LSNs, and have one ticket, which
+    /// yields the group's first LSN once all of them are durable. Their records (each payload
+    /// plus its [`ENTRY_HEADER_SIZE`](sealog_wal::format::ENTRY_HEADER_SIZE)-byte header) must
+    /// fit the ring's batch limit together, which is checked here, on the caller's thread
+    /// ([`AppendError::GroupTooLarge`]); an empty group is [`AppendError::EmptyGroup`]. Other
+    /// appends are never interleaved with a group's entries.
+    ///
+    /// ```
+    /// use sealog::{Drive, DriveOptions, EmbedderHeader, NewEntry};
+    /// # let directory = tempfile::tempdir()?;
+    /// # let path = directory.path().join("ring");
+    /// # sealog::format(&path, &sealog::FormatOptions::new(64 << 20))?;
+    /// let drive = Drive::open(&path, DriveOptions::default())?;
+    /// let header = |address| EmbedderHeader { log_id: 7, address, ..Default::default() };
+    /// let group = vec![
+    ///     NewEntry::data(b"debit".to_vec()).with_header(header(0)),
+    ///     NewEntry::data(b"credit".to_vec()).with_header(header(1)),
+    /// ];
+    /// let first = drive.append_group(group)?.wait()?;
+    /// assert_eq!(drive.read_entry(first + 1)?.payload, b"credit");
+    /// assert_eq!(drive.read_entry(first + 1)?.header.address, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append_group(&self, entries: Vec<NewEntry>) -> Result<Ticket, AppendError> {
+        let queued_at = Instant::now();
+        check_group(&self.geometry, &entries)?;
+        self.queue_records(group_records(entries), queued_at)
     }
 
     /// Appends one data record made of several borrowed slices, in order (for example an
@@ -643,11 +925,21 @@ impl Drive {
     /// once the drive has copied them (when the batch carrying them starts), so the slices
     /// are free again; the ticket still says when the record is durable.
     pub fn append_slices(&self, parts: &[&[u8]]) -> Result<Ticket, AppendError> {
-        self.append_kind_slices(Kind::Data, parts)
+        self.append_entry_slices(Kind::Data, EmbedderHeader::ZERO, parts)
     }
 
     /// [`Drive::append_slices`] with a record kind.
     pub fn append_kind_slices(&self, kind: Kind, parts: &[&[u8]]) -> Result<Ticket, AppendError> {
+        self.append_entry_slices(kind, EmbedderHeader::ZERO, parts)
+    }
+
+    /// [`Drive::append_slices`] with a record kind and an embedder header.
+    pub fn append_entry_slices(
+        &self,
+        kind: Kind,
+        header: EmbedderHeader,
+        parts: &[&[u8]],
+    ) -> Result<Ticket, AppendError> {
         let queued_at = Instant::now();
         let payload_len = parts.iter().map(|part| part.len()).sum();
         self.check_append(kind, payload_len)?;
@@ -655,10 +947,14 @@ impl Drive {
         let (ticket, completer) = self.tickets.ticket();
         let state = Arc::clone(completer.state().expect("a new completer holds its state"));
         LentParts::lend(parts, &state, |lent| {
-            self.send(Request(RequestKind::Append {
+            let record = QueuedRecord {
                 kind,
+                header,
                 payload: Payload::Lent(lent),
                 payload_crc,
+            };
+            self.send(Request(RequestKind::Append {
+                records: Records::One(record),
                 completer,
                 queued_at: Some(queued_at),
             }))
@@ -674,11 +970,16 @@ impl Drive {
     /// [`ReadError::Damaged`] (a record failing a check, or a read error: that read's outcome
     /// only, the drive runs on).
     pub fn read(&self, lsn: u64) -> Result<Vec<u8>, ReadError> {
+        self.read_entry(lsn).map(|entry| entry.payload)
+    }
+
+    /// [`Drive::read`] with the entry's kind and embedder header.
+    pub fn read_entry(&self, lsn: u64) -> Result<LogEntry, ReadError> {
         if let Some(stopped) = self.view.stopped() {
             return Err(stopped.map_or_else(ReadError::Closed, ReadError::Failed));
         }
         match self.view.lookup(lsn)? {
-            Lookup::Cached(payload) => Ok(payload),
+            Lookup::Cached(entry) => Ok(entry),
             Lookup::Device(record) => match self.view.direct() {
                 Some(direct) => self.view.read_direct(direct, record),
                 // A drive on a simulated device reads through its thread.
@@ -688,7 +989,7 @@ impl Drive {
     }
 
     /// Reads an entry through the drive thread's ring.
-    fn read_on_drive(&self, lsn: u64) -> Result<Vec<u8>, ReadError> {
+    fn read_on_drive(&self, lsn: u64) -> Result<LogEntry, ReadError> {
         let (request, answer) = Request::read(lsn);
         self.send(request)?;
         answer.recv().map_err(|_| DriveClosed)?
@@ -698,14 +999,21 @@ impl Drive {
     /// ready at once; any other read is submitted on the drive's own io_uring, several in
     /// flight, and the future wakes when it completes. No thread waits for it. The waker is
     /// called on the drive thread: it must only schedule its task, never block.
-    pub fn read_async(&self, lsn: u64) -> DriveFuture<Vec<u8>, ReadError> {
+    pub fn read_async(&self, lsn: u64) -> PayloadFuture {
+        PayloadFuture {
+            entry: self.read_entry_async(lsn),
+        }
+    }
+
+    /// [`Drive::read_async`] with the entry's kind and embedder header.
+    pub fn read_entry_async(&self, lsn: u64) -> DriveFuture<LogEntry, ReadError> {
         if let Some(stopped) = self.view.stopped() {
             return DriveFuture::ready(Err(
                 stopped.map_or_else(ReadError::Closed, ReadError::Failed)
             ));
         }
         match self.view.lookup(lsn) {
-            Ok(Lookup::Cached(payload)) => DriveFuture::ready(Ok(payload)),
+            Ok(Lookup::Cached(entry)) => DriveFuture::ready(Ok(entry)),
             Err(error) => DriveFuture::ready(Err(error)),
             Ok(Lookup::Device(_)) => {
                 let (request, answer) = Request::read(lsn);
@@ -723,6 +1031,23 @@ impl Drive {
     /// [`Drive::wait_durable`] in between to follow the log). Starting below the first live
     /// LSN yields [`ReadError::Trimmed`] naming where the log starts; past the durable tail
     /// (beyond the next LSN), [`ReadError::NotYetDurable`].
+    ///
+    /// ```
+    /// # let directory = tempfile::tempdir()?;
+    /// # let path = directory.path().join("ring");
+    /// # sealog::format(&path, &sealog::FormatOptions::new(64 << 20))?;
+    /// let drive = sealog::Drive::open(&path, sealog::DriveOptions::default())?;
+    /// for word in ["a", "b", "c"] {
+    ///     drive.append(word.as_bytes().to_vec())?.wait()?;
+    /// }
+    /// drive.trim(1)?;
+    /// let live: Vec<Vec<u8>> = drive
+    ///     .iter_from(drive.first_live_lsn())
+    ///     .map(|entry| entry.map(|entry| entry.payload))
+    ///     .collect::<Result<_, _>>()?;
+    /// assert_eq!(live, [b"b".to_vec(), b"c".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn iter_from(&self, lsn: u64) -> EntryIter<'_> {
         EntryIter::new(self, lsn)
     }
@@ -895,18 +1220,70 @@ fn await_open(
     }
 }
 
-/// The drive thread: build the backend, recover, report the open, run the state machine, and
-/// whatever way it ends, leave no request without an outcome.
-fn drive_thread<B, F>(
+/// A recovery visitor shared with the drive thread for the open (the thread drops its
+/// reference before it reports the open, so the opener takes the visitor back whole).
+type SharedVisitor = Arc<Mutex<dyn RecoveryVisitor>>;
+
+/// Takes the visitor back once the drive thread has let go of it.
+fn take_visitor<V>(path: &Path, slot: Arc<Mutex<V>>) -> Result<V, OpenError> {
+    match Arc::try_unwrap(slot) {
+        Ok(visitor) => Ok(visitor
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())),
+        Err(_) => Err(OpenError::Io {
+            path: path.to_path_buf(),
+            action: "take the recovery visitor back",
+            source: io::Error::other("the drive thread kept the recovery visitor"),
+        }),
+    }
+}
+
+/// What the drive thread opens with: where, how, the visitor, and where to report.
+struct ThreadOpen<'a> {
+    path: &'a Path,
+    options: &'a DriveOptions,
+    visitor: Option<SharedVisitor>,
+    opened: mpsc::Sender<Result<Opened, OpenError>>,
+}
+
+/// Recovers the ring on the drive thread, the visitor (if any) seeing every live entry; the
+/// thread's reference to the visitor is gone when this returns.
+fn recover_on_thread<B: IoBackend>(
+    backend: B,
     path: &Path,
     options: &DriveOptions,
-    make_backend: F,
-    opened_sender: mpsc::Sender<Result<Opened, OpenError>>,
-    channel: ThreadChannel<'_>,
-) where
+    visitor: Option<SharedVisitor>,
+) -> Result<DriveCore<B>, OpenError> {
+    let recovered = {
+        let mut guard = visitor.as_ref().map(|visitor| {
+            visitor
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        });
+        let visiting = guard
+            .as_deref_mut()
+            .map(|visitor| visitor as &mut dyn RecoveryVisitor);
+        DriveCore::recover_visiting(backend, path, options, visiting)
+    };
+    drop(visitor);
+    let mut core = recovered?;
+    core.start_timers(options, Box::new(SystemClock));
+    Ok(core)
+}
+
+/// The drive thread: build the backend, recover, report the open, run the state machine, and
+/// whatever way it ends, leave no request without an outcome.
+fn drive_thread<B, F>(open: ThreadOpen<'_>, make_backend: F, channel: ThreadChannel<'_>)
+where
     B: IoBackend,
     F: FnOnce() -> io::Result<B>,
 {
+    let ThreadOpen {
+        path,
+        options,
+        visitor,
+        opened: opened_sender,
+    } = open;
     if let Some(cpu) = options.cpu {
         let mut set = nix::sched::CpuSet::new();
         if set.set(cpu).is_ok() {
@@ -924,7 +1301,7 @@ fn drive_thread<B, F>(
             return;
         }
     };
-    let mut drive = match DriveCore::recover_with_clock(backend, path, options, SystemClock) {
+    let mut drive = match recover_on_thread(backend, path, options, visitor) {
         Ok(drive) => drive,
         Err(error) => {
             let _ = opened_sender.send(Err(error));
@@ -1042,6 +1419,63 @@ impl<T: Unpin, E: From<DriveClosed> + Unpin> Future for DriveFuture<T, E> {
             }
         }
     }
+}
+
+/// [`Drive::read_async`]'s future: the entry's payload alone.
+#[must_use = "futures do nothing unless awaited"]
+pub struct PayloadFuture {
+    entry: DriveFuture<LogEntry, ReadError>,
+}
+
+impl Future for PayloadFuture {
+    type Output = Result<Vec<u8>, ReadError>;
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.entry)
+            .poll(context)
+            .map(|outcome| outcome.map(|entry| entry.payload))
+    }
+}
+
+/// The records of an all-or-nothing group, each payload's CRC computed here (on the caller's
+/// thread).
+fn group_records(entries: Vec<NewEntry>) -> Records {
+    Records::Group(
+        entries
+            .into_iter()
+            .map(|entry| {
+                let payload_crc = sealog_wal::format::payload_crc(&entry.payload);
+                QueuedRecord {
+                    kind: entry.kind,
+                    header: entry.header,
+                    payload: Payload::Shared(entry.payload),
+                    payload_crc,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Checks a group before anything of it is queued: not empty, every entry a kind the ring
+/// takes, and all of their records together within the batch limit.
+fn check_group(geometry: &Geometry, entries: &[NewEntry]) -> Result<(), AppendError> {
+    if entries.is_empty() {
+        return Err(AppendError::EmptyGroup);
+    }
+    let mut group_bytes = 0u64;
+    for entry in entries {
+        self::core::check_append(geometry, entry.kind, entry.payload.len())?;
+        group_bytes += entry.payload.len() as u64 + sealog_wal::format::ENTRY_HEADER_SIZE as u64;
+    }
+    let limit = geometry.batch_size_max_bytes;
+    if group_bytes > u64::from(limit) {
+        return Err(AppendError::GroupTooLarge {
+            entries: entries.len(),
+            group_bytes,
+            batch_size_max_bytes: limit,
+        });
+    }
+    Ok(())
 }
 
 /// Waits for the durable tail to reach an LSN ([`Drive::durable_async`]): the durable tail

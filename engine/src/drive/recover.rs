@@ -18,6 +18,7 @@ use sealog_wal::{
 
 use super::clock::Clock;
 use super::core::{DriveCore, Recovered};
+use super::entry::{EntryRef, RecoveryVisitor};
 use super::index::{IndexedBatch, ReadIndex, RecordSpan};
 use super::op::Op;
 use super::{DriveOptions, Durability};
@@ -314,8 +315,19 @@ impl<B: IoBackend> DriveCore<B> {
     /// incarnation's control block, flush, and only then accept appends. The core it returns
     /// has no timers: no gathering window, and a tail marker only when its caller sends
     /// [`DriveCore::on_idle_timer`]; its statistics read the system clock.
-    pub fn recover(mut backend: B, path: &Path, options: &DriveOptions) -> Result<Self, OpenError> {
-        let (report, index) = replay_ring(&mut backend, path, options)?;
+    pub fn recover(backend: B, path: &Path, options: &DriveOptions) -> Result<Self, OpenError> {
+        DriveCore::recover_visiting(backend, path, options, None)
+    }
+
+    /// [`DriveCore::recover`], handing every live entry replay accepts to `visitor` (see
+    /// [`RecoveryVisitor`]) during its one pass.
+    pub fn recover_visiting(
+        mut backend: B,
+        path: &Path,
+        options: &DriveOptions,
+        visitor: Option<&mut dyn RecoveryVisitor>,
+    ) -> Result<Self, OpenError> {
+        let (report, index) = replay_ring(&mut backend, path, options, visitor)?;
         // The one recovery protocol: wal computes what to write and flush, in order, and the
         // engine carries it out (the model writer carries out the same plan in the tests).
         let plan = plan_recovery(&report, path)?;
@@ -350,6 +362,7 @@ fn replay_ring<B: IoBackend>(
     backend: &mut B,
     path: &Path,
     options: &DriveOptions,
+    mut visitor: Option<&mut dyn RecoveryVisitor>,
 ) -> Result<(RecoveryReport, ReadIndex), OpenError> {
     let replay_options = ReplayOptions {
         mode: options.recovery,
@@ -365,7 +378,15 @@ fn replay_ring<B: IoBackend>(
         completions: Vec::new(),
     };
     let replayed = sealog_wal::replay(&mut source, &replay_options, &mut |entry| {
-        index_entry(&mut index, entry)
+        index_entry(&mut index, entry);
+        if let Some(visitor) = visitor.as_mut() {
+            visitor.visit(&EntryRef {
+                lsn: entry.lsn,
+                kind: entry.kind,
+                header: entry.embedder,
+                payload: entry.payload,
+            });
+        }
     });
     // The reads ahead settle (and give their buffers back) before recovery writes.
     drop(source);

@@ -19,11 +19,13 @@ use std::task::Waker;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+use sealog_wal::format::{EmbedderHeader, EntryHeader};
 use sealog_wal::validate::{check_record, RecordExpectation};
 use sealog_wal::{Check, Geometry, RingId};
 
 use super::cache::RecentCache;
 use super::direct::{DirectFiles, ReadBuffers};
+use super::entry::LogEntry;
 use super::index::{IndexedRecord, ReadIndex};
 use super::DriveOptions;
 use crate::error::{DriveClosed, DriveFailure, ReadError, WaitError};
@@ -65,10 +67,18 @@ pub(crate) struct ReadCounters {
     pub(crate) damaged: AtomicU64,
 }
 
+/// The embedder header of a record that failed its checks, when its entry header itself is
+/// intact and is the one expected (the header CRC covers the embedder's header, not the
+/// payload): the damage is in the payload, and the header still names the embedder's record.
+fn intact_header(expect: &RecordExpectation, bytes: &[u8]) -> Option<EmbedderHeader> {
+    let header = EntryHeader::decode(expect.ring_id, bytes).ok()?;
+    (header.lsn == expect.lsn && header.position == expect.position).then_some(header.embedder)
+}
+
 /// What the read index says of an LSN.
 pub(crate) enum Lookup {
-    /// The payload, copied from the recent-entry cache.
-    Cached(Vec<u8>),
+    /// The entry, copied from the recent-entry cache.
+    Cached(LogEntry),
     /// The entry must be read from the device.
     Device(IndexedRecord),
 }
@@ -252,7 +262,7 @@ impl ReadView {
         &self,
         direct: &Direct,
         record: IndexedRecord,
-    ) -> Result<Vec<u8>, ReadError> {
+    ) -> Result<LogEntry, ReadError> {
         let read = RecordRead::new(&self.geometry, record);
         let mut buffer = direct.buffers.take();
         let bytes = buffer.bytes_mut(read.len);
@@ -273,7 +283,11 @@ impl ReadView {
 
     /// Checks the entry in `bytes` (what `read` read) with replay's record checks: its payload,
     /// or `Trimmed` when a trim passed it while it was read, else `Damaged`.
-    pub(crate) fn check_read(&self, read: &RecordRead, bytes: &[u8]) -> Result<Vec<u8>, ReadError> {
+    pub(crate) fn check_read(
+        &self,
+        read: &RecordRead,
+        bytes: &[u8],
+    ) -> Result<LogEntry, ReadError> {
         let record = read.record;
         let expect = RecordExpectation {
             ring_id: self.ring_id,
@@ -286,15 +300,24 @@ impl ReadView {
         };
         match check_record(&expect, &bytes[read.header_at..]) {
             Ok(checked) if checked.payload.len() == record.span.payload_len as usize => {
-                Ok(checked.payload.to_vec())
+                Ok(LogEntry {
+                    lsn: checked.lsn,
+                    kind: checked.kind,
+                    header: checked.embedder,
+                    payload: checked.payload.to_vec(),
+                })
             }
             Ok(_) => self.damaged(expect.lsn, expect.position, Check::PayloadLength),
-            Err(failure) => self.damaged(expect.lsn, failure.position, failure.check),
+            Err(failure) => {
+                let header = intact_header(&expect, &bytes[read.header_at..]);
+                let at = (expect.lsn, failure.position);
+                self.failed_check(at, failure.check, None, header)
+            }
         }
     }
 
     /// The device failed a read: that read's outcome (or `Trimmed`, if a trim passed it).
-    pub(crate) fn read_failed(&self, read: &RecordRead, errno: i32) -> Result<Vec<u8>, ReadError> {
+    pub(crate) fn read_failed(&self, read: &RecordRead, errno: i32) -> Result<LogEntry, ReadError> {
         self.read_error(read.record.lsn, read.record.position(), errno)
     }
 
@@ -313,7 +336,7 @@ impl ReadView {
             "a read failed: {}",
             std::io::Error::from_raw_os_error(errno)
         );
-        self.failed_check(lsn, position, Check::ReadError, Some(errno))
+        self.failed_check((lsn, position), Check::ReadError, Some(errno), None)
     }
 
     /// `Trimmed` if a trim passed `lsn` meanwhile (its blocks may hold a later lap now), else
@@ -324,15 +347,15 @@ impl ReadView {
         position: sealog_wal::Position,
         check: Check,
     ) -> Result<T, ReadError> {
-        self.failed_check(lsn, position, check, None)
+        self.failed_check((lsn, position), check, None, None)
     }
 
     fn failed_check<T>(
         &self,
-        lsn: u64,
-        position: sealog_wal::Position,
+        (lsn, position): (u64, sealog_wal::Position),
         check: Check,
         errno: Option<i32>,
+        header: Option<EmbedderHeader>,
     ) -> Result<T, ReadError> {
         let trim = self.trim_lsn();
         if lsn <= trim {
@@ -347,6 +370,7 @@ impl ReadView {
             position,
             check,
             errno,
+            header,
         })
     }
 
@@ -609,6 +633,7 @@ mod tests {
     use super::*;
     use crate::drive::index::{IndexedBatch, RecordSpan};
     use sealog_wal::batch::{BatchBuilder, BatchStart};
+    use sealog_wal::format::ENTRY_HEADER_SIZE;
     use sealog_wal::{Kind, Position};
 
     const BLOCK: u32 = 4096;
@@ -666,7 +691,7 @@ mod tests {
                 payload_len: 100,
             },
             RecordSpan {
-                offset_in_batch: 164,
+                offset_in_batch: (ENTRY_HEADER_SIZE + 100) as u32,
                 payload_len: 5000,
             },
         ];
@@ -694,11 +719,12 @@ mod tests {
         let (view, batch) = view_with_batch();
         let record = device_record(&view, 6);
         let read = RecordRead::new(&view.geometry, record);
-        // Header at 164 in the batch, 5064 bytes: blocks 0 and 1 of the batch.
+        // Header at 196 in the batch, 5096 bytes: blocks 0 and 1 of the batch.
         assert_eq!(read.ring_offset, view.geometry.ring_offset(AT));
-        assert_eq!((read.len, read.header_at), (2 * BLOCK as usize, 164));
+        assert_eq!((read.len, read.header_at), (2 * BLOCK as usize, 196));
         assert_eq!(
-            view.check_read(&read, &batch[..read.len]),
+            view.check_read(&read, &batch[..read.len])
+                .map(|entry| entry.payload),
             Ok(vec![2; 5000])
         );
         assert!(matches!(
@@ -731,14 +757,27 @@ mod tests {
                 position: AT,
                 check: Check::NotWritten,
                 errno: None,
+                header: None,
             })
         );
         let mut flipped = batch.clone();
         flipped[sealog_wal::format::ENTRY_HEADER_SIZE + 10] ^= 1;
+        // Only the payload is damaged: the embedder's header still names the record.
         assert!(matches!(
             view.check_read(&read, &flipped[..read.len]),
             Err(ReadError::Damaged {
                 check: Check::PayloadCrc,
+                header: Some(EmbedderHeader::ZERO),
+                ..
+            })
+        ));
+        let mut header_flipped = batch.clone();
+        header_flipped[70] ^= 1;
+        assert!(matches!(
+            view.check_read(&read, &header_flipped[..read.len]),
+            Err(ReadError::Damaged {
+                check: Check::HeaderCrc,
+                header: None,
                 ..
             })
         ));
@@ -758,6 +797,6 @@ mod tests {
             })
         );
         let stats = view.read_stats();
-        assert_eq!(stats.damaged, 2);
+        assert_eq!(stats.damaged, 3);
     }
 }
