@@ -57,6 +57,13 @@ impl Completions {
         }
     }
 
+    /// Whether the calling thread is this completion thread (running a callback).
+    pub fn is_current_thread(&self) -> bool {
+        lock(&self.thread)
+            .as_ref()
+            .is_some_and(|thread| thread.thread().id() == std::thread::current().id())
+    }
+
     /// Stops taking callbacks, lets the thread run those queued, and joins it. Called after
     /// the drive closed, so every queued ticket has (or is about to have) its outcome. Never
     /// from the completion thread itself (it would join itself).

@@ -332,12 +332,14 @@ pub unsafe extern "C" fn sealog_open(
 /// (appends it cannot make durable complete with `SEALOG_CLOSED`), writes a tail marker if
 /// needed and stops; then every callback still queued runs (exactly once each) and the
 /// completion thread is joined. Returns `SEALOG_FAILED` (with the cause) if the drive had
-/// stopped after an I/O error; the handle is freed whatever it returns. NULL: nothing.
+/// stopped after an I/O error; the handle is freed whatever it returns (but for the refusal
+/// below). NULL: nothing.
 ///
 /// Thread safety: call it once per handle, after every other call on the handle (and every
 /// ticket wait) has returned. Never from a completion callback of this drive: close joins the
-/// thread that runs them. Iterators of the drive should be freed first; one still alive
-/// afterwards returns `SEALOG_CLOSED` or `SEALOG_END`, never touches freed memory.
+/// thread that runs them (there it returns `SEALOG_INVALID_ARGUMENT` and closes nothing).
+/// Iterators of the drive should be freed first; one still alive afterwards returns
+/// `SEALOG_CLOSED` or `SEALOG_END`, never touches freed memory.
 ///
 /// # Safety
 /// `drive` is NULL or a handle from `sealog_open` not closed yet, and no other call on it is
@@ -347,6 +349,13 @@ pub unsafe extern "C" fn sealog_close(drive: *mut sealog_drive) -> c_int {
     guard("sealog_close", || {
         if drive.is_null() {
             return Ok(());
+        }
+        // SAFETY: a live handle by the caller's contract.
+        if unsafe { &*drive }.completions.is_current_thread() {
+            // Closing would join the thread this call runs on: refused, the drive stays open.
+            return Err(Failure::invalid(
+                "called from a completion callback of this drive (close joins that thread)",
+            ));
         }
         // SAFETY: a handle from `sealog_open` (a boxed `sealog_drive`), closed only here, once,
         // with no other call on it running (the caller's contract).

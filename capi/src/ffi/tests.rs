@@ -289,7 +289,7 @@ unsafe extern "C" fn record(user_data: *mut c_void, status: c_int, lsn: u64) {
 }
 
 /// Records, and on the first call appends again from the callback (allowed: it runs on the
-/// completion thread, not the drive's).
+/// completion thread, not the drive's) and tries to close the drive (refused).
 unsafe extern "C" fn record_and_append(user_data: *mut c_void, status: c_int, lsn: u64) {
     // SAFETY: as in `record`.
     unsafe { record(user_data, status, lsn) };
@@ -304,6 +304,10 @@ unsafe extern "C" fn record_and_append(user_data: *mut c_void, status: c_int, ls
             .lock()
             .expect("unpoisoned")
             .push((status, appended));
+        // SAFETY: as above; a close from a callback is refused before it touches the handle.
+        let status = unsafe { sealog_close(drive.cast_mut()) };
+        let mut calls = seen.calls.lock().expect("unpoisoned");
+        calls.push((status, u64::MAX));
     }
 }
 
@@ -331,19 +335,20 @@ fn close_runs_every_accepted_callback_exactly_once() {
     // Let the first callback's own append through before closing (a callback that appends
     // while its drive closes gets SEALOG_CLOSED, as any late append does).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while seen.calls.lock().expect("unpoisoned").len() < 2 && std::time::Instant::now() < deadline {
+    while seen.calls.lock().expect("unpoisoned").len() < 3 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     close(drive);
     let calls = seen.calls.into_inner().expect("unpoisoned");
-    // One call per accepted append, plus the blocking append made inside the first callback.
-    assert_eq!(calls.len(), accepted + 1);
+    // One call per accepted append, plus the first callback's append and close.
+    assert_eq!(calls.len(), accepted + 2);
     let (status, lsn) = calls[1];
     assert_eq!(status, OK, "the append from a callback");
+    assert_eq!(calls[2], (INVALID, u64::MAX), "the close from a callback");
     let callbacks: Vec<_> = calls
         .iter()
         .enumerate()
-        .filter(|(index, _)| *index != 1)
+        .filter(|(index, _)| *index == 0 || *index > 2)
         .collect();
     for (_, (status, lsn_seen)) in &callbacks {
         assert!(
