@@ -1,8 +1,10 @@
 //! The house style as a test (TigerBeetle's `tidy.zig`, rust-analyzer's `tidy.rs`): every Rust
 //! file opens with a `//!` paragraph, lines stay within 100 columns, no debugging or unfinished
 //! markers land, every `unsafe` block carries a `// SAFETY:` comment, crates other than the
-//! engine forbid unsafe code, and `docs/format.md` carries the checksum of `wal/src/format.rs`
-//! so the on-disk format cannot change without its document being touched.
+//! engine and the C ABI forbid unsafe code (those two deny it outside one module each: the
+//! io_uring backend, and the C ABI's exported functions), and `docs/format.md` carries the
+//! checksum of `wal/src/format.rs` so the on-disk format cannot change without its document
+//! being touched.
 //!
 //! Functions stay within 70 lines (TigerBeetle's limit) in the code under
 //! [`FUNCTION_LENGTH_ROOTS`]: a longer one does several things, and each deserves a name. A
@@ -134,7 +136,7 @@ fn every_unsafe_block_says_why_it_is_sound() {
 }
 
 #[test]
-fn unsafe_code_lives_in_the_io_uring_backend_only() {
+fn unsafe_code_lives_in_the_io_uring_backend_and_the_c_abi_only() {
     let root = workspace_root();
     for crate_root in [
         "wal/src/lib.rs",
@@ -154,10 +156,25 @@ fn unsafe_code_lives_in_the_io_uring_backend_only() {
         engine.contains("#![deny(unsafe_code)]"),
         "the engine denies unsafe outside uring"
     );
+    // The C ABI is the second, stated exception: raw pointers and `#[no_mangle]` cannot be
+    // had without `unsafe`. Its crate root denies it and allows it on the `ffi` module only.
+    let capi = fs::read_to_string(root.join("capi/src/lib.rs")).expect("capi lib.rs");
+    assert!(
+        capi.contains("#![deny(unsafe_code)]"),
+        "capi/src/lib.rs must deny unsafe code outside its ffi module"
+    );
+    let allowed = ["#[allow(", "unsafe_code)]\npub mod ffi;"].concat();
+    assert!(
+        capi.contains(allowed.as_str()) && capi.matches("allow(unsafe_code)").count() == 1,
+        "capi/src/lib.rs allows unsafe code on its ffi module and nowhere else"
+    );
     let unsafe_word = ["unsafe", " "].concat();
     for path in workspace_rust_files() {
         let name = relative(&path);
-        if name.starts_with("engine/src/uring/") || name.starts_with("tests/tests/tidy.rs") {
+        if name.starts_with("engine/src/uring/")
+            || name.starts_with("capi/src/ffi/")
+            || name.starts_with("tests/tests/tidy.rs")
+        {
             continue;
         }
         let text = fs::read_to_string(&path).expect("readable");
@@ -165,7 +182,7 @@ fn unsafe_code_lives_in_the_io_uring_backend_only() {
             let code = line.split("//").next().unwrap_or("");
             assert!(
                 !code.contains(unsafe_word.as_str()) || code.contains("unsafe_code"),
-                "{name}:{}: unsafe outside engine/src/uring",
+                "{name}:{}: unsafe outside engine/src/uring and capi/src/ffi",
                 index + 1
             );
         }

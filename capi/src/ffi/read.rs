@@ -1,0 +1,220 @@
+//! Reads from C: a point read (`sealog_read`) hands out a buffer the library allocated, which
+//! the caller frees with `sealog_buffer_free` (no copy: the engine's buffer is handed over);
+//! an iterator (`sealog_iter_*`) lends each payload until its next call, so a scan allocates
+//! nothing per entry on the caller's side. Both fill a `sealog_entry`, which can grow later
+//! (with the entry's embedder header, say) without breaking callers.
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use sealog::{Drive, EntryIter};
+
+use super::{drive_arg, guard, null, out_arg, sealog_drive, write_sized};
+use crate::status::Failure;
+use crate::types::{sealog_entry, sealog_status};
+
+/// An iterator over the live log (`sealog_iter_from` to `sealog_iter_free`).
+pub struct sealog_iter {
+    /// Declared first, so it is dropped before the drive it borrows.
+    entries: EntryIter<'static>,
+    /// The payload lent by the last `sealog_iter_next`.
+    payload: Vec<u8>,
+    /// Keeps the drive (not its thread: close still stops that) alive as long as the
+    /// iterator borrows it.
+    _drive: Arc<Drive>,
+}
+
+// An iterator may be handed from one thread to another between calls.
+const _: () = {
+    const fn movable<T: Send>() {}
+    movable::<sealog_iter>();
+};
+
+/// Fills `struct_size_bytes` of a `sealog_entry` (before `sealog_read` or
+/// `sealog_iter_next`).
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `entry` is NULL or points to a writable `sealog_entry`.
+#[no_mangle]
+pub unsafe extern "C" fn sealog_entry_init(entry: *mut sealog_entry) -> c_int {
+    guard("sealog_entry_init", || {
+        // SAFETY: the caller's contract.
+        let entry = unsafe { out_arg(entry, "entry") }?;
+        entry.struct_size_bytes = size_of::<sealog_entry>() as u32;
+        Ok(())
+    })
+}
+
+/// An entry handing out `payload` (NULL when empty).
+fn entry(lsn: u64, payload: *const u8, payload_len_bytes: usize) -> sealog_entry {
+    sealog_entry {
+        struct_size_bytes: size_of::<sealog_entry>() as u32,
+        reserved_zero: 0,
+        lsn,
+        payload: if payload_len_bytes == 0 {
+            std::ptr::null()
+        } else {
+            payload
+        },
+        payload_len_bytes,
+    }
+}
+
+/// Reads the live entry at `lsn` into `*entry_out`: its payload is a buffer the library
+/// allocated for the caller, who frees it with `sealog_buffer_free(entry.payload,
+/// entry.payload_len_bytes)` (NULL when empty: nothing to free). Recent entries come from
+/// memory; others are read from the device on the calling thread and checked. Outcomes:
+/// `SEALOG_OK`, `SEALOG_TRIMMED`, `SEALOG_NOT_YET_DURABLE` (nothing unacknowledged is ever
+/// served), `SEALOG_DAMAGED` (that read only: the drive runs on), `SEALOG_FAILED`,
+/// `SEALOG_CLOSED`. On failure `*entry_out` is left as it was.
+///
+/// Thread safety: any thread, concurrently with any other call on the drive but close; also
+/// from a completion callback.
+///
+/// # Safety
+/// `drive` is NULL or an open handle; `entry_out` is NULL or points to a `sealog_entry` whose
+/// `struct_size_bytes` was set by `sealog_entry_init`.
+#[no_mangle]
+pub unsafe extern "C" fn sealog_read(
+    drive: *const sealog_drive,
+    lsn: u64,
+    entry_out: *mut sealog_entry,
+) -> c_int {
+    guard("sealog_read", || {
+        // SAFETY: the caller's contract.
+        let drive = &unsafe { drive_arg(drive) }?.drive;
+        if entry_out.is_null() {
+            return Err(null("entry_out"));
+        }
+        let payload = drive
+            .read(lsn)
+            .map_err(|error| Failure::from(error).context(drive.path().display()))?;
+        let payload = Box::into_raw(payload.into_boxed_slice());
+        let value = entry(lsn, payload.cast::<u8>().cast_const(), payload.len());
+        // SAFETY: the caller's contract.
+        let written = unsafe { write_sized(entry_out, "entry_out", value) };
+        if written.is_err() && !payload.is_empty() {
+            // SAFETY: the box just made, never handed out.
+            drop(unsafe { Box::from_raw(payload) });
+        }
+        written
+    })
+}
+
+/// Frees a payload `sealog_read` handed out (NULL: nothing).
+///
+/// Thread safety: any thread, once per payload.
+///
+/// # Safety
+/// `payload` is NULL or the `payload` of an entry `sealog_read` filled, with its
+/// `payload_len_bytes`, not freed before and not used after.
+#[no_mangle]
+pub unsafe extern "C" fn sealog_buffer_free(payload: *const u8, payload_len_bytes: usize) -> c_int {
+    guard("sealog_buffer_free", || {
+        if payload.is_null() {
+            return Ok(());
+        }
+        let slice = std::ptr::slice_from_raw_parts_mut(payload.cast_mut(), payload_len_bytes);
+        // SAFETY: a boxed slice of this length from `sealog_read`, freed once (the contract).
+        drop(unsafe { Box::from_raw(slice) });
+        Ok(())
+    })
+}
+
+/// Starts an iterator over the live entries from `lsn` on, up to the durable tail; free it
+/// with `sealog_iter_free`. It reads ahead in large sequential reads (recent entries come
+/// from memory). Errors (a start below the first live LSN, past the next LSN) come from the
+/// first `sealog_iter_next`.
+///
+/// Thread safety: any thread, concurrently with any other call on the drive but close. The
+/// iterator is single-threaded: one thread at a time calls it (it may move between threads
+/// between calls).
+///
+/// # Safety
+/// `drive` is NULL or an open handle; `iter_out` is NULL or points to a writable
+/// `sealog_iter *`.
+#[no_mangle]
+pub unsafe extern "C" fn sealog_iter_from(
+    drive: *const sealog_drive,
+    lsn: u64,
+    iter_out: *mut *mut sealog_iter,
+) -> c_int {
+    guard("sealog_iter_from", || {
+        // SAFETY: the caller's contract.
+        let drive = Arc::clone(&unsafe { drive_arg(drive) }?.drive);
+        // SAFETY: the caller's contract.
+        let out = unsafe { out_arg(iter_out, "iter_out") }?;
+        // SAFETY: the reference points into the Arc's allocation, which never moves and which
+        // `sealog_iter::_drive` keeps alive for as long as the iterator (declared before it,
+        // so dropped first) borrows it; nothing mutates a `Drive` behind a shared reference.
+        let borrowed: &'static Drive = unsafe { &*Arc::as_ptr(&drive) };
+        let iter = sealog_iter {
+            entries: borrowed.iter_from(lsn),
+            payload: Vec::new(),
+            _drive: drive,
+        };
+        *out = Box::into_raw(Box::new(iter));
+        Ok(())
+    })
+}
+
+/// The next entry into `*entry_out`: `SEALOG_OK`, or `SEALOG_END` at the durable tail (a
+/// later call goes on from there, once more is durable: wait with `sealog_wait_durable`), or
+/// why it stopped (`SEALOG_TRIMMED` when a trim passed it or it started below the first live
+/// LSN, `SEALOG_NOT_YET_DURABLE` when it started past the next LSN, `SEALOG_DAMAGED`,
+/// `SEALOG_CLOSED`, ...; after an error it returns `SEALOG_END`). The payload is lent: it
+/// stays valid until the next `sealog_iter_next` or `sealog_iter_free` on this iterator.
+///
+/// Thread safety: one thread at a time per iterator.
+///
+/// # Safety
+/// `iter` is NULL or an iterator not yet freed; `entry_out` is NULL or points to a
+/// `sealog_entry` whose `struct_size_bytes` was set by `sealog_entry_init`.
+#[no_mangle]
+pub unsafe extern "C" fn sealog_iter_next(
+    iter: *mut sealog_iter,
+    entry_out: *mut sealog_entry,
+) -> c_int {
+    guard("sealog_iter_next", || {
+        // SAFETY: a live iterator used by one thread at a time (the caller's contract).
+        let iter = unsafe { iter.as_mut() }.ok_or_else(|| null("iter"))?;
+        if entry_out.is_null() {
+            return Err(null("entry_out"));
+        }
+        let (lsn, payload) = match iter.entries.next() {
+            None => {
+                return Err(Failure::new(
+                    sealog_status::SEALOG_END,
+                    "the iterator is at the durable tail",
+                ))
+            }
+            Some(Err(error)) => {
+                return Err(Failure::from(error).context(iter._drive.path().display()))
+            }
+            Some(Ok(entry)) => entry,
+        };
+        iter.payload = payload;
+        let value = entry(lsn, iter.payload.as_ptr(), iter.payload.len());
+        // SAFETY: the caller's contract.
+        unsafe { write_sized(entry_out, "entry_out", value) }
+    })
+}
+
+/// Frees an iterator (NULL: nothing), and with it the payload it lent last.
+///
+/// Thread safety: the iterator's one thread, once.
+///
+/// # Safety
+/// `iter` is NULL or an iterator not yet freed, not used after.
+#[no_mangle]
+pub unsafe extern "C" fn sealog_iter_free(iter: *mut sealog_iter) -> c_int {
+    guard("sealog_iter_free", || {
+        if !iter.is_null() {
+            // SAFETY: a boxed iterator from `sealog_iter_from`, freed once (the contract).
+            drop(unsafe { Box::from_raw(iter) });
+        }
+        Ok(())
+    })
+}

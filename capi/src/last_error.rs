@@ -1,0 +1,43 @@
+//! The thread-local last error: the message of the last call on a thread that failed, which
+//! `sealog_last_error_message()` hands to C. Every call clears it first, so the message a
+//! caller reads belongs to the call it just made, and the pointer it got stays valid until
+//! its next call into the library on that thread.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Forgets the last message (at the start of every call).
+pub fn clear() {
+    LAST_ERROR.with(|last| last.borrow_mut().take());
+}
+
+/// Records `message` as this thread's last error. A NUL byte, which C cannot carry inside a
+/// string, is written as `\0`.
+pub fn set(message: &str) {
+    let text = CString::new(message.replace('\0', "\\0")).expect("NUL bytes were replaced");
+    LAST_ERROR.with(|last| *last.borrow_mut() = Some(text));
+}
+
+/// The last message as a C string ("" when the last call succeeded): it lives in this
+/// thread's slot until the slot changes.
+pub fn as_ptr() -> *const c_char {
+    LAST_ERROR.with(|last| match last.borrow().as_ref() {
+        Some(text) => text.as_ptr(),
+        None => c"".as_ptr(),
+    })
+}
+
+/// The last message as Rust text, for tests.
+pub fn message() -> String {
+    LAST_ERROR.with(|last| {
+        last.borrow()
+            .as_deref()
+            .map_or_else(String::new, |text: &CStr| {
+                text.to_string_lossy().into_owned()
+            })
+    })
+}

@@ -1,0 +1,209 @@
+//! The types C sees: the status codes, the option structs a caller fills and the output
+//! structs the library fills, and the constants their fields take. Names are C's
+//! (`sealog_status`, `SEALOG_OK`) because cbindgen writes them into the header as they are.
+//!
+//! Every struct opens with `struct_size_bytes`, set by its `_init` function to the size the
+//! caller was compiled with, so a struct can grow at its end without breaking a program built
+//! against an older header (the library reads or writes only the fields that size covers) or
+//! a newer one (fields this library does not know must be zero in an options struct; an
+//! output struct's `struct_size_bytes` comes back as the bytes the library filled). Fields are
+//! plain integers, never C enums, so no bit pattern a caller leaves in them is undefined.
+
+#![allow(non_camel_case_types)]
+
+/// What a call did. Every function of the library returns one of these as an `int`
+/// (`SEALOG_OK` is 0); the message of the last failure on a thread is
+/// `sealog_last_error_message()`. The numbers are stable: new codes are only ever added.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum sealog_status {
+    /// The call did what it was asked.
+    SEALOG_OK = 0,
+    /// `sealog_ticket_poll`: the append is not durable yet (nor failed); poll again later.
+    SEALOG_PENDING = 1,
+    /// `sealog_iter_next`: no entry now, the iterator is at the durable tail; a later call
+    /// goes on from there once more entries are durable.
+    SEALOG_END = 2,
+    /// The LSN was released by a trim (or is below the first live LSN).
+    SEALOG_TRIMMED = 3,
+    /// The LSN is not acknowledged yet (or was never appended), or a trim asked to release
+    /// entries past the durable tail.
+    SEALOG_NOT_YET_DURABLE = 4,
+    /// The ring is full: trim to make room (the append was not made).
+    SEALOG_RING_FULL = 5,
+    /// The payload is over the ring's limit (`sealog_shape.payload_size_max_bytes`);
+    /// nothing of it was written.
+    SEALOG_TOO_LARGE = 6,
+    /// Opening found acknowledged data damaged (strict recovery) or the ring's control
+    /// blocks damaged.
+    SEALOG_CORRUPT = 7,
+    /// A read found the record damaged, or the device failed the read: that read's outcome
+    /// only, the drive runs on.
+    SEALOG_DAMAGED = 8,
+    /// A system call failed (the message names the path and what was being done).
+    SEALOG_IO = 9,
+    /// The drive was closed before the request was carried out.
+    SEALOG_CLOSED = 10,
+    /// The drive stopped for good after a write or flush failed (fail-stop): reopen the ring
+    /// to go on; nothing is acknowledged after the failure.
+    SEALOG_FAILED = 11,
+    /// An argument is wrong: a NULL pointer, a path that is not UTF-8, an option out of
+    /// range, a struct size this library does not know.
+    SEALOG_INVALID_ARGUMENT = 12,
+    /// Another process (or handle) holds the ring.
+    SEALOG_IN_USE = 13,
+    /// The path holds no ring this library can open (not a ring, another format version, a
+    /// segment file of the wrong length).
+    SEALOG_NOT_A_RING = 14,
+    /// `sealog_format`: the directory exists and is not empty (set `force` to format it).
+    SEALOG_NOT_EMPTY = 15,
+    /// A wait ran out of time before its LSN was durable.
+    SEALOG_TIMED_OUT = 16,
+    /// The library panicked (a bug in sealog): the panic was caught at the boundary and its
+    /// message is the last error. The drive may be unusable; close it.
+    SEALOG_PANIC = 17,
+}
+
+/// `sealog_drive_options.durability`: what the ring recorded when it was formatted.
+pub const SEALOG_DURABILITY_RING_DEFAULT: u32 = 0;
+/// `sealog_drive_options.durability`: a write, then a linked fdatasync.
+pub const SEALOG_DURABILITY_FDATASYNC: u32 = 1;
+/// `sealog_drive_options.durability`: every write with RWF_DSYNC (FUA where the device has it).
+pub const SEALOG_DURABILITY_DSYNC: u32 = 2;
+/// `sealog_drive_options.durability`: no flush at all. A power cut can lose acknowledged
+/// entries: for benchmarks only.
+pub const SEALOG_DURABILITY_NO_SYNC_BENCHMARK_ONLY: u32 = 3;
+
+/// `sealog_drive_options.recovery`: fail the open when acknowledged data is damaged.
+pub const SEALOG_RECOVERY_STRICT: u32 = 0;
+/// `sealog_drive_options.recovery`: cut the log at the damage and open.
+pub const SEALOG_RECOVERY_TRUNCATE_AT_CORRUPTION: u32 = 1;
+
+/// `sealog_format_options.sync_method`: measure the device and record the faster method.
+pub const SEALOG_SYNC_MEASURE: u32 = 0;
+/// `sealog_format_options.sync_method`: record fdatasync (and measure nothing).
+pub const SEALOG_SYNC_FDATASYNC: u32 = 1;
+/// `sealog_format_options.sync_method`: record RWF_DSYNC (and measure nothing).
+pub const SEALOG_SYNC_DSYNC: u32 = 2;
+
+/// `sealog_shape.state`: the drive accepts appends.
+pub const SEALOG_DRIVE_RUNNING: u32 = 0;
+/// `sealog_shape.state`: the drive stopped after a write or flush failed; reopen.
+pub const SEALOG_DRIVE_FAILED: u32 = 1;
+/// `sealog_shape.state`: the drive was closed.
+pub const SEALOG_DRIVE_CLOSED: u32 = 2;
+
+/// A timeout that never runs out (`sealog_wait_durable`, `sealog_ticket_wait`).
+pub const SEALOG_TIMEOUT_NONE_US: u64 = u64::MAX;
+
+/// How `sealog_format` lays out a ring. Fill it with `sealog_format_options_init`, then
+/// change what you need.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_format_options {
+    /// `sizeof(sealog_format_options)` as the caller was compiled (set by the init function).
+    pub struct_size_bytes: u32,
+    /// The ring's default durability: `SEALOG_SYNC_MEASURE` (the default: about 0.1 s of
+    /// measuring the device), `SEALOG_SYNC_FDATASYNC` or `SEALOG_SYNC_DSYNC`.
+    pub sync_method: u32,
+    /// Total bytes of the ring (control area and segments).
+    pub size_bytes: u64,
+    /// Bytes per segment; 0: 64 MiB or a quarter of the ring, whichever is smaller.
+    pub segment_size_bytes: u64,
+    /// The largest batch in bytes; 0: 1 MiB (or a segment's data area if smaller).
+    pub batch_size_max_bytes: u32,
+    /// Batches in flight; 0: 4.
+    pub window_batches_max: u32,
+    /// Nonzero: format a directory that exists and is not empty.
+    pub force: u32,
+    /// Must be zero.
+    pub reserved_zero: u32,
+}
+
+/// How `sealog_open` opens a drive. Fill it with `sealog_drive_options_init` (the engine's
+/// defaults), then change what you need; a NULL options pointer means the defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_drive_options {
+    /// `sizeof(sealog_drive_options)` as the caller was compiled (set by the init function).
+    pub struct_size_bytes: u32,
+    /// `SEALOG_DURABILITY_*`; the default is the method the ring recorded at format.
+    pub durability: u32,
+    /// `SEALOG_RECOVERY_STRICT` (the default) or `SEALOG_RECOVERY_TRUNCATE_AT_CORRUPTION`.
+    pub recovery: u32,
+    /// Pin the drive thread to this CPU; -1 (the default): not pinned.
+    pub cpu: i32,
+    /// When the ring is full, how long an append waits for a trim before it fails with
+    /// `SEALOG_RING_FULL`, in microseconds; 0 (the default): fail at once.
+    pub when_full_wait_us: u64,
+    /// Requests queued to the drive thread before an append blocks (1 to 2^24).
+    pub channel_capacity_requests: u64,
+    /// How long the drive thread spins on the completion queue before it blocks, in
+    /// microseconds (0 blocks at once).
+    pub spin_before_block_us: u64,
+    /// Group commit's gathering window in microseconds (0 disables).
+    pub group_gather_us: u64,
+    /// How long the log stays idle before the drive writes a tail marker, in microseconds.
+    pub tail_marker_idle_us: u64,
+    /// How long a thread waiting on a ticket spins before it parks, in microseconds.
+    pub client_spin_us: u64,
+    /// Bytes of the recent-entry cache, from which reads of recent entries are served
+    /// without touching the device (0 disables it).
+    pub read_cache_bytes: u64,
+    /// Reads on the device at once from callers' threads (more wait their turn).
+    pub read_buffers: u64,
+    /// Bytes an iterator reads from the device at a time (at least the ring's batch limit).
+    pub read_ahead_bytes: u64,
+    /// Let a kernel thread poll the submission queue (SQPOLL), asleep after this many idle
+    /// milliseconds; 0 (the default): no polling thread.
+    pub sqpoll_idle_ms: u32,
+    /// Must be zero.
+    pub reserved_zero: u32,
+}
+
+/// One entry of the log, as `sealog_read` and `sealog_iter_next` hand it out. Fill
+/// `struct_size_bytes` with `sealog_entry_init` before the first use.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_entry {
+    /// In: `sizeof(sealog_entry)` as the caller was compiled. Out: the bytes filled.
+    pub struct_size_bytes: u32,
+    /// Zero (room for the entry's kind).
+    pub reserved_zero: u32,
+    /// The entry's LSN.
+    pub lsn: u64,
+    /// The payload (NULL when it is empty). Who owns it depends on the call: see
+    /// `sealog_read` and `sealog_iter_next`.
+    pub payload: *const u8,
+    /// The payload's length in bytes.
+    pub payload_len_bytes: usize,
+}
+
+/// The log's shape (`sealog_drive_shape`): what the drive publishes, read without asking
+/// its thread, so at most a moment old.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_shape {
+    /// In: `sizeof(sealog_shape)` as the caller was compiled. Out: the bytes filled.
+    pub struct_size_bytes: u32,
+    /// `SEALOG_DRIVE_RUNNING`, `SEALOG_DRIVE_FAILED` or `SEALOG_DRIVE_CLOSED`.
+    pub state: u32,
+    /// The first live LSN (the trim point plus one).
+    pub first_live_lsn: u64,
+    /// The trim point: every entry at or below it is released.
+    pub trim_lsn: u64,
+    /// The highest acknowledged (durable) LSN; 0 when nothing was ever appended.
+    pub durable_lsn: u64,
+    /// The LSN the next append will get.
+    pub next_lsn: u64,
+    /// Acknowledged entries not trimmed.
+    pub live_entries: u64,
+    /// The ring's bytes for the log (every segment, headers included).
+    pub capacity_bytes: u64,
+    /// The ring's bytes from its head (the oldest live batch) to the write position.
+    pub occupied_bytes: u64,
+    /// The largest payload an append takes, in bytes (from the ring's geometry).
+    pub payload_size_max_bytes: u32,
+    /// The ring's block size in bytes.
+    pub block_size_bytes: u32,
+}
