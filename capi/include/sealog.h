@@ -48,6 +48,20 @@
 // `sealog_shape.state`: the drive was closed.
 #define SEALOG_DRIVE_CLOSED 2
 
+// An entry's kind (`sealog_new_entry.kind`, `sealog_entry.kind`, `sealog_entry_view.kind`):
+// an embedder's data, the default.
+#define SEALOG_KIND_DATA 1
+
+// An entry's kind: a trim record of the layers above (sealog stores it as it stores data;
+// it trims nothing itself).
+#define SEALOG_KIND_TRIM 3
+
+// An entry's kind: a seal record of the layers above.
+#define SEALOG_KIND_SEAL 4
+
+// An entry's kind: a fence record of the layers above.
+#define SEALOG_KIND_FENCE 5
+
 // A timeout that never runs out (`sealog_wait_durable`, `sealog_ticket_wait`).
 #define SEALOG_TIMEOUT_NONE_US UINT64_MAX
 
@@ -100,6 +114,12 @@ typedef enum sealog_status {
   // The library panicked (a bug in sealog): the panic was caught at the boundary and its
   // message is the last error. The drive may be unusable; close it.
   SEALOG_PANIC = 17,
+  // `sealog_append_group*`: the group holds no entry (nothing was appended).
+  SEALOG_EMPTY_GROUP = 18,
+  // `sealog_append_group*`: the group's entries, each with its 96-byte entry header, are
+  // together over the ring's batch limit (a group shares one batch); nothing was appended.
+  // Split it, or format the ring with a larger `batch_size_max_bytes`.
+  SEALOG_GROUP_TOO_LARGE = 19,
 } sealog_status;
 
 // An open drive (`sealog_open` to `sealog_close`): the engine's drive and the thread that
@@ -109,7 +129,9 @@ typedef struct sealog_drive sealog_drive;
 // An iterator over the live log (`sealog_iter_from` to `sealog_iter_free`).
 typedef struct sealog_iter sealog_iter;
 
-// A pending append (`sealog_append_async`): poll or wait on it, then free it.
+// A pending append (`sealog_append_async`, `sealog_append_entry_async`,
+// `sealog_append_group_async`): poll or wait on it, then free it. A group's ticket yields
+// its first LSN.
 typedef struct sealog_ticket sealog_ticket;
 
 // How `sealog_format` lays out a ring. Fill it with `sealog_format_options_init`, then
@@ -200,20 +222,60 @@ typedef struct sealog_shape {
   uint32_t block_size_bytes;
 } sealog_shape;
 
-// Called once per `sealog_append_cb` that returned `SEALOG_OK`, on the drive's completion
-// thread, with the caller's `user_data`, the append's status (`SEALOG_OK`, or why it failed:
-// `SEALOG_RING_FULL`, `SEALOG_FAILED`, `SEALOG_CLOSED`, ...) and its LSN (0 unless
+// Called once per `sealog_append_cb` (or `sealog_append_entry_cb`, `sealog_append_group_cb`)
+// that returned `SEALOG_OK`, on the drive's completion thread, with the caller's
+// `user_data`, the append's status (`SEALOG_OK`, or why it failed: `SEALOG_RING_FULL`,
+// `SEALOG_FAILED`, `SEALOG_CLOSED`, ...) and its LSN (a group's first LSN; 0 unless
 // `SEALOG_OK`). Inside it, `sealog_last_error_message()` is the failure's message. It must
 // return normally (no longjmp, no C++ exception).
 typedef void (*sealog_append_callback)(void *user_data, int status, uint64_t lsn);
 
+// The embedder's header of an entry: 32 bytes the layer above sealog gives each entry it
+// appends and gets back from reads, iterators and the recovery visitor. They are stored in
+// the entry's header, under the header's CRC rather than the payload's, so a read that finds
+// the payload damaged can still say which of the embedder's records it was. sealog never
+// interprets them; the names are a convention for log servers. Zeros when none was given.
+typedef struct sealog_embedder_header {
+  // Which of the embedder's logs the entry belongs to (a ledger, a stream, a raft group).
+  uint64_t log_id;
+  // The entry's address in that log (an entry id, a byte offset, a raft index).
+  uint64_t address;
+  // The epoch, term or fencing token it was written under.
+  uint64_t epoch;
+  // A fourth word, for whatever else the embedder needs.
+  uint64_t extra;
+} sealog_embedder_header;
+
+// One entry to append (`sealog_append_entry*`, and the elements of the array
+// `sealog_append_group*` takes): its kind, embedder header and payload. Fill it with
+// `sealog_new_entry_init` (a data entry, header zeros, empty payload), then set what you
+// need. The library copies the payload before the call returns.
+typedef struct sealog_new_entry {
+  // `sizeof(sealog_new_entry)` as the caller was compiled (set by the init function). In an
+  // array, every element has the same size, which is the array's stride.
+  uint32_t struct_size_bytes;
+  // `SEALOG_KIND_*` (`SEALOG_KIND_DATA` after init).
+  uint32_t kind;
+  // The embedder's header stored with the entry.
+  struct sealog_embedder_header header;
+  // The payload (NULL when `payload_len_bytes` is 0); read only until the call returns.
+  const uint8_t *payload;
+  // The payload's length in bytes.
+  size_t payload_len_bytes;
+} sealog_new_entry;
+
 // One entry of the log, as `sealog_read` and `sealog_iter_next` hand it out. Fill
 // `struct_size_bytes` with `sealog_entry_init` before the first use.
+//
+// Versions: the fields up to `payload_len_bytes` are the first version of this struct;
+// `header`, `header_valid` and `reserved_zero` were added at its end. A caller built against
+// the first version (a smaller `struct_size_bytes`) gets those fields it knows, filled as
+// before; `kind` took the place of a field that was always zero.
 typedef struct sealog_entry {
   // In: `sizeof(sealog_entry)` as the caller was compiled. Out: the bytes filled.
   uint32_t struct_size_bytes;
-  // Zero (room for the entry's kind).
-  uint32_t reserved_zero;
+  // The entry's kind (`SEALOG_KIND_*`); 0 when unknown (a damaged entry).
+  uint32_t kind;
   // The entry's LSN.
   uint64_t lsn;
   // The payload (NULL when it is empty). Who owns it depends on the call: see
@@ -221,7 +283,45 @@ typedef struct sealog_entry {
   const uint8_t *payload;
   // The payload's length in bytes.
   size_t payload_len_bytes;
+  // The embedder's header the entry was appended with (zeros when none was given).
+  struct sealog_embedder_header header;
+  // 1 when `header` holds the entry's embedder header: always after `SEALOG_OK`; after
+  // `SEALOG_DAMAGED`, when the entry's header is intact and only its payload is damaged
+  // (0 when the header itself is damaged or the device failed the read).
+  uint32_t header_valid;
+  // Zero.
+  uint32_t reserved_zero;
 } sealog_entry;
+
+// A recovered entry as the recovery visitor of `sealog_open_visiting` sees it, borrowed
+// from the open's replay buffer: every pointer in it (the view itself, the payload) is valid
+// only during the visitor's call; copy out what you keep. Filled by the library:
+// `struct_size_bytes` says how many bytes of it are (later versions add fields at its end;
+// check the size before reading one the first version does not have).
+typedef struct sealog_entry_view {
+  // The bytes of this struct the library filled.
+  uint32_t struct_size_bytes;
+  // The entry's kind (`SEALOG_KIND_*`).
+  uint32_t kind;
+  // The entry's LSN.
+  uint64_t lsn;
+  // The embedder's header it was appended with (zeros when none was given).
+  struct sealog_embedder_header header;
+  // The payload, checked against its CRC (NULL when it is empty). Borrowed: valid during
+  // the call only.
+  const uint8_t *payload;
+  // The payload's length in bytes.
+  size_t payload_len_bytes;
+} sealog_entry_view;
+
+// Called by `sealog_open_visiting` once per live entry recovery accepts, in LSN order, with
+// the caller's `user_data` and a view of the entry. It runs on the drive thread (not the
+// thread that called `sealog_open_visiting`), during the open, and every call has returned
+// before `sealog_open_visiting` does. The view and its payload are borrowed from the replay
+// buffer: valid during the call only, copy what you keep. It must not call into sealog for
+// this ring (there is no drive handle yet: the open waits for the visitor), must not block
+// for long (the open waits), and must return normally (no longjmp, no C++ exception).
+typedef void (*sealog_recovery_visitor)(void *user_data, const struct sealog_entry_view *entry);
 
 #ifdef __cplusplus
 extern "C" {
@@ -414,7 +514,7 @@ int sealog_append_async(const struct sealog_drive *drive, const uint8_t *payload
 // Thread safety: the ticket's owner; a ticket is used by one thread at a time.
 //
 // # Safety
-// `ticket` is NULL or a ticket from `sealog_append_async` not yet freed; `lsn_out` is NULL
+// `ticket` is NULL or a ticket from a `sealog_append*_async` call not yet freed; `lsn_out` is NULL
 // or points to a writable `uint64_t`.
 int sealog_ticket_poll(const struct sealog_ticket *ticket, uint64_t *lsn_out);
 
@@ -425,7 +525,7 @@ int sealog_ticket_poll(const struct sealog_ticket *ticket, uint64_t *lsn_out);
 // Thread safety: the ticket's owner; a ticket is used by one thread at a time.
 //
 // # Safety
-// `ticket` is NULL or a ticket from `sealog_append_async` not yet freed; `lsn_out` is NULL
+// `ticket` is NULL or a ticket from a `sealog_append*_async` call not yet freed; `lsn_out` is NULL
 // or points to a writable `uint64_t`.
 int sealog_ticket_wait(const struct sealog_ticket *ticket, uint64_t timeout_us, uint64_t *lsn_out);
 
@@ -434,17 +534,118 @@ int sealog_ticket_wait(const struct sealog_ticket *ticket, uint64_t timeout_us, 
 // Thread safety: the ticket's owner, once.
 //
 // # Safety
-// `ticket` is NULL or a ticket from `sealog_append_async` not yet freed, not used after.
+// `ticket` is NULL or a ticket from a `sealog_append*_async` call not yet freed, not used after.
 int sealog_ticket_free(struct sealog_ticket *ticket);
 
-// Fills `struct_size_bytes` of a `sealog_entry` (before `sealog_read` or
-// `sealog_iter_next`).
+// Fills a `sealog_new_entry` with a data entry: `struct_size_bytes` set, `kind`
+// `SEALOG_KIND_DATA`, header zeros, empty payload. Set the fields you need after it.
 //
 // Thread safety: any thread.
 //
 // # Safety
-// `entry` is NULL or points to a writable `sealog_entry`.
+// `entry` is NULL or points to a writable `sealog_new_entry`.
+int sealog_new_entry_init(struct sealog_new_entry *entry);
+
+// `sealog_append` for an entry with a kind and an embedder header, described by `*entry`
+// (filled by `sealog_new_entry_init`): blocks until it is durable; `*lsn_out` (when not
+// NULL) is its LSN. The header comes back from `sealog_read`, `sealog_iter_next` and the
+// recovery visitor of `sealog_open_visiting`. `SEALOG_INVALID_ARGUMENT` for a kind that is
+// no `SEALOG_KIND_*` value (padding, 2, is the engine's own); otherwise as `sealog_append`.
+// The payload is copied before the drive sees it.
+//
+// Thread safety: as `sealog_append`.
+//
+// # Safety
+// `drive` is NULL or an open handle; `entry` is NULL or points to a `sealog_new_entry`
+// filled by `sealog_new_entry_init` whose `payload` points to `payload_len_bytes` readable
+// bytes (or is NULL when that is 0); `lsn_out` is NULL or points to a writable `uint64_t`.
+int sealog_append_entry(const struct sealog_drive *drive, const struct sealog_new_entry *entry, uint64_t *lsn_out);
+
+// `sealog_append_cb` for an entry with a kind and an embedder header (`*entry`, as
+// `sealog_append_entry` takes it): returns once it is queued; `callback(user_data, status,
+// lsn)` runs once on the drive's completion thread when it is durable or failed, exactly
+// when this returned `SEALOG_OK`. Everything `sealog_append_cb` says of callbacks holds.
+//
+// Thread safety: as `sealog_append_cb`.
+//
+// # Safety
+// As `sealog_append_entry` for `drive` and `entry`; `callback` as for `sealog_append_cb`.
+int sealog_append_entry_cb(const struct sealog_drive *drive, const struct sealog_new_entry *entry, sealog_append_callback callback, void *user_data);
+
+// `sealog_append_async` for an entry with a kind and an embedder header (`*entry`, as
+// `sealog_append_entry` takes it): `*ticket_out` yields its LSN once durable; free it with
+// `sealog_ticket_free`.
+//
+// Thread safety: as `sealog_append_async`.
+//
+// # Safety
+// As `sealog_append_entry` for `drive` and `entry`; `ticket_out` is NULL or points to a
+// writable `sealog_ticket *`.
+int sealog_append_entry_async(const struct sealog_drive *drive, const struct sealog_new_entry *entry, struct sealog_ticket **ticket_out);
+
+// Appends `count` entries all or nothing, and blocks until they are durable: they share one
+// batch (recovery returns all of them or none), take consecutive LSNs, and no other append
+// comes between them; `*first_lsn_out` (when not NULL) is the first one's LSN, the others
+// follow in array order. `entries` is an array of `sealog_new_entry`, each filled by
+// `sealog_new_entry_init` (the array's stride is their `struct_size_bytes`). Checked before
+// anything is queued, nothing appended on failure: `SEALOG_EMPTY_GROUP` (count 0),
+// `SEALOG_GROUP_TOO_LARGE` (the entries, each with its 96-byte entry header, are over the
+// ring's batch limit together), `SEALOG_TOO_LARGE` (one payload over the payload limit),
+// `SEALOG_INVALID_ARGUMENT` (a NULL, a bad kind or size, naming `entries[i]`); after that,
+// as `sealog_append`. Payloads are copied before the call returns.
+//
+// Thread safety: as `sealog_append`.
+//
+// # Safety
+// `drive` is NULL or an open handle; `entries` is NULL or points to `count` readable
+// `sealog_new_entry` (as `sealog_append_entry` takes them), each `entries[0]
+// .struct_size_bytes` long; `first_lsn_out` is NULL or points to a writable `uint64_t`.
+int sealog_append_group(const struct sealog_drive *drive, const struct sealog_new_entry *entries, size_t count, uint64_t *first_lsn_out);
+
+// `sealog_append_group` without waiting: returns once the group is queued (its checks
+// passed); `callback(user_data, status, first_lsn)` runs once, on the drive's completion
+// thread, when the whole group is durable or failed, exactly when this returned
+// `SEALOG_OK`. Everything `sealog_append_cb` says of callbacks holds.
+//
+// Thread safety: as `sealog_append_cb`.
+//
+// # Safety
+// As `sealog_append_group` for `drive`, `entries` and `count`; `callback` as for
+// `sealog_append_cb`.
+int sealog_append_group_cb(const struct sealog_drive *drive, const struct sealog_new_entry *entries, size_t count, sealog_append_callback callback, void *user_data);
+
+// `sealog_append_group` without waiting: `*ticket_out` yields the group's first LSN once
+// every entry of it is durable; free it with `sealog_ticket_free`.
+//
+// Thread safety: as `sealog_append_async`.
+//
+// # Safety
+// As `sealog_append_group` for `drive`, `entries` and `count`; `ticket_out` is NULL or
+// points to a writable `sealog_ticket *`.
+int sealog_append_group_async(const struct sealog_drive *drive, const struct sealog_new_entry *entries, size_t count, struct sealog_ticket **ticket_out);
+
+// Sets `entry->struct_size_bytes` to the size of the FIRST version of `sealog_entry` (no
+// `kind` meaning, no `header`): the symbol programs built against that version call. The
+// header defines `sealog_entry_init(entry)` as a macro over `sealog_entry_init_sized(entry,
+// sizeof *(entry))`, so C compiled against this header gets its own size, header included.
+//
+// Thread safety: any thread.
+//
+// # Safety
+// `entry` is NULL or points to a writable `sealog_entry` of the first version at least.
 int sealog_entry_init(struct sealog_entry *entry);
+
+// Sets `entry->struct_size_bytes` to `struct_size_bytes`, the size of `sealog_entry` the
+// caller was compiled with (`sizeof *entry`; what the header's `sealog_entry_init` macro
+// passes), before `sealog_read` or `sealog_iter_next`: they fill the fields that size covers
+// and no byte past it. `SEALOG_INVALID_ARGUMENT` for a size below the struct's first version.
+//
+// Thread safety: any thread.
+//
+// # Safety
+// `entry` is NULL or points to `struct_size_bytes` writable bytes, aligned for a
+// `sealog_entry`.
+int sealog_entry_init_sized(struct sealog_entry *entry, size_t struct_size_bytes);
 
 // Reads the live entry at `lsn` into `*entry_out`: its payload is a buffer the library
 // allocated for the caller, who frees it with `sealog_buffer_free(entry.payload,
@@ -452,7 +653,15 @@ int sealog_entry_init(struct sealog_entry *entry);
 // memory; others are read from the device on the calling thread and checked. Outcomes:
 // `SEALOG_OK`, `SEALOG_TRIMMED`, `SEALOG_NOT_YET_DURABLE` (nothing unacknowledged is ever
 // served), `SEALOG_DAMAGED` (that read only: the drive runs on), `SEALOG_FAILED`,
-// `SEALOG_CLOSED`. On failure `*entry_out` is left as it was.
+// `SEALOG_CLOSED`. `entry.kind` and `entry.header` are the entry's kind and embedder header
+// (`header_valid` 1).
+//
+// On `SEALOG_DAMAGED`, `*entry_out` says what is known of the damaged entry: `lsn`, no
+// payload (NULL, 0: nothing to free), `kind` 0, and, when the entry's header is intact and
+// only its payload failed its check, `header` with `header_valid` 1 (else zeros and 0), so
+// the caller can tell which of its records is damaged. A caller built against the first
+// version of `sealog_entry` (no `header`) finds it left as it was. On any other failure
+// `*entry_out` is left as it was.
 //
 // Thread safety: any thread, concurrently with any other call on the drive but close; also
 // from a completion callback.
@@ -489,7 +698,9 @@ int sealog_iter_from(const struct sealog_drive *drive, uint64_t lsn, struct seal
 // later call goes on from there, once more is durable: wait with `sealog_wait_durable`), or
 // why it stopped (`SEALOG_TRIMMED` when a trim passed it or it started below the first live
 // LSN, `SEALOG_NOT_YET_DURABLE` when it started past the next LSN, `SEALOG_DAMAGED`,
-// `SEALOG_CLOSED`, ...; after an error it returns `SEALOG_END`). The payload is lent: it
+// `SEALOG_CLOSED`, ...; after an error it returns `SEALOG_END`). The entry comes with its
+// kind and embedder header; on `SEALOG_DAMAGED`, `*entry_out` is filled as `sealog_read`
+// fills it then (the damaged record's LSN, and its header when intact). The payload is lent: it
 // stays valid until the next `sealog_iter_next` or `sealog_iter_free` on this iterator.
 //
 // Thread safety: one thread at a time per iterator.
@@ -507,8 +718,36 @@ int sealog_iter_next(struct sealog_iter *iter, struct sealog_entry *entry_out);
 // `iter` is NULL or an iterator not yet freed, not used after.
 int sealog_iter_free(struct sealog_iter *iter);
 
+// `sealog_open`, handing every live entry the open's replay recovers to `visitor(user_data,
+// entry)`: once per entry, in LSN order, exactly the entries `sealog_iter_from` would yield
+// from the first live LSN after the open (trimmed ones are not visited). Every call has
+// returned before this function does; then `*drive_out` is the open handle, as
+// `sealog_open` gives it. If the open fails (a strict recovery finding acknowledged data
+// damaged, say), the visitor may have seen entries of a log that was not recovered: drop
+// what it built. Errors as `sealog_open`; `SEALOG_INVALID_ARGUMENT` for a NULL visitor.
+//
+// The visitor runs on the drive thread, not the caller's, while this call blocks; the entry
+// view and its payload are borrowed for the call only; it must not call into sealog for
+// this ring (there is no handle yet), must not block for long, and must return normally (no
+// longjmp, no C++ exception). `user_data` is handed to it untouched: whatever it points to
+// is used from the drive thread, with the calling thread blocked in this call (so no lock
+// is needed for state only the visitor and the code after this call touch).
+//
+// Thread safety: any thread. The handle it returns may be used from many threads at once.
+//
+// # Safety
+// As `sealog_open` for `path`, `options` and `drive_out`; `visitor` is NULL or a function
+// that may be called, as above, from another thread with `user_data` until this call
+// returns.
+int sealog_open_visiting(const char *path, const struct sealog_drive_options *options, sealog_recovery_visitor visitor, void *user_data, struct sealog_drive **drive_out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
 
 #endif  /* SEALOG_H */
+
+#ifndef sealog_entry_init
+/* Initialises a `sealog_entry` with the size this program was compiled with. */
+#define sealog_entry_init(entry) sealog_entry_init_sized((entry), sizeof *(entry))
+#endif

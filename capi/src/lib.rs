@@ -18,12 +18,13 @@
 //!
 //! `unsafe` lives in [`ffi`] only (the raw pointers and `#[no_mangle]`); the rest of the
 //! crate is safe Rust: [`types`] (what C sees), [`status`] (errors to codes and messages),
-//! [`last_error`], [`options`] (C options to the engine's) and [`completion`] (the callback
-//! thread).
+//! [`last_error`], [`options`] (C options to the engine's), [`entries`] (kinds and embedder
+//! headers between C and the engine) and [`completion`] (the callback thread).
 
 #![deny(unsafe_code)]
 
 pub mod completion;
+pub mod entries;
 // The one module allowed `unsafe`: the exported functions and the raw pointers C hands over.
 #[allow(unsafe_code)]
 pub mod ffi;
@@ -34,5 +35,6 @@ pub mod types;
 
 pub use ffi::append::*;
 pub use ffi::read::*;
+pub use ffi::recovery::*;
 pub use ffi::*;
 pub use types::*;

@@ -42,6 +42,8 @@ impl From<AppendError> for Failure {
     fn from(error: AppendError) -> Failure {
         let status = match &error {
             AppendError::PayloadTooLarge { .. } => sealog_status::SEALOG_TOO_LARGE,
+            AppendError::EmptyGroup => sealog_status::SEALOG_EMPTY_GROUP,
+            AppendError::GroupTooLarge { .. } => sealog_status::SEALOG_GROUP_TOO_LARGE,
             AppendError::ReservedKind { .. } => sealog_status::SEALOG_INVALID_ARGUMENT,
             AppendError::RingFull { .. } => sealog_status::SEALOG_RING_FULL,
             AppendError::Failed(_) => sealog_status::SEALOG_FAILED,
@@ -136,7 +138,7 @@ impl From<FormatError> for Failure {
 /// The name of a status code as the header spells it, for messages and `sealog_status_name`.
 pub fn status_name(code: i32) -> &'static std::ffi::CStr {
     use sealog_status::*;
-    const NAMES: [(sealog_status, &std::ffi::CStr); 18] = [
+    const NAMES: [(sealog_status, &std::ffi::CStr); 20] = [
         (SEALOG_OK, c"SEALOG_OK"),
         (SEALOG_PENDING, c"SEALOG_PENDING"),
         (SEALOG_END, c"SEALOG_END"),
@@ -155,6 +157,8 @@ pub fn status_name(code: i32) -> &'static std::ffi::CStr {
         (SEALOG_NOT_EMPTY, c"SEALOG_NOT_EMPTY"),
         (SEALOG_TIMED_OUT, c"SEALOG_TIMED_OUT"),
         (SEALOG_PANIC, c"SEALOG_PANIC"),
+        (SEALOG_EMPTY_GROUP, c"SEALOG_EMPTY_GROUP"),
+        (SEALOG_GROUP_TOO_LARGE, c"SEALOG_GROUP_TOO_LARGE"),
     ];
     NAMES
         .iter()
@@ -168,11 +172,12 @@ mod tests {
 
     #[test]
     fn every_status_has_its_own_name() {
-        for code in 0..=17 {
+        for code in 0..=19 {
             let name = status_name(code).to_str().expect("ASCII");
             assert!(name.starts_with("SEALOG_") && name != "SEALOG_UNKNOWN_STATUS");
         }
-        assert_eq!(status_name(18), c"SEALOG_UNKNOWN_STATUS");
+        assert_eq!(status_name(20), c"SEALOG_UNKNOWN_STATUS");
+        assert_eq!(status_name(19), c"SEALOG_GROUP_TOO_LARGE");
         assert_eq!(status_name(-1), c"SEALOG_UNKNOWN_STATUS");
         assert_eq!(status_name(3), c"SEALOG_TRIMMED");
     }

@@ -62,6 +62,12 @@ pub enum sealog_status {
     /// The library panicked (a bug in sealog): the panic was caught at the boundary and its
     /// message is the last error. The drive may be unusable; close it.
     SEALOG_PANIC = 17,
+    /// `sealog_append_group*`: the group holds no entry (nothing was appended).
+    SEALOG_EMPTY_GROUP = 18,
+    /// `sealog_append_group*`: the group's entries, each with its 96-byte entry header, are
+    /// together over the ring's batch limit (a group shares one batch); nothing was appended.
+    /// Split it, or format the ring with a larger `batch_size_max_bytes`.
+    SEALOG_GROUP_TOO_LARGE = 19,
 }
 
 /// `sealog_drive_options.durability`: what the ring recorded when it was formatted.
@@ -92,6 +98,19 @@ pub const SEALOG_DRIVE_RUNNING: u32 = 0;
 pub const SEALOG_DRIVE_FAILED: u32 = 1;
 /// `sealog_shape.state`: the drive was closed.
 pub const SEALOG_DRIVE_CLOSED: u32 = 2;
+
+/// An entry's kind (`sealog_new_entry.kind`, `sealog_entry.kind`, `sealog_entry_view.kind`):
+/// an embedder's data, the default.
+pub const SEALOG_KIND_DATA: u32 = 1;
+/// An entry's kind: a trim record of the layers above (sealog stores it as it stores data;
+/// it trims nothing itself).
+pub const SEALOG_KIND_TRIM: u32 = 3;
+/// An entry's kind: a seal record of the layers above.
+pub const SEALOG_KIND_SEAL: u32 = 4;
+/// An entry's kind: a fence record of the layers above.
+pub const SEALOG_KIND_FENCE: u32 = 5;
+// Kind 2 is the format's padding, written by the engine only: appending it is
+// `SEALOG_INVALID_ARGUMENT`, and no read returns it.
 
 /// A timeout that never runs out (`sealog_wait_durable`, `sealog_ticket_wait`).
 pub const SEALOG_TIMEOUT_NONE_US: u64 = u64::MAX;
@@ -161,19 +180,93 @@ pub struct sealog_drive_options {
     pub reserved_zero: u32,
 }
 
+/// The embedder's header of an entry: 32 bytes the layer above sealog gives each entry it
+/// appends and gets back from reads, iterators and the recovery visitor. They are stored in
+/// the entry's header, under the header's CRC rather than the payload's, so a read that finds
+/// the payload damaged can still say which of the embedder's records it was. sealog never
+/// interprets them; the names are a convention for log servers. Zeros when none was given.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct sealog_embedder_header {
+    /// Which of the embedder's logs the entry belongs to (a ledger, a stream, a raft group).
+    pub log_id: u64,
+    /// The entry's address in that log (an entry id, a byte offset, a raft index).
+    pub address: u64,
+    /// The epoch, term or fencing token it was written under.
+    pub epoch: u64,
+    /// A fourth word, for whatever else the embedder needs.
+    pub extra: u64,
+}
+
+/// One entry to append (`sealog_append_entry*`, and the elements of the array
+/// `sealog_append_group*` takes): its kind, embedder header and payload. Fill it with
+/// `sealog_new_entry_init` (a data entry, header zeros, empty payload), then set what you
+/// need. The library copies the payload before the call returns.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_new_entry {
+    /// `sizeof(sealog_new_entry)` as the caller was compiled (set by the init function). In an
+    /// array, every element has the same size, which is the array's stride.
+    pub struct_size_bytes: u32,
+    /// `SEALOG_KIND_*` (`SEALOG_KIND_DATA` after init).
+    pub kind: u32,
+    /// The embedder's header stored with the entry.
+    pub header: sealog_embedder_header,
+    /// The payload (NULL when `payload_len_bytes` is 0); read only until the call returns.
+    pub payload: *const u8,
+    /// The payload's length in bytes.
+    pub payload_len_bytes: usize,
+}
+
 /// One entry of the log, as `sealog_read` and `sealog_iter_next` hand it out. Fill
 /// `struct_size_bytes` with `sealog_entry_init` before the first use.
+///
+/// Versions: the fields up to `payload_len_bytes` are the first version of this struct;
+/// `header`, `header_valid` and `reserved_zero` were added at its end. A caller built against
+/// the first version (a smaller `struct_size_bytes`) gets those fields it knows, filled as
+/// before; `kind` took the place of a field that was always zero.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct sealog_entry {
     /// In: `sizeof(sealog_entry)` as the caller was compiled. Out: the bytes filled.
     pub struct_size_bytes: u32,
-    /// Zero (room for the entry's kind).
-    pub reserved_zero: u32,
+    /// The entry's kind (`SEALOG_KIND_*`); 0 when unknown (a damaged entry).
+    pub kind: u32,
     /// The entry's LSN.
     pub lsn: u64,
     /// The payload (NULL when it is empty). Who owns it depends on the call: see
     /// `sealog_read` and `sealog_iter_next`.
+    pub payload: *const u8,
+    /// The payload's length in bytes.
+    pub payload_len_bytes: usize,
+    /// The embedder's header the entry was appended with (zeros when none was given).
+    pub header: sealog_embedder_header,
+    /// 1 when `header` holds the entry's embedder header: always after `SEALOG_OK`; after
+    /// `SEALOG_DAMAGED`, when the entry's header is intact and only its payload is damaged
+    /// (0 when the header itself is damaged or the device failed the read).
+    pub header_valid: u32,
+    /// Zero.
+    pub reserved_zero: u32,
+}
+
+/// A recovered entry as the recovery visitor of `sealog_open_visiting` sees it, borrowed
+/// from the open's replay buffer: every pointer in it (the view itself, the payload) is valid
+/// only during the visitor's call; copy out what you keep. Filled by the library:
+/// `struct_size_bytes` says how many bytes of it are (later versions add fields at its end;
+/// check the size before reading one the first version does not have).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_entry_view {
+    /// The bytes of this struct the library filled.
+    pub struct_size_bytes: u32,
+    /// The entry's kind (`SEALOG_KIND_*`).
+    pub kind: u32,
+    /// The entry's LSN.
+    pub lsn: u64,
+    /// The embedder's header it was appended with (zeros when none was given).
+    pub header: sealog_embedder_header,
+    /// The payload, checked against its CRC (NULL when it is empty). Borrowed: valid during
+    /// the call only.
     pub payload: *const u8,
     /// The payload's length in bytes.
     pub payload_len_bytes: usize,

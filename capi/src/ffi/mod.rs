@@ -8,14 +8,19 @@
 //! block names the part of that contract it relies on.
 //!
 //! - this module: errors, option structs, format, open, close, the log's shape, trim, waits;
-//! - [`append`]: blocking appends, appends with a completion callback, tickets;
-//! - [`read`]: point reads, the buffers they return, iterators.
+//! - [`append`]: blocking appends, appends with a completion callback, tickets; entries with
+//!   a kind and an embedder header; all-or-nothing groups;
+//! - [`read`]: point reads, the buffers they return, iterators;
+//! - [`recovery`]: an open that hands every recovered entry to the caller's visitor.
 
 // The handles and the callback type carry the names C sees.
 #![allow(non_camel_case_types)]
 
 pub mod append;
+#[cfg(test)]
+mod entry_tests;
 pub mod read;
+pub mod recovery;
 #[cfg(test)]
 mod tests;
 
@@ -25,7 +30,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sealog::{Drive, DriveState};
+use sealog::{Drive, DriveOptions, DriveState};
 
 use crate::completion::Completions;
 use crate::last_error;
@@ -147,12 +152,25 @@ unsafe fn write_optional<T>(out: *mut T, value: T) {
 /// # Safety
 /// `pointer` is not NULL and points to a readable, aligned `u32`.
 unsafe fn struct_size<T>(pointer: *const T, name: &str) -> Result<usize, Failure> {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { struct_size_at_least(pointer, name, size_of::<T>()) }
+}
+
+/// The size a caller's struct claims, checked to be at least `min_bytes` (the first version
+/// of a struct that grew since) and at most [`STRUCT_SIZE_MAX_BYTES`].
+///
+/// # Safety
+/// `pointer` is not NULL and points to a readable, aligned `u32`.
+unsafe fn struct_size_at_least<T>(
+    pointer: *const T,
+    name: &str,
+    min_bytes: usize,
+) -> Result<usize, Failure> {
     // SAFETY: every struct of this API opens with its `u32` size (caller's contract).
     let claimed = unsafe { pointer.cast::<u32>().read() } as usize;
-    let ours = size_of::<T>();
-    if claimed < ours || claimed > STRUCT_SIZE_MAX_BYTES {
+    if claimed < min_bytes || claimed > STRUCT_SIZE_MAX_BYTES {
         return Err(Failure::invalid(format!(
-            "{name}->struct_size_bytes is {claimed}: this library needs {ours} to \
+            "{name}->struct_size_bytes is {claimed}: this library needs {min_bytes} to \
              {STRUCT_SIZE_MAX_BYTES} (fill the struct with its _init function first)"
         )));
     }
@@ -164,8 +182,20 @@ unsafe fn struct_size<T>(pointer: *const T, name: &str) -> Result<usize, Failure
 ///
 /// # Safety
 /// `pointer` is not NULL and points to a readable, aligned struct of `struct_size_bytes`
-/// bytes whose fields are all integers (so any bytes are a valid `T`).
+/// bytes whose fields are all integers or pointers (so any bytes are a valid `T`).
 unsafe fn read_sized<T: Copy>(pointer: *const T, name: &str) -> Result<T, Failure> {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { read_sized_claimed(pointer, name) }.map(|(value, _)| value)
+}
+
+/// [`read_sized`], with the size the struct claims (the stride of an array of them).
+///
+/// # Safety
+/// As [`read_sized`].
+unsafe fn read_sized_claimed<T: Copy>(
+    pointer: *const T,
+    name: &str,
+) -> Result<(T, usize), Failure> {
     // SAFETY: the caller's contract, passed on.
     let claimed = unsafe { struct_size(pointer, name) }?;
     // SAFETY: the struct spans `claimed` readable bytes (the caller's contract).
@@ -177,8 +207,9 @@ unsafe fn read_sized<T: Copy>(pointer: *const T, name: &str) -> Result<T, Failur
             size_of::<T>()
         )));
     }
-    // SAFETY: readable and aligned; every field is an integer, so these bytes are a `T`.
-    Ok(unsafe { pointer.read() })
+    // SAFETY: readable and aligned; every field is an integer or a pointer, so these bytes
+    // are a `T`.
+    Ok((unsafe { pointer.read() }, claimed))
 }
 
 /// Writes an output struct, after checking the size the caller gave it.
@@ -194,6 +225,43 @@ unsafe fn write_sized<T>(pointer: *mut T, name: &str, value: T) -> Result<(), Fa
     // SAFETY: writable and aligned, and at least `size_of::<T>()` bytes (checked above).
     unsafe { pointer.write(value) };
     Ok(())
+}
+
+/// Writes an output struct that grew at its end since its first version
+/// (`first_version_bytes` long): a caller built against an older header, whose struct is
+/// shorter than this library's, gets the fields its size covers, and its `struct_size_bytes`
+/// back as the bytes filled. Returns the bytes written.
+///
+/// # Safety
+/// `pointer` is NULL or points to a writable, aligned struct of `struct_size_bytes` bytes
+/// (at least `size_of::<u32>()`); `T` opens with its `u32` size.
+unsafe fn write_versioned<T: Copy>(
+    pointer: *mut T,
+    name: &str,
+    value: T,
+    first_version_bytes: usize,
+) -> Result<usize, Failure> {
+    if pointer.is_null() {
+        return Err(null(name));
+    }
+    // SAFETY: the caller's contract, passed on.
+    let claimed = unsafe { struct_size_at_least(pointer, name, first_version_bytes) }?;
+    if claimed >= size_of::<T>() {
+        // SAFETY: writable and aligned, and at least `size_of::<T>()` bytes.
+        unsafe { pointer.write(value) };
+        return Ok(size_of::<T>());
+    }
+    // SAFETY: `claimed` is below `size_of::<T>()`, so the source spans it; the caller's
+    // struct spans `claimed` writable bytes; a local and the caller's memory do not overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (&value as *const T).cast::<u8>(),
+            pointer.cast::<u8>(),
+            claimed,
+        );
+        pointer.cast::<u32>().write(claimed as u32);
+    }
+    Ok(claimed)
 }
 
 /// A timeout in microseconds, `SEALOG_TIMEOUT_NONE_US` being none.
@@ -303,29 +371,49 @@ pub unsafe extern "C" fn sealog_open(
 ) -> c_int {
     guard("sealog_open", || {
         // SAFETY: the caller's contract.
-        let path = unsafe { path_arg(path, "path") }?;
-        let options = match options.is_null() {
-            true => drive_options_default(),
-            // SAFETY: not NULL, and a filled options struct by the caller's contract.
-            false => unsafe { read_sized(options, "options") }?,
-        };
-        let options = drive_options(&options)?;
-        // SAFETY: the caller's contract.
-        let out = unsafe { out_arg(drive_out, "drive_out") }?;
+        let (path, options, out) = unsafe { open_args(path, options, drive_out) }?;
         let drive = Drive::open(&path, options).map_err(Failure::from)?;
-        let completions = Completions::start(&path.display().to_string()).map_err(|error| {
-            Failure::new(
-                sealog_status::SEALOG_IO,
-                format!(
-                    "{}: cannot start the completion thread: {error}",
-                    path.display()
-                ),
-            )
-        })?;
-        let drive = Arc::new(drive);
-        *out = Box::into_raw(Box::new(sealog_drive { drive, completions }));
+        *out = handle(&path, drive)?;
         Ok(())
     })
+}
+
+/// The arguments of an open, checked: the path, the options (NULL: the defaults) and where
+/// the handle goes.
+///
+/// # Safety
+/// As `sealog_open`'s.
+unsafe fn open_args<'a>(
+    path: *const c_char,
+    options: *const sealog_drive_options,
+    drive_out: *mut *mut sealog_drive,
+) -> Result<(PathBuf, DriveOptions, &'a mut *mut sealog_drive), Failure> {
+    // SAFETY: the caller's contract.
+    let path = unsafe { path_arg(path, "path") }?;
+    let options = match options.is_null() {
+        true => drive_options_default(),
+        // SAFETY: not NULL, and a filled options struct by the caller's contract.
+        false => unsafe { read_sized(options, "options") }?,
+    };
+    let options = drive_options(&options)?;
+    // SAFETY: the caller's contract.
+    let out = unsafe { out_arg(drive_out, "drive_out") }?;
+    Ok((path, options, out))
+}
+
+/// A handle for a drive just opened: starts its completion thread.
+fn handle(path: &std::path::Path, drive: Drive) -> Result<*mut sealog_drive, Failure> {
+    let completions = Completions::start(&path.display().to_string()).map_err(|error| {
+        Failure::new(
+            sealog_status::SEALOG_IO,
+            format!(
+                "{}: cannot start the completion thread: {error}",
+                path.display()
+            ),
+        )
+    })?;
+    let drive = Arc::new(drive);
+    Ok(Box::into_raw(Box::new(sealog_drive { drive, completions })))
 }
 
 /// Closes a drive and frees its handle: the drive finishes what was queued and in flight

@@ -1,17 +1,30 @@
 //! Reads from C: a point read (`sealog_read`) hands out a buffer the library allocated, which
 //! the caller frees with `sealog_buffer_free` (no copy: the engine's buffer is handed over);
 //! an iterator (`sealog_iter_*`) lends each payload until its next call, so a scan allocates
-//! nothing per entry on the caller's side. Both fill a `sealog_entry`, which can grow later
-//! (with the entry's embedder header, say) without breaking callers.
+//! nothing per entry on the caller's side. Both fill a `sealog_entry` with the entry's kind
+//! and embedder header; a caller built against the struct's first version (without the
+//! header) gets the fields it knows. A damaged entry whose header is intact still hands out
+//! that header, with `SEALOG_DAMAGED`.
 
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use sealog::{Drive, EntryIter};
+use std::mem::offset_of;
 
-use super::{drive_arg, guard, null, out_arg, sealog_drive, write_sized};
+use sealog::{Drive, EntryIter, LogEntry, ReadError};
+
+use super::{drive_arg, guard, null, out_arg, sealog_drive, struct_size_at_least, write_versioned};
+use crate::entries;
 use crate::status::Failure;
 use crate::types::{sealog_entry, sealog_status};
+
+/// The bytes of `sealog_entry`'s first version: up to its payload's length, before the
+/// embedder header was added.
+const ENTRY_FIRST_VERSION_BYTES: usize = offset_of!(sealog_entry, header);
+
+/// The bytes a caller's `sealog_entry` must span for a damaged entry's header to be handed
+/// out (up to `header_valid`, included).
+const ENTRY_HEADER_VALID_BYTES: usize = offset_of!(sealog_entry, header_valid) + size_of::<u32>();
 
 /// An iterator over the live log (`sealog_iter_from` to `sealog_iter_free`).
 pub struct sealog_iter {
@@ -30,36 +43,106 @@ const _: () = {
     movable::<sealog_iter>();
 };
 
-/// Fills `struct_size_bytes` of a `sealog_entry` (before `sealog_read` or
-/// `sealog_iter_next`).
+/// Sets `entry->struct_size_bytes` to the size of the FIRST version of `sealog_entry` (no
+/// `kind` meaning, no `header`): the symbol programs built against that version call. The
+/// header defines `sealog_entry_init(entry)` as a macro over `sealog_entry_init_sized(entry,
+/// sizeof *(entry))`, so C compiled against this header gets its own size, header included.
 ///
 /// Thread safety: any thread.
 ///
 /// # Safety
-/// `entry` is NULL or points to a writable `sealog_entry`.
+/// `entry` is NULL or points to a writable `sealog_entry` of the first version at least.
 #[no_mangle]
 pub unsafe extern "C" fn sealog_entry_init(entry: *mut sealog_entry) -> c_int {
     guard("sealog_entry_init", || {
-        // SAFETY: the caller's contract.
-        let entry = unsafe { out_arg(entry, "entry") }?;
-        entry.struct_size_bytes = size_of::<sealog_entry>() as u32;
+        // SAFETY: the caller's contract: its struct spans the first version, whose first field
+        // is this `u32`.
+        let size = unsafe { out_arg(entry.cast::<u32>(), "entry") }?;
+        *size = ENTRY_FIRST_VERSION_BYTES as u32;
+        Ok(())
+    })
+}
+
+/// Sets `entry->struct_size_bytes` to `struct_size_bytes`, the size of `sealog_entry` the
+/// caller was compiled with (`sizeof *entry`; what the header's `sealog_entry_init` macro
+/// passes), before `sealog_read` or `sealog_iter_next`: they fill the fields that size covers
+/// and no byte past it. `SEALOG_INVALID_ARGUMENT` for a size below the struct's first version.
+///
+/// Thread safety: any thread.
+///
+/// # Safety
+/// `entry` is NULL or points to `struct_size_bytes` writable bytes, aligned for a
+/// `sealog_entry`.
+#[no_mangle]
+pub unsafe extern "C" fn sealog_entry_init_sized(
+    entry: *mut sealog_entry,
+    struct_size_bytes: usize,
+) -> c_int {
+    guard("sealog_entry_init_sized", || {
+        if !(ENTRY_FIRST_VERSION_BYTES..=super::STRUCT_SIZE_MAX_BYTES).contains(&struct_size_bytes)
+        {
+            return Err(Failure::invalid(format!(
+                "struct_size_bytes is {struct_size_bytes}: a sealog_entry is {} to {} bytes",
+                ENTRY_FIRST_VERSION_BYTES,
+                super::STRUCT_SIZE_MAX_BYTES
+            )));
+        }
+        // SAFETY: the caller's contract: the struct spans `struct_size_bytes` bytes, at least
+        // the first version's, whose first field is this `u32`.
+        let size = unsafe { out_arg(entry.cast::<u32>(), "entry") }?;
+        *size = struct_size_bytes as u32;
         Ok(())
     })
 }
 
 /// An entry handing out `payload` (NULL when empty).
-fn entry(lsn: u64, payload: *const u8, payload_len_bytes: usize) -> sealog_entry {
+fn entry(read: &LogEntry, payload: *const u8, payload_len_bytes: usize) -> sealog_entry {
     sealog_entry {
         struct_size_bytes: size_of::<sealog_entry>() as u32,
-        reserved_zero: 0,
-        lsn,
+        kind: entries::kind_code(read.kind),
+        lsn: read.lsn,
         payload: if payload_len_bytes == 0 {
             std::ptr::null()
         } else {
             payload
         },
         payload_len_bytes,
+        header: entries::c_header(&read.header),
+        header_valid: 1,
+        reserved_zero: 0,
     }
+}
+
+/// Turns a read's error into its failure; for `SEALOG_DAMAGED`, first fills `*entry_out`
+/// with what is known of the entry (its LSN, no payload, its header when intact) if the
+/// caller's struct has room for `header_valid` (one built against the first version is left
+/// as it was).
+///
+/// # Safety
+/// `entry_out` is not NULL and points to a `sealog_entry` whose `struct_size_bytes` was set
+/// by `sealog_entry_init`.
+unsafe fn read_failure(error: ReadError, entry_out: *mut sealog_entry) -> Failure {
+    if let ReadError::Damaged { lsn, header, .. } = &error {
+        // SAFETY: the caller's contract.
+        let room = unsafe { struct_size_at_least(entry_out, "entry_out", 0) };
+        if room.is_ok_and(|bytes| bytes >= ENTRY_HEADER_VALID_BYTES) {
+            let damaged = sealog_entry {
+                struct_size_bytes: size_of::<sealog_entry>() as u32,
+                kind: 0,
+                lsn: *lsn,
+                payload: std::ptr::null(),
+                payload_len_bytes: 0,
+                header: header.as_ref().map(entries::c_header).unwrap_or_default(),
+                header_valid: u32::from(header.is_some()),
+                reserved_zero: 0,
+            };
+            // SAFETY: the caller's contract; the size was checked above.
+            let _ = unsafe {
+                write_versioned(entry_out, "entry_out", damaged, ENTRY_FIRST_VERSION_BYTES)
+            };
+        }
+    }
+    Failure::from(error)
 }
 
 /// Reads the live entry at `lsn` into `*entry_out`: its payload is a buffer the library
@@ -68,7 +151,15 @@ fn entry(lsn: u64, payload: *const u8, payload_len_bytes: usize) -> sealog_entry
 /// memory; others are read from the device on the calling thread and checked. Outcomes:
 /// `SEALOG_OK`, `SEALOG_TRIMMED`, `SEALOG_NOT_YET_DURABLE` (nothing unacknowledged is ever
 /// served), `SEALOG_DAMAGED` (that read only: the drive runs on), `SEALOG_FAILED`,
-/// `SEALOG_CLOSED`. On failure `*entry_out` is left as it was.
+/// `SEALOG_CLOSED`. `entry.kind` and `entry.header` are the entry's kind and embedder header
+/// (`header_valid` 1).
+///
+/// On `SEALOG_DAMAGED`, `*entry_out` says what is known of the damaged entry: `lsn`, no
+/// payload (NULL, 0: nothing to free), `kind` 0, and, when the entry's header is intact and
+/// only its payload failed its check, `header` with `header_valid` 1 (else zeros and 0), so
+/// the caller can tell which of its records is damaged. A caller built against the first
+/// version of `sealog_entry` (no `header`) finds it left as it was. On any other failure
+/// `*entry_out` is left as it was.
 ///
 /// Thread safety: any thread, concurrently with any other call on the drive but close; also
 /// from a completion callback.
@@ -88,18 +179,24 @@ pub unsafe extern "C" fn sealog_read(
         if entry_out.is_null() {
             return Err(null("entry_out"));
         }
-        let payload = drive
-            .read(lsn)
-            .map_err(|error| Failure::from(error).context(drive.path().display()))?;
-        let payload = Box::into_raw(payload.into_boxed_slice());
-        let value = entry(lsn, payload.cast::<u8>().cast_const(), payload.len());
+        let mut read = match drive.read_entry(lsn) {
+            Ok(read) => read,
+            Err(error) => {
+                // SAFETY: not NULL, an initialised entry by the caller's contract.
+                let failure = unsafe { read_failure(error, entry_out) };
+                return Err(failure.context(drive.path().display()));
+            }
+        };
+        let payload = Box::into_raw(std::mem::take(&mut read.payload).into_boxed_slice());
+        let value = entry(&read, payload.cast::<u8>().cast_const(), payload.len());
         // SAFETY: the caller's contract.
-        let written = unsafe { write_sized(entry_out, "entry_out", value) };
+        let written =
+            unsafe { write_versioned(entry_out, "entry_out", value, ENTRY_FIRST_VERSION_BYTES) };
         if written.is_err() && !payload.is_empty() {
             // SAFETY: the box just made, never handed out.
             drop(unsafe { Box::from_raw(payload) });
         }
-        written
+        written.map(|_| ())
     })
 }
 
@@ -164,7 +261,9 @@ pub unsafe extern "C" fn sealog_iter_from(
 /// later call goes on from there, once more is durable: wait with `sealog_wait_durable`), or
 /// why it stopped (`SEALOG_TRIMMED` when a trim passed it or it started below the first live
 /// LSN, `SEALOG_NOT_YET_DURABLE` when it started past the next LSN, `SEALOG_DAMAGED`,
-/// `SEALOG_CLOSED`, ...; after an error it returns `SEALOG_END`). The payload is lent: it
+/// `SEALOG_CLOSED`, ...; after an error it returns `SEALOG_END`). The entry comes with its
+/// kind and embedder header; on `SEALOG_DAMAGED`, `*entry_out` is filled as `sealog_read`
+/// fills it then (the damaged record's LSN, and its header when intact). The payload is lent: it
 /// stays valid until the next `sealog_iter_next` or `sealog_iter_free` on this iterator.
 ///
 /// Thread safety: one thread at a time per iterator.
@@ -183,7 +282,7 @@ pub unsafe extern "C" fn sealog_iter_next(
         if entry_out.is_null() {
             return Err(null("entry_out"));
         }
-        let (lsn, payload) = match iter.entries.next() {
+        let mut next = match iter.entries.next() {
             None => {
                 return Err(Failure::new(
                     sealog_status::SEALOG_END,
@@ -191,14 +290,17 @@ pub unsafe extern "C" fn sealog_iter_next(
                 ))
             }
             Some(Err(error)) => {
-                return Err(Failure::from(error).context(iter._drive.path().display()))
+                // SAFETY: not NULL, an initialised entry by the caller's contract.
+                let failure = unsafe { read_failure(error, entry_out) };
+                return Err(failure.context(iter._drive.path().display()));
             }
-            Some(Ok(entry)) => entry,
+            Some(Ok(next)) => next,
         };
-        iter.payload = payload;
-        let value = entry(lsn, iter.payload.as_ptr(), iter.payload.len());
+        iter.payload = std::mem::take(&mut next.payload);
+        let value = entry(&next, iter.payload.as_ptr(), iter.payload.len());
         // SAFETY: the caller's contract.
-        unsafe { write_sized(entry_out, "entry_out", value) }
+        unsafe { write_versioned(entry_out, "entry_out", value, ENTRY_FIRST_VERSION_BYTES) }
+            .map(|_| ())
     })
 }
 

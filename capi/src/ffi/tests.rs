@@ -26,20 +26,20 @@ pub(super) fn panic_if_asked() {
     }
 }
 
-const OK: c_int = sealog_status::SEALOG_OK as c_int;
-const INVALID: c_int = sealog_status::SEALOG_INVALID_ARGUMENT as c_int;
+pub(super) const OK: c_int = sealog_status::SEALOG_OK as c_int;
+pub(super) const INVALID: c_int = sealog_status::SEALOG_INVALID_ARGUMENT as c_int;
 
 /// A status and the message it left.
-fn outcome(status: c_int) -> (c_int, String) {
+pub(super) fn outcome(status: c_int) -> (c_int, String) {
     (status, last_error::message())
 }
 
-fn c_path(path: &std::path::Path) -> CString {
+pub(super) fn c_path(path: &std::path::Path) -> CString {
     CString::new(path.to_str().expect("UTF-8 temp path")).expect("no NUL")
 }
 
 /// A fresh ring in a temporary directory, open: the directory, the path and the handle.
-fn open_ring() -> (tempfile::TempDir, CString, *mut sealog_drive) {
+pub(super) fn open_ring() -> (tempfile::TempDir, CString, *mut sealog_drive) {
     let directory = tempfile::tempdir().expect("tempdir");
     let path = c_path(&directory.path().join("ring"));
     let mut format = format_options_default(16 << 20);
@@ -59,7 +59,21 @@ fn open_ring() -> (tempfile::TempDir, CString, *mut sealog_drive) {
     (directory, path, drive)
 }
 
-fn close(drive: *mut sealog_drive) {
+/// An entry struct claiming `struct_size_bytes`, otherwise zeros.
+pub(super) fn empty_entry(struct_size_bytes: usize) -> sealog_entry {
+    sealog_entry {
+        struct_size_bytes: struct_size_bytes as u32,
+        kind: 0,
+        lsn: 0,
+        payload: null(),
+        payload_len_bytes: 0,
+        header: sealog_embedder_header::default(),
+        header_valid: 0,
+        reserved_zero: 0,
+    }
+}
+
+pub(super) fn close(drive: *mut sealog_drive) {
     // SAFETY: a handle from `open_ring`, closed once, with no other call on it running.
     let status = unsafe { sealog_close(drive) };
     assert_eq!(status, OK, "{}", last_error::message());
@@ -69,13 +83,7 @@ fn close(drive: *mut sealog_drive) {
 fn null_pointers_are_invalid_arguments_naming_the_argument() {
     let (_directory, path, drive) = open_ring();
     let mut lsn = 0u64;
-    let mut entry = sealog_entry {
-        struct_size_bytes: size_of::<sealog_entry>() as u32,
-        reserved_zero: 0,
-        lsn: 0,
-        payload: null(),
-        payload_len_bytes: 0,
-    };
+    let mut entry = empty_entry(size_of::<sealog_entry>());
     // SAFETY: every pointer is NULL, a live handle or a local; the calls must refuse the NULLs.
     let cases = unsafe {
         [
@@ -372,13 +380,7 @@ fn close_runs_every_accepted_callback_exactly_once() {
 fn an_iterator_that_outlives_its_drives_close_is_safe() {
     let (_directory, _path, drive) = open_ring();
     let mut iter = null_mut();
-    let mut entry = sealog_entry {
-        struct_size_bytes: size_of::<sealog_entry>() as u32,
-        reserved_zero: 0,
-        lsn: 0,
-        payload: null(),
-        payload_len_bytes: 0,
-    };
+    let mut entry = empty_entry(size_of::<sealog_entry>());
     // SAFETY: a live handle, local out-pointers, a payload of 3 bytes.
     unsafe {
         assert_eq!(sealog_append(drive, b"one".as_ptr(), 3, null_mut()), OK);
@@ -404,13 +406,7 @@ fn an_iterator_that_outlives_its_drives_close_is_safe() {
 #[test]
 fn reads_hand_out_buffers_and_report_what_they_miss() {
     let (_directory, _path, drive) = open_ring();
-    let mut entry = sealog_entry {
-        struct_size_bytes: 0,
-        reserved_zero: 0,
-        lsn: 0,
-        payload: null(),
-        payload_len_bytes: 0,
-    };
+    let mut entry = empty_entry(0);
     let mut ticket = null_mut();
     let mut lsn = 0;
     // SAFETY: a live handle, local out-pointers, payloads of the lengths given.
