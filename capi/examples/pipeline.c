@@ -1,8 +1,12 @@
-/* sealog from C: format a ring, open it, pipeline appends both ways (completion callbacks
- * and tickets, each with a bounded window), read entries back and check their bytes,
- * iterate, trim, close, reopen and check that the entries survived, and show error cases
- * (a trimmed LSN, a payload over the limit, a NULL argument) with their code and message.
- * Exits non-zero on any mismatch.
+/* sealog from C: format a ring, open it, pipeline appends both ways (completion callbacks,
+ * whose entries carry an embedder header naming a ledger, an entry id and an epoch, and
+ * tickets, each with a bounded window), append a group of 3 entries all or nothing, read
+ * entries back and check their bytes, kind and header, iterate, trim, close, reopen with a
+ * recovery visitor that rebuilds a small ledger index (entries and last entry id per
+ * ledger) from the open's replay and check it against what was appended, check that the
+ * entries survived, and show error cases (a trimmed LSN, a payload over the limit, an empty
+ * and an oversized group, a NULL argument) with their code and message. Exits non-zero on
+ * any mismatch.
  *
  * Build (from the workspace root, after `cargo build --release -p sealog-capi`):
  *   cc -std=c99 -Wall -Wextra -Icapi/include capi/examples/pipeline.c \
@@ -22,6 +26,14 @@
 #define WINDOW_APPENDS 64u
 #define PAYLOAD_MAX_BYTES 400u
 #define TRIM_LSN 500u
+/* Ledgers 1 to LEDGERS: the entries appended with a header are spread over them. */
+#define LEDGERS 3u
+/* LSNs the pipelined appends take: 1 (plain), callbacks, tickets, then the group of 3. */
+#define CALLBACK_FIRST_LSN 2u
+#define TICKET_FIRST_LSN (CALLBACK_FIRST_LSN + APPENDS_PER_WAY)
+#define GROUP_FIRST_LSN (TICKET_FIRST_LSN + APPENDS_PER_WAY)
+#define GROUP_ENTRIES 3u
+#define LAST_LSN (GROUP_FIRST_LSN + GROUP_ENTRIES - 1)
 
 /* Calls a sealog function that must succeed; on failure prints where, the code and the
  * message, and exits 1. */
@@ -57,12 +69,49 @@ static size_t payload_for(uint64_t lsn, uint8_t *payload) {
     return length_bytes;
 }
 
-/* Checks that an entry holds the payload its LSN was appended with. */
+/* Whether the entry with this LSN was appended with an embedder header: the callbacks' and
+ * the group's were; LSN 1 (sealog_append) and the tickets' (sealog_append_async) were not. */
+static int has_header(uint64_t lsn) {
+    return (lsn >= CALLBACK_FIRST_LSN && lsn < TICKET_FIRST_LSN) || lsn >= GROUP_FIRST_LSN;
+}
+
+/* The embedder header of the entry with this LSN: its ledger (1 to LEDGERS), its entry id
+ * in that ledger (consecutive, from 0 for the ledger's first), the epoch it was written
+ * under (1 for the pipelined appends, 2 for the group); zeros when it has none. */
+static sealog_embedder_header header_for(uint64_t lsn) {
+    sealog_embedder_header header = {0, 0, 0, 0};
+    if (has_header(lsn)) {
+        uint64_t index = lsn < GROUP_FIRST_LSN ? lsn - CALLBACK_FIRST_LSN
+                                               : lsn - GROUP_FIRST_LSN + APPENDS_PER_WAY;
+        header.log_id = 1 + index % LEDGERS;
+        header.address = index / LEDGERS;
+        header.epoch = lsn < GROUP_FIRST_LSN ? 1 : 2;
+    }
+    return header;
+}
+
+/* The kind of the entry with this LSN: the group's last entry seals it, all else is data. */
+static uint32_t kind_for(uint64_t lsn) {
+    return lsn == LAST_LSN ? SEALOG_KIND_SEAL : SEALOG_KIND_DATA;
+}
+
+/* Checks that an entry holds the payload, kind and header its LSN was appended with. */
 static void check_entry(const sealog_entry *entry, uint64_t lsn) {
     uint8_t expected[PAYLOAD_MAX_BYTES];
     size_t expected_bytes = payload_for(lsn, expected);
+    sealog_embedder_header header = header_for(lsn);
     EXPECT(entry->lsn == lsn, "entry LSN %llu, expected %llu", (unsigned long long)entry->lsn,
            (unsigned long long)lsn);
+    EXPECT(entry->kind == kind_for(lsn), "LSN %llu: kind %u", (unsigned long long)lsn,
+           entry->kind);
+    EXPECT(entry->header_valid == 1 && entry->header.log_id == header.log_id &&
+               entry->header.address == header.address && entry->header.epoch == header.epoch &&
+               entry->header.extra == header.extra,
+           "LSN %llu: header (%llu, %llu, %llu), appended (%llu, %llu, %llu)",
+           (unsigned long long)lsn, (unsigned long long)entry->header.log_id,
+           (unsigned long long)entry->header.address, (unsigned long long)entry->header.epoch,
+           (unsigned long long)header.log_id, (unsigned long long)header.address,
+           (unsigned long long)header.epoch);
     EXPECT(entry->payload_len_bytes == expected_bytes && entry->payload != NULL &&
                memcmp(entry->payload, expected, expected_bytes) == 0,
            "LSN %llu: %zu bytes read, %zu appended, or other bytes", (unsigned long long)lsn,
@@ -98,11 +147,14 @@ static void appended(void *user_data, int status, uint64_t lsn) {
     pthread_mutex_unlock(&callbacks->lock);
 }
 
-/* Appends with completion callbacks, at most WINDOW_APPENDS in flight. */
+/* Appends with completion callbacks, at most WINDOW_APPENDS in flight; each entry carries
+ * its embedder header (ledger, entry id, epoch). */
 static void append_with_callbacks(sealog_drive *drive, uint64_t first_lsn) {
     struct callbacks callbacks = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0,
                                   first_lsn, 0};
     uint8_t payload[PAYLOAD_MAX_BYTES];
+    sealog_new_entry entry;
+    CHECK(sealog_new_entry_init(&entry));
     for (unsigned i = 0; i < APPENDS_PER_WAY; i++) {
         pthread_mutex_lock(&callbacks.lock);
         while (callbacks.in_flight >= WINDOW_APPENDS) {
@@ -110,9 +162,11 @@ static void append_with_callbacks(sealog_drive *drive, uint64_t first_lsn) {
         }
         callbacks.in_flight++;
         pthread_mutex_unlock(&callbacks.lock);
-        size_t length_bytes = payload_for(first_lsn + i, payload);
+        entry.header = header_for(first_lsn + i);
+        entry.payload = payload;
+        entry.payload_len_bytes = payload_for(first_lsn + i, payload);
         /* The payload is copied before the call returns: the buffer is reused at once. */
-        CHECK(sealog_append_cb(drive, payload, length_bytes, appended, &callbacks));
+        CHECK(sealog_append_entry_cb(drive, &entry, appended, &callbacks));
     }
     pthread_mutex_lock(&callbacks.lock);
     while (callbacks.completed < APPENDS_PER_WAY) {
@@ -120,8 +174,9 @@ static void append_with_callbacks(sealog_drive *drive, uint64_t first_lsn) {
     }
     pthread_mutex_unlock(&callbacks.lock);
     EXPECT(callbacks.failures == 0, "%d callbacks failed", callbacks.failures);
-    printf("callbacks: %u appends durable, LSN %llu to %llu, in order, window %u\n",
-           APPENDS_PER_WAY, (unsigned long long)first_lsn,
+    printf("callbacks: %u appends with embedder headers (%u ledgers, epoch 1) durable, LSN %llu "
+           "to %llu, in order, window %u\n",
+           APPENDS_PER_WAY, LEDGERS, (unsigned long long)first_lsn,
            (unsigned long long)(first_lsn + APPENDS_PER_WAY - 1), WINDOW_APPENDS);
 }
 
@@ -162,6 +217,29 @@ static void append_with_tickets(sealog_drive *drive, uint64_t first_lsn) {
            (unsigned long long)(first_lsn + APPENDS_PER_WAY - 1), polled_done);
 }
 
+/* Appends the group of GROUP_ENTRIES entries (the last one a seal) all or nothing: one
+ * batch, consecutive LSNs, one completion with the first LSN. */
+static void append_group(sealog_drive *drive) {
+    uint8_t payloads[GROUP_ENTRIES][PAYLOAD_MAX_BYTES];
+    sealog_new_entry group[GROUP_ENTRIES];
+    for (unsigned i = 0; i < GROUP_ENTRIES; i++) {
+        uint64_t lsn = GROUP_FIRST_LSN + i;
+        CHECK(sealog_new_entry_init(&group[i]));
+        group[i].kind = kind_for(lsn);
+        group[i].header = header_for(lsn);
+        group[i].payload = payloads[i];
+        group[i].payload_len_bytes = payload_for(lsn, payloads[i]);
+    }
+    uint64_t first_lsn = 0;
+    CHECK(sealog_append_group(drive, group, GROUP_ENTRIES, &first_lsn));
+    EXPECT(first_lsn == GROUP_FIRST_LSN, "the group starts at LSN %llu",
+           (unsigned long long)first_lsn);
+    printf("group: %u entries all or nothing (ledger entries in epoch 2, the last a seal), "
+           "LSN %llu to %llu, one completion\n",
+           GROUP_ENTRIES, (unsigned long long)first_lsn,
+           (unsigned long long)(first_lsn + GROUP_ENTRIES - 1));
+}
+
 /* Reads one entry and checks its bytes; the library allocated the payload, freed here. */
 static void read_one(sealog_drive *drive, uint64_t lsn) {
     sealog_entry entry;
@@ -178,9 +256,13 @@ static void read_back(sealog_drive *drive, uint64_t first_lsn, uint64_t last_lsn
         read_one(drive, lsn);
         reads++;
     }
-    read_one(drive, last_lsn);
-    printf("reads: %u entries from LSN %llu to %llu match what was appended\n", reads + 1,
-           (unsigned long long)first_lsn, (unsigned long long)last_lsn);
+    for (uint64_t lsn = GROUP_FIRST_LSN; lsn <= last_lsn; lsn++) {
+        read_one(drive, lsn);
+        reads++;
+    }
+    printf("reads: %u entries from LSN %llu to %llu match what was appended, payload, kind "
+           "and embedder header\n",
+           reads, (unsigned long long)first_lsn, (unsigned long long)last_lsn);
 }
 
 /* Iterates from `first_lsn` to the durable tail, checking every entry; returns how many. */
@@ -199,6 +281,86 @@ static uint64_t iterate(sealog_drive *drive, uint64_t first_lsn) {
            sealog_last_error_message());
     CHECK(sealog_iter_free(iter));
     return entries;
+}
+
+/* A ledger store's index, rebuilt from the open's replay by the recovery visitor: entries
+ * and last entry id per ledger (index 0: entries without a header). */
+struct ledger_index {
+    pthread_t opener;
+    uint64_t entries[LEDGERS + 1];
+    uint64_t last_entry_id[LEDGERS + 1];
+    uint64_t first_lsn;
+    uint64_t last_lsn;
+    uint64_t visited;
+    uint64_t payload_bytes;
+    unsigned on_opener_thread;
+    unsigned out_of_order;
+};
+
+/* The recovery visitor: runs on the drive thread during sealog_open_visiting, once per live
+ * entry in LSN order. The entry and its payload are borrowed for this call only; it calls
+ * nothing of sealog (there is no drive handle yet). No lock: the opening thread is blocked in
+ * sealog_open_visiting until every call has returned. */
+static void index_entry(void *user_data, const sealog_entry_view *entry) {
+    struct ledger_index *index = user_data;
+    if (pthread_equal(pthread_self(), index->opener)) {
+        index->on_opener_thread++;
+    }
+    if (index->visited > 0 && entry->lsn != index->last_lsn + 1) {
+        index->out_of_order++;
+    }
+    if (index->visited == 0) {
+        index->first_lsn = entry->lsn;
+    }
+    index->last_lsn = entry->lsn;
+    index->visited++;
+    index->payload_bytes += entry->payload_len_bytes;
+    uint64_t ledger = entry->header.log_id <= LEDGERS ? entry->header.log_id : 0;
+    index->entries[ledger]++;
+    index->last_entry_id[ledger] = entry->header.address;
+}
+
+/* Reopens the ring with the visitor and checks the index it built against what was appended
+ * (the live entries: every one after TRIM_LSN). */
+static sealog_drive *reopen_indexing(const char *ring) {
+    struct ledger_index index;
+    memset(&index, 0, sizeof index);
+    index.opener = pthread_self();
+    sealog_drive *drive = NULL;
+    CHECK(sealog_open_visiting(ring, NULL, index_entry, &index, &drive));
+    uint64_t entries[LEDGERS + 1] = {0};
+    uint64_t last_entry_id[LEDGERS + 1] = {0};
+    for (uint64_t lsn = TRIM_LSN + 1; lsn <= LAST_LSN; lsn++) {
+        sealog_embedder_header header = header_for(lsn);
+        entries[header.log_id]++;
+        last_entry_id[header.log_id] = header.address;
+    }
+    EXPECT(index.visited == LAST_LSN - TRIM_LSN && index.first_lsn == TRIM_LSN + 1 &&
+               index.last_lsn == LAST_LSN && index.out_of_order == 0,
+           "visited %llu entries, LSN %llu to %llu, %u out of order",
+           (unsigned long long)index.visited, (unsigned long long)index.first_lsn,
+           (unsigned long long)index.last_lsn, index.out_of_order);
+    EXPECT(index.on_opener_thread == 0, "the visitor ran on the opening thread");
+    printf("visitor: %llu live entries (%llu payload bytes), LSN %llu to %llu in order, on the "
+           "drive thread (not the opener's), all before sealog_open_visiting returned\n",
+           (unsigned long long)index.visited, (unsigned long long)index.payload_bytes,
+           (unsigned long long)index.first_lsn, (unsigned long long)index.last_lsn);
+    for (unsigned ledger = 1; ledger <= LEDGERS; ledger++) {
+        EXPECT(index.entries[ledger] == entries[ledger] &&
+                   index.last_entry_id[ledger] == last_entry_id[ledger],
+               "ledger %u: %llu entries, last id %llu; appended %llu, last id %llu", ledger,
+               (unsigned long long)index.entries[ledger],
+               (unsigned long long)index.last_entry_id[ledger],
+               (unsigned long long)entries[ledger], (unsigned long long)last_entry_id[ledger]);
+        printf("ledger index: ledger %u: %llu live entries, last entry id %llu, as appended\n",
+               ledger, (unsigned long long)index.entries[ledger],
+               (unsigned long long)index.last_entry_id[ledger]);
+    }
+    EXPECT(index.entries[0] == entries[0], "%llu entries without a header, %llu appended",
+           (unsigned long long)index.entries[0], (unsigned long long)entries[0]);
+    printf("ledger index: %llu live entries without an embedder header (the tickets' appends)\n",
+           (unsigned long long)index.entries[0]);
+    return drive;
 }
 
 static sealog_shape shape_of(sealog_drive *drive) {
@@ -236,6 +398,26 @@ static void error_cases(sealog_drive *drive, const sealog_shape *shape) {
     expect_error("payload over the limit",
                  sealog_append(drive, too_large, too_large_bytes, &lsn), SEALOG_TOO_LARGE);
     free(too_large);
+    sealog_new_entry group[GROUP_ENTRIES];
+    for (unsigned i = 0; i < GROUP_ENTRIES; i++) {
+        CHECK(sealog_new_entry_init(&group[i]));
+    }
+    expect_error("empty group", sealog_append_group(drive, group, 0, &lsn), SEALOG_EMPTY_GROUP);
+    /* Each entry at the payload limit fits on its own; together they pass the batch limit. */
+    size_t limit_bytes = shape->payload_size_max_bytes;
+    uint8_t *large = calloc(limit_bytes, 1);
+    EXPECT(large != NULL, "calloc");
+    for (unsigned i = 0; i < GROUP_ENTRIES; i++) {
+        group[i].payload = large;
+        group[i].payload_len_bytes = limit_bytes;
+    }
+    expect_error("group over the batch limit",
+                 sealog_append_group(drive, group, GROUP_ENTRIES, &lsn), SEALOG_GROUP_TOO_LARGE);
+    free(large);
+    uint64_t durable_lsn = 0;
+    CHECK(sealog_durable_lsn(drive, &durable_lsn));
+    EXPECT(durable_lsn == LAST_LSN, "a refused group appended something: durable LSN %llu",
+           (unsigned long long)durable_lsn);
     expect_error("read past the durable tail",
                  sealog_read(drive, shape->next_lsn + 5, &entry), SEALOG_NOT_YET_DURABLE);
     expect_error("NULL drive", sealog_trim(NULL, 1), SEALOG_INVALID_ARGUMENT);
@@ -267,9 +449,10 @@ int main(int argc, char **argv) {
     uint64_t lsn = 0;
     CHECK(sealog_append(drive, payload, payload_for(1, payload), &lsn));
     EXPECT(lsn == 1, "the first append got LSN %llu", (unsigned long long)lsn);
-    append_with_callbacks(drive, 2);
-    append_with_tickets(drive, 2 + APPENDS_PER_WAY);
-    uint64_t last_lsn = 1 + 2 * APPENDS_PER_WAY;
+    append_with_callbacks(drive, CALLBACK_FIRST_LSN);
+    append_with_tickets(drive, TICKET_FIRST_LSN);
+    append_group(drive);
+    uint64_t last_lsn = LAST_LSN;
     uint64_t durable_lsn = 0;
     CHECK(sealog_durable_lsn(drive, &durable_lsn));
     EXPECT(durable_lsn == last_lsn, "durable LSN %llu", (unsigned long long)durable_lsn);
@@ -289,7 +472,7 @@ int main(int argc, char **argv) {
     CHECK(sealog_close(drive));
     printf("closed\n");
 
-    CHECK(sealog_open(ring, NULL, &drive));
+    drive = reopen_indexing(ring);
     shape = shape_of(drive);
     EXPECT(shape.first_live_lsn == TRIM_LSN + 1 && shape.durable_lsn == last_lsn &&
                shape.live_entries == last_lsn - TRIM_LSN,

@@ -128,7 +128,10 @@ fn entries_and_groups_come_back_with_their_kind_and_header() {
     );
     assert_eq!(read(drive, 11).1, header(7, 2));
     close(drive);
-    assert_eq!(seen.into_inner().expect("unpoisoned"), [(OK, 8u64), (OK, 9)]);
+    assert_eq!(
+        seen.into_inner().expect("unpoisoned"),
+        [(OK, 8u64), (OK, 9)]
+    );
 }
 
 #[test]
@@ -436,9 +439,11 @@ unsafe extern "C" fn visit(user_data: *mut c_void, entry: *const sealog_entry_vi
     visited.view_sizes.push(entry.struct_size_bytes);
     let payload = match entry.payload.is_null() {
         true => Vec::new(),
-        // SAFETY: the payload lent for this call.
         false => {
-            unsafe { std::slice::from_raw_parts(entry.payload, entry.payload_len_bytes) }.to_vec()
+            // SAFETY: the payload lent for this call.
+            let payload =
+                unsafe { std::slice::from_raw_parts(entry.payload, entry.payload_len_bytes) };
+            payload.to_vec()
         }
     };
     visited

@@ -96,10 +96,9 @@ pub unsafe extern "C" fn sealog_open_visiting(
             function,
             user_data: UserData(user_data),
         };
-        let (drive, visitor) =
-            Drive::open_visiting(&path, options, visitor).map_err(Failure::from)?;
-        // Nothing of the caller's `user_data` stays with the library past this call.
-        drop(visitor);
+        // The visitor handed back is dropped at once: nothing of the caller's `user_data`
+        // stays with the library past this call.
+        let (drive, _) = Drive::open_visiting(&path, options, visitor).map_err(Failure::from)?;
         *out = handle(&path, drive)?;
         Ok(())
     })
