@@ -478,7 +478,7 @@ fn dump(path: &Path, from: Option<u64>, json: bool) -> Result<(), Failure> {
                 len: entry.payload.len(),
                 payload_hex: hex(entry.payload),
             };
-            serde_json::to_string(&line).expect("a struct of numbers and a string serializes")
+            json_line(&line)
         } else {
             format!("{}\t{}", entry.lsn, escape(entry.payload))
         };
@@ -609,10 +609,50 @@ fn verify(path: &Path, json: bool) -> Result<(), Failure> {
 
 /// Prints `value` as one line of JSON.
 fn print_json(value: &impl serde::Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string(value).expect("the CLI's JSON structs serialize")
-    );
+    println!("{}", json_line(value));
+}
+
+/// `value` as one line of JSON spaced as the contract shows it and as these commands always
+/// wrote it (`{"lsn": 4, "len": 7}`), so that scripts matching the text keep working.
+fn json_line(value: &impl serde::Serialize) -> String {
+    let mut serializer = serde_json::Serializer::with_formatter(Vec::new(), SpacedLine);
+    value
+        .serialize(&mut serializer)
+        .expect("the CLI's JSON structs serialize");
+    String::from_utf8(serializer.into_inner()).expect("serde_json writes UTF-8")
+}
+
+/// serde_json's compact formatter with a space after each `:` and `,`, on one line.
+struct SpacedLine;
+
+impl serde_json::ser::Formatter for SpacedLine {
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        writer.write_all(b": ")
+    }
+
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
 }
 
 /// `verify`'s plain report of a ring that replays.

@@ -1168,4 +1168,51 @@ mod tests {
             Err(FormatError::TooSmall { .. })
         ));
     }
+
+    #[test]
+    fn format_reports_monotone_progress_reaching_the_total_and_takes_the_modes_asked_for() {
+        use std::sync::Mutex;
+        let directory = tempfile::tempdir().expect("tempdir");
+        let ring = directory.path().join("ring");
+        let seen: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+        let hook = Arc::clone(&seen);
+        let options = FormatOptions::new(8 << 20)
+            .segment_size_bytes(2 << 20)
+            .sync_method(SyncMethod::Fdatasync)
+            .directory_mode(0o750)
+            .file_mode(0o640)
+            .progress(move |done, total| hook.lock().expect("lock").push((done, total)));
+        let control = format(&ring, &options).expect("formats");
+        let seen = seen.lock().expect("lock").clone();
+        let geometry = control.geometry;
+        let total = u64::from(geometry.segment_count) * geometry.segment_size_bytes;
+        assert!(seen.len() >= geometry.segment_count as usize, "{seen:?}");
+        assert!(
+            seen.iter().all(|&(_, all)| all == total),
+            "one total throughout"
+        );
+        assert!(
+            seen.windows(2).all(|pair| pair[0].0 <= pair[1].0),
+            "{seen:?}"
+        );
+        assert_eq!(seen.last(), Some(&(total, total)), "ends at the total");
+        let mode = |path: &Path| fs::metadata(path).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&ring), 0o750);
+        assert_eq!(mode(&ring.join(CONTROL_FILE)), 0o640);
+        assert_eq!(mode(&ring.join(segment_file_name(0))), 0o640);
+    }
+
+    #[test]
+    fn default_options_are_refused_as_too_small_and_owner_only() {
+        let options = FormatOptions::default();
+        assert_eq!(options.size_bytes, 0);
+        assert_eq!(
+            (options.directory_mode, options.file_mode),
+            (RING_DIRECTORY_MODE, RING_FILE_MODE)
+        );
+        assert!(matches!(
+            plan_geometry(&options, 4096, Path::new("ring")),
+            Err(FormatError::TooSmall { size_bytes: 0, .. })
+        ));
+    }
 }
