@@ -1,14 +1,16 @@
 //! `sealog`, the operator CLI: format a ring, append to it from stdin, dump and verify it,
-//! trim it, inspect it, show its shape (`stat`, which takes no lock). Its contract (arguments, output, exit codes) is what scripts and tests
-//! rely on: 0 success; 2 usage error, a path that is not a usable ring, or an I/O error; 3
-//! corruption of acknowledged data or an ambiguous state; 1 any other failure. Errors are one
-//! sentence on stderr naming the path; never a panic or a backtrace.
+//! trim it, inspect it, show its shape (`stat`, which takes no lock). Its contract (arguments,
+//! output, exit codes) is what scripts and tests rely on: 0 success; 2 usage error, a path that
+//! is not a usable ring, or an I/O error; 3 corruption of acknowledged data or an ambiguous
+//! state; 1 any other failure. Errors are one sentence on stderr naming the path; never a panic
+//! or a backtrace.
 //!
-//! A ring in use (`docs/cli.md`): every subcommand but `stat` takes the ring's lock before it looks at the
-//! ring (format, append and trim the exclusive one, dump, verify and inspect the shared one) and
-//! waits up to 5 seconds for another holder to let go; if another process still holds the ring
-//! then, it exits 1 with one sentence on stderr that names the ring's path and says the ring is
-//! in use, and nothing of the ring has been changed (format alike, with or without `--force`).
+//! A ring in use (`docs/cli.md`): every subcommand but `stat` takes the ring's lock before it
+//! looks at the ring (format, append and trim the exclusive one, dump, verify and inspect the
+//! shared one) and waits up to 5 seconds for another holder to let go; if another process still
+//! holds the ring then, it exits 1 with one sentence on stderr that names the ring's path and
+//! says the ring is in use, and nothing of the ring has been changed (format alike, with or
+//! without `--force`).
 
 #![forbid(unsafe_code)]
 

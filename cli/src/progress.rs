@@ -51,7 +51,7 @@ impl Progress {
         }
         state.drawn = Some(now);
         let seconds = now.duration_since(state.started).as_secs_f64().max(1e-3);
-        let percent = if total == 0 { 100 } else { done * 100 / total };
+        let percent = (done * 100).checked_div(total).unwrap_or(100);
         let mib = |bytes: u64| bytes as f64 / f64::from(1u32 << 20);
         // Best effort: a terminal that cannot be written to only loses the progress line.
         let _ = write!(

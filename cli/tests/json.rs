@@ -94,7 +94,9 @@ fn verify_json_has_the_contracts_fields_clean_torn_and_corrupt() {
     let pristine = std::fs::read(&segment).expect("reads");
     let mut bytes = pristine.clone();
     let inspect = json(&sealog(&["inspect", &path, "--json"], b""));
-    let tail = inspect["next"]["position"]["offset"].as_u64().expect("next offset") as usize;
+    let tail = inspect["next"]["position"]["offset"]
+        .as_u64()
+        .expect("next offset") as usize;
     bytes[tail..tail + 4].copy_from_slice(b"SLGE");
     bytes[tail + 4] = 1;
     bytes[tail + 20..tail + 40].fill(0xab);

@@ -65,7 +65,10 @@ pub enum FormatError {
         mount_points: Vec<String>,
     },
     /// Another device is stacked on the block device (device-mapper, md); no override.
-    #[error("{path}: the device is held by {} (sysfs holders); release it first", holders.join(", "))]
+    #[error(
+        "{path}: the device is held by {} (sysfs holders); release it first",
+        holders.join(", ")
+    )]
     Held {
         /// The device.
         path: PathBuf,

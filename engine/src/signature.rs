@@ -126,6 +126,27 @@ pub fn detect(bytes: &[u8]) -> Vec<Found> {
     if let Some((offset, what)) = sealog_ring(bytes) {
         push(Signature::Sealog, offset, what);
     }
+    file_systems(bytes, &mut push);
+    let gpt = GPT_SECTOR_SIZES_BYTES
+        .iter()
+        .copied()
+        .find(|&sector| at(sector, b"EFI PART"));
+    if let Some(offset) = gpt {
+        push(
+            Signature::Gpt,
+            offset,
+            format!("a GPT partition table (header EFI PART at byte {offset})"),
+        );
+    }
+    if let Some(what) = mbr(bytes, gpt.is_some()) {
+        push(Signature::Mbr, 510, what);
+    }
+    found
+}
+
+/// The file systems, swap areas and LVM2 labels in `bytes`, each handed to `push`.
+fn file_systems(bytes: &[u8], push: &mut dyn FnMut(Signature, usize, String)) {
+    let at = |offset: usize, magic: &[u8]| bytes.get(offset..offset + magic.len()) == Some(magic);
     // The magic alone is two bytes; an ext superblock's block size (1 KiB << n) is also
     // checked, so that two stray bytes of other data are not taken for a file system.
     let ext_log_block = bytes
@@ -173,21 +194,6 @@ pub fn detect(bytes: &[u8]) -> Vec<Found> {
             format!("an LVM2 physical volume (label LABELONE at byte {offset})"),
         );
     }
-    let gpt = GPT_SECTOR_SIZES_BYTES
-        .iter()
-        .copied()
-        .find(|&sector| at(sector, b"EFI PART"));
-    if let Some(offset) = gpt {
-        push(
-            Signature::Gpt,
-            offset,
-            format!("a GPT partition table (header EFI PART at byte {offset})"),
-        );
-    }
-    if let Some(what) = mbr(bytes, gpt.is_some()) {
-        push(Signature::Mbr, 510, what);
-    }
-    found
 }
 
 /// An MBR partition table: the boot signature and at least one entry in use. A GPT's

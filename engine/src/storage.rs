@@ -420,29 +420,7 @@ fn format_device(
     // for a holder that never lets go): say what holds the device instead, at once.
     let facts = crate::signature::facts_of(path).map_err(io_error(path, "stat"))?;
     crate::signature::refusal(path, facts, Vec::new(), &options.overwrite)?;
-    // O_EXCL keeps out every other exclusive opener (a writer, a mount); the flock, the one
-    // writers and readers take on the device, keeps out readers too. Both before anything is
-    // read or written.
-    let deadline = Instant::now() + LOCK_WAIT;
-    let open = || {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_EXCL)
-            .open(path)
-    };
-    let mut file = retry_busy(open, deadline).map_err(|error| match error {
-        DeviceOpen::Busy => FormatError::InUse {
-            path: path.to_path_buf(),
-            lock: "O_EXCL",
-        },
-        DeviceOpen::Io(source) => FormatError::Io {
-            path: path.to_path_buf(),
-            action: "open the device exclusively",
-            source,
-        },
-    })?;
-    lock_for_format(&file, path, deadline)?;
+    let mut file = open_device_for_format(path)?;
     refuse_what_the_device_carries(&file, path, options)?;
     let (block, device_size) = device_block(&file).map_err(io_error(path, "read block sizes"))?;
     if options.size_bytes > device_size {
@@ -490,6 +468,34 @@ fn format_device(
     };
     let control = write_control_copies(&mut file, path, ring_id, geometry, sync)?;
     Ok(control)
+}
+
+/// Opens the device at `path` for format: exclusively, and locked.
+fn open_device_for_format(path: &Path) -> Result<File, FormatError> {
+    // O_EXCL keeps out every other exclusive opener (a writer, a mount); the flock, the one
+    // writers and readers take on the device, keeps out readers too. Both before anything is
+    // read or written.
+    let deadline = Instant::now() + LOCK_WAIT;
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_EXCL)
+            .open(path)
+    };
+    let file = retry_busy(open, deadline).map_err(|error| match error {
+        DeviceOpen::Busy => FormatError::InUse {
+            path: path.to_path_buf(),
+            lock: "O_EXCL",
+        },
+        DeviceOpen::Io(source) => FormatError::Io {
+            path: path.to_path_buf(),
+            action: "open the device exclusively",
+            source,
+        },
+    })?;
+    lock_for_format(&file, path, deadline)?;
+    Ok(file)
 }
 
 /// Refuses a device that carries a signature the caller did not name, reading its first
