@@ -20,10 +20,8 @@ fn options(sync_method: Option<SyncMethod>) -> FormatOptions {
     FormatOptions {
         size_bytes: 8 << 20,
         segment_size_bytes: Some(2 << 20),
-        force: false,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
         sync_method,
+        ..FormatOptions::default()
     }
 }
 
