@@ -58,6 +58,9 @@ pub fn fresh_ring(path: &Path, shape: RingShape) -> Result<ControlBlock, String>
         batch_size_max_bytes: shape.batch_size_max_bytes,
         window_batches_max: shape.window_batches_max,
         sync_method: shape.sync_method,
+        // The bench formats over its own rings run after run (a device keeps the last one).
+        overwrite: vec![sealog::Signature::Sealog],
+        ..FormatOptions::default()
     };
     format(path, &options).map_err(|error| error.to_string())
 }

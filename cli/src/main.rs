@@ -1,16 +1,20 @@
 //! `sealog`, the operator CLI: format a ring, append to it from stdin, dump and verify it,
-//! trim it, inspect it. Its contract (arguments, output, exit codes) is what scripts and tests
-//! rely on: 0 success; 2 usage error, a path that is not a usable ring, or an I/O error; 3
-//! corruption of acknowledged data or an ambiguous state; 1 any other failure. Errors are one
-//! sentence on stderr naming the path; never a panic or a backtrace.
+//! trim it, inspect it, show its shape (`stat`, which takes no lock). Its contract (arguments,
+//! output, exit codes) is what scripts and tests rely on: 0 success; 2 usage error, a path that
+//! is not a usable ring, or an I/O error; 3 corruption of acknowledged data or an ambiguous
+//! state; 1 any other failure. Errors are one sentence on stderr naming the path; never a panic
+//! or a backtrace.
 //!
-//! A ring in use (`docs/cli.md`): every subcommand takes the ring's lock before it looks at the
-//! ring (format, append and trim the exclusive one, dump, verify and inspect the shared one) and
-//! waits up to 5 seconds for another holder to let go; if another process still holds the ring
-//! then, it exits 1 with one sentence on stderr that names the ring's path and says the ring is
-//! in use, and nothing of the ring has been changed (format alike, with or without `--force`).
+//! A ring in use (`docs/cli.md`): every subcommand but `stat` takes the ring's lock before it
+//! looks at the ring (format, append and trim the exclusive one, dump, verify and inspect the
+//! shared one) and waits up to 5 seconds for another holder to let go; if another process still
+//! holds the ring then, it exits 1 with one sentence on stderr that names the ring's path and
+//! says the ring is in use, and nothing of the ring has been changed (format alike, with or
+//! without `--force`).
 
 #![forbid(unsafe_code)]
+
+mod progress;
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -19,7 +23,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use sealog::reader::RingReader;
 use sealog::{
-    AppendError, Drive, DriveOptions, FormatError, FormatOptions, OpenError, SyncChoice,
+    AppendError, Drive, DriveOptions, FormatError, FormatOptions, OpenError, Signature, SyncChoice,
     SyncMethod, TrimError,
 };
 use sealog_wal::format::SegmentDefect;
@@ -78,6 +82,11 @@ enum Command {
         /// RWF_DSYNC is clearly faster at both p50 and p99; a method records it unmeasured.
         #[arg(long, value_enum, default_value = "auto")]
         sync_method: SyncArg,
+        /// Format a block device that carries this signature (ext4, xfs, btrfs, swap, lvm2,
+        /// mbr, gpt, sealog); repeat for each one found. A mounted or partitioned device is
+        /// refused whatever is named.
+        #[arg(long, value_name = "SIGNATURE", value_parser = parse_signature)]
+        overwrite: Vec<Signature>,
     },
     /// Append one payload per stdin line; print each LSN once it is durable.
     Append {
@@ -106,6 +115,7 @@ enum Command {
     /// report.
     Verify {
         path: PathBuf,
+        /// One JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -114,6 +124,15 @@ enum Command {
         path: PathBuf,
         #[arg(long)]
         upto: u64,
+    },
+    /// Print the log's shape (first live, trim and next LSN, live entries, capacity and
+    /// occupancy, who holds the ring) without taking the ring's lock: it works while a writer
+    /// holds the ring, and its figures may be a moment old.
+    Stat {
+        path: PathBuf,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the geometry, segments, incarnation, sync method (and why), device cache and where
     /// the next batch goes.
@@ -156,6 +175,17 @@ fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is too large"))
 }
 
+/// Parses a signature's name, as `--overwrite` takes it.
+fn parse_signature(text: &str) -> Result<Signature, String> {
+    Signature::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = Signature::ALL.iter().map(|s| s.name()).collect();
+        format!(
+            "'{text}' is not a signature format knows ({})",
+            names.join(", ")
+        )
+    })
+}
+
 /// A failure with its exit status and one sentence.
 struct Failure {
     status: u8,
@@ -186,15 +216,16 @@ fn main() -> ExitCode {
             segment_size,
             force,
             sync_method,
+            overwrite,
         } => format_ring(
             &path,
             FormatOptions {
                 size_bytes: size,
                 segment_size_bytes: segment_size,
                 force,
-                batch_size_max_bytes: None,
-                window_batches_max: None,
                 sync_method: sync_method.method(),
+                overwrite,
+                ..FormatOptions::default()
             },
         ),
         Command::Append {
@@ -207,6 +238,7 @@ fn main() -> ExitCode {
         Command::Verify { path, json } => verify(&path, json),
         Command::Trim { path, upto } => trim(&path, upto),
         Command::Inspect { path, json } => inspect(&path, json),
+        Command::Stat { path, json } => stat(&path, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -218,14 +250,32 @@ fn main() -> ExitCode {
 }
 
 fn format_ring(path: &Path, options: FormatOptions) -> Result<(), Failure> {
-    let control = sealog::format(path, &options).map_err(|error| match error {
+    let progress = progress::Progress::on_terminal("formatting");
+    let options = match &progress {
+        Some(progress) => {
+            let progress = progress.clone();
+            options.progress(move |done, total| progress.show(done, total))
+        }
+        None => options,
+    };
+    let formatted = sealog::format(path, &options);
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    // A device that is mounted, partitioned or carries a signature is, as it stands, not a
+    // usable place for a ring: exit 2, as a directory that is not empty is.
+    let control = formatted.map_err(|error| match error {
         FormatError::InUse { .. } => fail(EXIT_OTHER, error),
         FormatError::Io { .. }
         | FormatError::SyncProbe { .. }
         | FormatError::NotEmpty { .. }
         | FormatError::TooSmall { .. }
         | FormatError::DeviceTooSmall { .. }
-        | FormatError::Geometry { .. } => fail(EXIT_UNUSABLE, error),
+        | FormatError::Geometry { .. }
+        | FormatError::Mounted { .. }
+        | FormatError::Held { .. }
+        | FormatError::Partitioned { .. }
+        | FormatError::Signature { .. } => fail(EXIT_UNUSABLE, error),
     })?;
     let geometry = control.geometry;
     println!(
@@ -389,12 +439,23 @@ fn replay_read_only(
     scan: ScanPolicy,
     visit: &mut dyn FnMut(&sealog_wal::Entry<'_>),
 ) -> Result<Result<RecoveryReport, ReplayError>, Failure> {
-    let mut reader = RingReader::open(path).map_err(open_failure)?;
+    replay_read_only_with(path, scan, None, visit)
+}
+
+/// [`replay_read_only`], showing the bytes read on `progress` when there is one.
+fn replay_read_only_with(
+    path: &Path,
+    scan: ScanPolicy,
+    progress: Option<progress::Progress>,
+    visit: &mut dyn FnMut(&sealog_wal::Entry<'_>),
+) -> Result<Result<RecoveryReport, ReplayError>, Failure> {
+    let reader = RingReader::open(path).map_err(open_failure)?;
     let options = ReplayOptions {
         scan,
         ..ReplayOptions::default()
     };
-    Ok(sealog_wal::replay(&mut reader, &options, visit))
+    let mut source = progress::Counted::new(reader, progress);
+    Ok(sealog_wal::replay(&mut source, &options, visit))
 }
 
 fn replay_failure(path: &Path, error: ReplayError) -> Failure {
@@ -414,12 +475,12 @@ fn dump(path: &Path, from: Option<u64>, json: bool) -> Result<(), Failure> {
             return;
         }
         let line = if json {
-            format!(
-                "{{\"lsn\": {}, \"len\": {}, \"payload_hex\": \"{}\"}}",
-                entry.lsn,
-                entry.payload.len(),
-                hex(entry.payload)
-            )
+            let line = DumpLine {
+                lsn: entry.lsn,
+                len: entry.payload.len(),
+                payload_hex: hex(entry.payload),
+            };
+            json_line(&line)
         } else {
             format!("{}\t{}", entry.lsn, escape(entry.payload))
         };
@@ -439,17 +500,58 @@ fn json_or_null(value: Option<u64>) -> String {
     value.map_or_else(|| "null".to_string(), |value| value.to_string())
 }
 
+/// One line of `dump --json` (DESIGN.md "Contracts").
+#[derive(serde::Serialize)]
+struct DumpLine {
+    lsn: u64,
+    len: usize,
+    payload_hex: String,
+}
+
+/// `verify --json` (DESIGN.md "Contracts"): `torn` and `corruption` only when present.
+#[derive(serde::Serialize)]
+struct VerifyJson {
+    status: &'static str,
+    first_lsn: Option<u64>,
+    last_lsn: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_lsn: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    torn: Option<TornJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    corruption: Option<CorruptionJson>,
+}
+
+#[derive(serde::Serialize)]
+struct TornJson {
+    first_lsn: u64,
+    last_lsn: u64,
+    bytes: u64,
+}
+
+#[derive(serde::Serialize)]
+struct CorruptionJson {
+    segment: u32,
+    offset: u32,
+    lsn: u64,
+    check: String,
+}
+
 fn verify(path: &Path, json: bool) -> Result<(), Failure> {
     let mut first = None;
     let mut last = None;
     // Verify is the ring's integrity check: it reads the whole ring, not only as far as the
     // tail hint says the log can reach, so damage anywhere is looked at (an open stops at
     // the hint; `dump` too).
-    let result = replay_read_only(path, ScanPolicy::Full, &mut |entry| {
+    let progress = progress::Progress::on_terminal("verifying");
+    let result = replay_read_only_with(path, ScanPolicy::Full, progress.clone(), &mut |entry| {
         first.get_or_insert(entry.lsn);
         last = Some(entry.lsn);
-    })?;
-    match result {
+    });
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    match result? {
         Ok(report) => {
             let status = match report.outcome {
                 Outcome::Clean => "clean",
@@ -457,53 +559,39 @@ fn verify(path: &Path, json: bool) -> Result<(), Failure> {
                 Outcome::Truncated => "corrupt",
             };
             if json {
-                let mut fields = vec![
-                    format!("\"status\": \"{status}\""),
-                    format!("\"first_lsn\": {}", json_or_null(report.first_lsn)),
-                    format!("\"last_lsn\": {}", json_or_null(report.last_lsn)),
-                    format!("\"next_lsn\": {}", report.next_lsn),
-                ];
-                if let Some(torn) = report.torn {
-                    fields.push(format!(
-                        "\"torn\": {{\"first_lsn\": {}, \"last_lsn\": {}, \"bytes\": {}}}",
-                        torn.first_lsn, torn.last_lsn, torn.bytes
-                    ));
-                }
-                println!("{{{}}}", fields.join(", "));
+                let verified = VerifyJson {
+                    status,
+                    first_lsn: report.first_lsn,
+                    last_lsn: report.last_lsn,
+                    next_lsn: Some(report.next_lsn),
+                    torn: report.torn.map(|torn| TornJson {
+                        first_lsn: torn.first_lsn,
+                        last_lsn: torn.last_lsn,
+                        bytes: torn.bytes,
+                    }),
+                    corruption: None,
+                };
+                print_json(&verified);
             } else {
-                println!("{}: {status}", path.display());
-                println!(
-                    "live LSNs {}..={}, next LSN {} at {}, {} entries in {} batches",
-                    json_or_null(report.first_lsn),
-                    json_or_null(report.last_lsn),
-                    report.next_lsn,
-                    report.next_position,
-                    report.entries,
-                    report.batches
-                );
-                println!("{} ({} bytes read)", report.scan, report.bytes_read);
-                if let Some(torn) = report.torn {
-                    println!(
-                        "torn tail (never acknowledged) cut at {}: LSN {}..={}, {} bytes ({})",
-                        torn.start, torn.first_lsn, torn.last_lsn, torn.bytes, torn.check
-                    );
-                }
+                print_verified(path, status, &report);
             }
             Ok(())
         }
         Err(ReplayError::Corruption(corruption)) => {
             if json {
-                println!(
-                    "{{\"status\": \"corrupt\", \"first_lsn\": {}, \"last_lsn\": {}, \
-                     \"corruption\": {{\"segment\": {}, \"offset\": {}, \"lsn\": {}, \
-                     \"check\": \"{}\"}}}}",
-                    json_or_null(first),
-                    json_or_null(last),
-                    corruption.position.segment,
-                    corruption.position.offset,
-                    corruption.lsn,
-                    corruption.check
-                );
+                print_json(&VerifyJson {
+                    status: "corrupt",
+                    first_lsn: first,
+                    last_lsn: last,
+                    next_lsn: None,
+                    torn: None,
+                    corruption: Some(CorruptionJson {
+                        segment: corruption.position.segment,
+                        offset: corruption.position.offset,
+                        lsn: corruption.lsn,
+                        check: corruption.check.to_string(),
+                    }),
+                });
             } else {
                 println!("{}: corrupt", path.display());
                 println!("{corruption}");
@@ -521,6 +609,75 @@ fn verify(path: &Path, json: bool) -> Result<(), Failure> {
     }
 }
 
+/// Prints `value` as one line of JSON.
+fn print_json(value: &impl serde::Serialize) {
+    println!("{}", json_line(value));
+}
+
+/// `value` as one line of JSON spaced as the contract shows it and as these commands always
+/// wrote it (`{"lsn": 4, "len": 7}`), so that scripts matching the text keep working.
+fn json_line(value: &impl serde::Serialize) -> String {
+    let mut serializer = serde_json::Serializer::with_formatter(Vec::new(), SpacedLine);
+    value
+        .serialize(&mut serializer)
+        .expect("the CLI's JSON structs serialize");
+    String::from_utf8(serializer.into_inner()).expect("serde_json writes UTF-8")
+}
+
+/// serde_json's compact formatter with a space after each `:` and `,`, on one line.
+struct SpacedLine;
+
+impl serde_json::ser::Formatter for SpacedLine {
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        writer.write_all(b": ")
+    }
+
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+}
+
+/// `verify`'s plain report of a ring that replays.
+fn print_verified(path: &Path, status: &str, report: &RecoveryReport) {
+    println!("{}: {status}", path.display());
+    println!(
+        "live LSNs {}..={}, next LSN {} at {}, {} entries in {} batches",
+        json_or_null(report.first_lsn),
+        json_or_null(report.last_lsn),
+        report.next_lsn,
+        report.next_position,
+        report.entries,
+        report.batches
+    );
+    println!("{} ({} bytes read)", report.scan, report.bytes_read);
+    if let Some(torn) = report.torn {
+        println!(
+            "torn tail (never acknowledged) cut at {}: LSN {}..={}, {} bytes ({})",
+            torn.start, torn.first_lsn, torn.last_lsn, torn.bytes, torn.check
+        );
+    }
+}
+
 fn trim(path: &Path, upto: u64) -> Result<(), Failure> {
     let drive = Drive::open(path, DriveOptions::default()).map_err(open_failure)?;
     let result = drive.trim(upto).map_err(|error| trim_failure(path, error));
@@ -528,6 +685,104 @@ fn trim(path: &Path, upto: u64) -> Result<(), Failure> {
     result?;
     println!("trimmed {} up to LSN {upto}", path.display());
     Ok(())
+}
+
+/// What `stat` prints: the log's shape as the ring shows it, with no lock taken.
+#[derive(serde::Serialize)]
+struct StatJson {
+    path: String,
+    kind: &'static str,
+    ring_id: String,
+    first_live_lsn: u64,
+    trim_lsn: u64,
+    last_lsn: Option<u64>,
+    next_lsn: u64,
+    live_entries: u64,
+    payload_bytes: u64,
+    batches: u64,
+    capacity_bytes: u64,
+    occupied_bytes: u64,
+    torn_tail: bool,
+    writer_pid: Option<u32>,
+    reader_pids: Vec<u32>,
+    control_sequence: u64,
+    incarnation: u32,
+    scan_bytes_read: u64,
+    consistent: bool,
+    snapshot: &'static str,
+}
+
+/// What `stat` says of its figures, in plain and JSON output alike.
+const STAT_SNAPSHOT: &str = "may be a moment old";
+
+fn stat(path: &Path, json: bool) -> Result<(), Failure> {
+    let stat = sealog::stat::stat(path).map_err(|error| match error {
+        sealog::stat::StatError::Open(error) => open_failure(error),
+        sealog::stat::StatError::Replay { source, .. } => replay_failure(path, source),
+    })?;
+    let shown = StatJson {
+        path: path.display().to_string(),
+        kind: kind_json(stat.kind),
+        ring_id: stat.ring_id.to_string(),
+        first_live_lsn: stat.first_live_lsn,
+        trim_lsn: stat.trim_lsn,
+        last_lsn: stat.last_lsn,
+        next_lsn: stat.next_lsn,
+        live_entries: stat.live_entries,
+        payload_bytes: stat.payload_bytes,
+        batches: stat.batches,
+        capacity_bytes: stat.capacity_bytes,
+        occupied_bytes: stat.occupied_bytes,
+        torn_tail: stat.torn_tail,
+        writer_pid: stat.holders.writer_pid,
+        reader_pids: stat.holders.reader_pids.clone(),
+        control_sequence: stat.control_sequence,
+        incarnation: stat.incarnation,
+        scan_bytes_read: stat.bytes_read,
+        consistent: false,
+        snapshot: STAT_SNAPSHOT,
+    };
+    if json {
+        print_json(&shown);
+        return Ok(());
+    }
+    println!("path: {} (ring {})", shown.path, shown.ring_id);
+    println!(
+        "LSNs: first live {}, trim {}, last {}, next {}",
+        shown.first_live_lsn,
+        shown.trim_lsn,
+        json_or_null(shown.last_lsn),
+        shown.next_lsn
+    );
+    println!(
+        "live entries: {} ({} payload bytes) in {} batches",
+        shown.live_entries, shown.payload_bytes, shown.batches
+    );
+    let percent = shown.occupied_bytes as f64 * 100.0 / shown.capacity_bytes.max(1) as f64;
+    println!(
+        "occupied: {} of {} bytes ({percent:.1}%) from the head to the write position",
+        shown.occupied_bytes, shown.capacity_bytes
+    );
+    match shown.writer_pid {
+        Some(pid) => println!("writer: process {pid} holds the ring"),
+        None => println!("writer: none holds the ring"),
+    }
+    println!(
+        "snapshot: read without the ring's lock; the figures {STAT_SNAPSHOT}{}",
+        if shown.torn_tail {
+            " (a batch at the end was torn or still being written, and is not counted)"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+fn kind_json(kind: sealog::storage::RingKind) -> &'static str {
+    match kind {
+        sealog::storage::RingKind::BlockDevice => "block_device",
+        sealog::storage::RingKind::Directory => "directory",
+    }
 }
 
 fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
@@ -711,10 +966,7 @@ impl Inspected<'_> {
             .collect();
         serde_json::json!({
             "path": self.path.display().to_string(),
-            "kind": match self.kind {
-                sealog::storage::RingKind::BlockDevice => "block_device",
-                sealog::storage::RingKind::Directory => "directory",
-            },
+            "kind": kind_json(self.kind),
             "ring_id": control.ring_id.to_string(),
             "format_version": sealog_wal::format::FORMAT_VERSION,
             "geometry": {

@@ -334,7 +334,10 @@ fn format_refuses_a_device_ring_a_reader_or_a_writer_holds() {
     drop(reader);
     let dump = run(&["dump", path]);
     assert_eq!(text(&dump.stdout).lines().count(), acknowledged.len());
+    // Once free, the device still carries a ring: formatting over it must be asked for.
     let format = run(&["format", path, "--size", "8M"]);
+    assert_eq!(format.status.code(), Some(2), "{}", text(&format.stderr));
+    let format = run(&["format", path, "--size", "8M", "--overwrite", "sealog"]);
     assert_eq!(format.status.code(), Some(0), "{}", text(&format.stderr));
     drop(device);
 }

@@ -131,7 +131,7 @@ fn a_version_1_ring_is_refused_naming_both_versions() {
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
         assert!(
-            stderr.contains("version 1") && stderr.contains("version 2"),
+            stderr.contains("version 1") && stderr.contains("reads version 3"),
             "{command}: {stderr}"
         );
     }

@@ -25,9 +25,7 @@ fn main() {
             size_bytes: 1 << 30,
             segment_size_bytes: Some(64 << 20),
             force: true,
-            batch_size_max_bytes: None,
-            window_batches_max: None,
-            sync_method: None,
+            ..FormatOptions::default()
         };
         format(&ring, &options).expect("formats");
     }

@@ -57,6 +57,50 @@ pub enum FormatError {
         /// Which lock was wanted: `exclusive` (the flock) or `O_EXCL` (a device).
         lock: &'static str,
     },
+    /// The block device (or a partition of it) is mounted; unmount it first. No override.
+    #[error("{path}: the device is mounted at {}; unmount it first", mount_points.join(", "))]
+    Mounted {
+        /// The device.
+        path: PathBuf,
+        /// Where (from /proc/self/mountinfo).
+        mount_points: Vec<String>,
+    },
+    /// Another device is stacked on the block device (device-mapper, md); no override.
+    #[error(
+        "{path}: the device is held by {} (sysfs holders); release it first",
+        holders.join(", ")
+    )]
+    Held {
+        /// The device.
+        path: PathBuf,
+        /// The holders' names.
+        holders: Vec<String>,
+    },
+    /// The block device has partitions; format a partition, or remove the table first (and
+    /// reread it). No override.
+    #[error(
+        "{path}: the device has partitions ({}); format one of them, or remove the partition \
+         table first",
+        partitions.join(", ")
+    )]
+    Partitioned {
+        /// The device.
+        path: PathBuf,
+        /// The partitions' names.
+        partitions: Vec<String>,
+    },
+    /// The block device carries a recognizable signature the caller did not name in
+    /// [`crate::FormatOptions::overwrite`]; nothing was written.
+    #[error(
+        "{path}: the device carries {found}; pass --overwrite {} to format it anyway",
+        found.signature
+    )]
+    Signature {
+        /// The device.
+        path: PathBuf,
+        /// What was found, and where.
+        found: crate::signature::Found,
+    },
     /// A system call failed.
     #[error("{path}: cannot {action}: {source}")]
     Io {

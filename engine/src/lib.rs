@@ -16,7 +16,10 @@
 //!   futex per drive;
 //! - [`pool`]: the aligned buffer pool;
 //! - [`reply`]: one-shot answers to reads and trims, blocking or awaited;
-//! - [`reader`]: read-only access for verify, dump and inspect.
+//! - [`reader`]: read-only access for verify, dump and inspect;
+//! - [`stat`]: a ring's shape read without its lock, while a writer holds it;
+//! - [`signature`]: what format looks for on a block device before it writes (mounts,
+//!   partitions, file systems, partition tables, rings).
 
 #![deny(unsafe_code)]
 
@@ -27,6 +30,8 @@ pub mod io;
 pub mod pool;
 pub mod reader;
 pub mod reply;
+pub mod signature;
+pub mod stat;
 pub mod storage;
 pub mod sync_probe;
 pub mod ticket;
@@ -54,5 +59,6 @@ pub use sealog_wal::{
     Check, ControlBlock, Corruption, Evidence, FullScan, Geometry, Kind, Outcome, Position,
     RecoveryMode, RecoveryReport, ReplayError, RingId, Scan, ScanPolicy, TornTail, UnreadableRun,
 };
-pub use storage::{format, FormatOptions};
+pub use signature::Signature;
+pub use storage::{format, FormatOptions, FormatProgress};
 pub use ticket::{AppendOutcome, Ticket};

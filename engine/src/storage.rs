@@ -19,12 +19,14 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sealog_wal::format::{ControlBlock, SyncChoice, SyncMethod, BLOCK_SIZE_MIN_BYTES};
 use sealog_wal::{Geometry, RingId};
 
 use crate::error::{FormatError, OpenError};
+use crate::signature::Signature;
 use crate::uring::sys;
 
 /// Name of the file holding the two control blocks in a directory ring.
@@ -107,10 +109,24 @@ impl RingFiles {
     }
 }
 
-/// What `format` is asked for.
+/// What `format` is asked for. Build it with [`FormatOptions::new`] and the builder methods,
+/// or as a struct with `..FormatOptions::default()`, so that a new option changes no caller.
+///
+/// ```
+/// use sealog::{FormatOptions, SyncMethod};
+/// use sealog::signature::Signature;
+///
+/// let options = FormatOptions::new(64 << 20)
+///     .segment_size_bytes(8 << 20)
+///     .sync_method(SyncMethod::Fdatasync)
+///     .overwrite(Signature::Sealog);
+/// assert_eq!(options.directory_mode, 0o700);
+/// assert_eq!(options.overwrite, [Signature::Sealog]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct FormatOptions {
-    /// Total bytes of the ring (control area and segments).
+    /// Total bytes of the ring (control area and segments); the default, 0, is refused as too
+    /// small.
     pub size_bytes: u64,
     /// Segment size; default 64 MiB or size/4, whichever is smaller, rounded down to the block.
     pub segment_size_bytes: Option<u64>,
@@ -124,6 +140,116 @@ pub struct FormatOptions {
     /// still override it). `None`: measure both methods on the device and choose (see
     /// [`crate::sync_probe`], about 0.1 s); a method: record it and measure nothing.
     pub sync_method: Option<SyncMethod>,
+    /// The mode of a ring's directory; default [`RING_DIRECTORY_MODE`] (owner-only).
+    pub directory_mode: u32,
+    /// The mode of a ring's files; default [`RING_FILE_MODE`] (owner-only).
+    pub file_mode: u32,
+    /// The signatures a block device may carry and be formatted anyway (each one found must
+    /// be named; see [`crate::signature`]). A mount, a holder or partitions are never
+    /// overridden.
+    pub overwrite: Vec<Signature>,
+    /// Called as format writes the ring, with the bytes written so far and the bytes it will
+    /// write in all (zero-filled segments on a directory, segment headers on a device).
+    pub progress: Option<FormatProgress>,
+}
+
+impl Default for FormatOptions {
+    fn default() -> FormatOptions {
+        FormatOptions {
+            size_bytes: 0,
+            segment_size_bytes: None,
+            force: false,
+            batch_size_max_bytes: None,
+            window_batches_max: None,
+            sync_method: None,
+            directory_mode: RING_DIRECTORY_MODE,
+            file_mode: RING_FILE_MODE,
+            overwrite: Vec::new(),
+            progress: None,
+        }
+    }
+}
+
+impl FormatOptions {
+    /// A ring of `size_bytes`, everything else by default.
+    pub fn new(size_bytes: u64) -> FormatOptions {
+        FormatOptions {
+            size_bytes,
+            ..FormatOptions::default()
+        }
+    }
+
+    /// Segments of `bytes` instead of the default.
+    pub fn segment_size_bytes(mut self, bytes: u64) -> FormatOptions {
+        self.segment_size_bytes = Some(bytes);
+        self
+    }
+
+    /// Whether a directory that is not empty is formatted anyway.
+    pub fn force(mut self, force: bool) -> FormatOptions {
+        self.force = force;
+        self
+    }
+
+    /// Batches of at most `bytes` instead of the default.
+    pub fn batch_size_max_bytes(mut self, bytes: u32) -> FormatOptions {
+        self.batch_size_max_bytes = Some(bytes);
+        self
+    }
+
+    /// At most `batches` in flight instead of the default.
+    pub fn window_batches_max(mut self, batches: u32) -> FormatOptions {
+        self.window_batches_max = Some(batches);
+        self
+    }
+
+    /// Records `method` as the ring's durability, measuring nothing.
+    pub fn sync_method(mut self, method: SyncMethod) -> FormatOptions {
+        self.sync_method = Some(method);
+        self
+    }
+
+    /// The ring directory's mode instead of 0700.
+    pub fn directory_mode(mut self, mode: u32) -> FormatOptions {
+        self.directory_mode = mode;
+        self
+    }
+
+    /// The ring files' mode instead of 0600.
+    pub fn file_mode(mut self, mode: u32) -> FormatOptions {
+        self.file_mode = mode;
+        self
+    }
+
+    /// Formats a block device that carries `signature` (add one call per signature).
+    pub fn overwrite(mut self, signature: Signature) -> FormatOptions {
+        if !self.overwrite.contains(&signature) {
+            self.overwrite.push(signature);
+        }
+        self
+    }
+
+    /// Calls `progress(bytes_done, bytes_total)` as format writes the ring.
+    pub fn progress(mut self, progress: impl Fn(u64, u64) + Send + Sync + 'static) -> Self {
+        self.progress = Some(FormatProgress(Arc::new(progress)));
+        self
+    }
+
+    fn report_progress(&self, bytes_done: u64, bytes_total: u64) {
+        if let Some(progress) = &self.progress {
+            (progress.0)(bytes_done, bytes_total);
+        }
+    }
+}
+
+/// A format's progress hook ([`FormatOptions::progress`]): bytes written so far, bytes in all.
+#[derive(Clone)]
+pub struct FormatProgress(pub Arc<dyn Fn(u64, u64) + Send + Sync>);
+
+impl std::fmt::Debug for FormatProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FormatProgress(..)")
+    }
 }
 
 /// Default segment size cap.
@@ -290,29 +416,12 @@ fn format_device(
     options: &FormatOptions,
     ring_id: RingId,
 ) -> Result<ControlBlock, FormatError> {
-    // O_EXCL keeps out every other exclusive opener (a writer, a mount); the flock, the one
-    // writers and readers take on the device, keeps out readers too. Both before anything is
-    // read or written.
-    let deadline = Instant::now() + LOCK_WAIT;
-    let open = || {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_EXCL)
-            .open(path)
-    };
-    let mut file = retry_busy(open, deadline).map_err(|error| match error {
-        DeviceOpen::Busy => FormatError::InUse {
-            path: path.to_path_buf(),
-            lock: "O_EXCL",
-        },
-        DeviceOpen::Io(source) => FormatError::Io {
-            path: path.to_path_buf(),
-            action: "open the device exclusively",
-            source,
-        },
-    })?;
-    lock_for_format(&file, path, deadline)?;
+    // A mount or a holder would only show as EBUSY from the O_EXCL open below (and a wait
+    // for a holder that never lets go): say what holds the device instead, at once.
+    let facts = crate::signature::facts_of(path).map_err(io_error(path, "stat"))?;
+    crate::signature::refusal(path, facts, Vec::new(), &options.overwrite)?;
+    let mut file = open_device_for_format(path)?;
+    refuse_what_the_device_carries(&file, path, options)?;
     let (block, device_size) = device_block(&file).map_err(io_error(path, "read block sizes"))?;
     if options.size_bytes > device_size {
         return Err(FormatError::DeviceTooSmall {
@@ -322,12 +431,19 @@ fn format_device(
         });
     }
     let geometry = plan_geometry(options, block, path)?;
+    // Zero the bytes signatures are looked for in (the caller named every one found): no old
+    // file system's or swap area's magic survives inside the ring for blkid or the next
+    // format to find. A fresh ring's segment data may hold anything; zeros are fine.
+    let probed = (crate::signature::PROBE_BYTES as u64).min(options.size_bytes) as usize;
+    pwrite_all(&file, &vec![0u8; probed], 0).map_err(io_error(path, "clear old signatures"))?;
     // Zero every segment header block: nothing of an earlier ring on this device may look
     // like a started segment (another ring's records also fail its id-seeded checksums).
     let zeros = vec![0u8; block as usize];
+    let total = u64::from(geometry.segment_count) * u64::from(block);
     for segment in 0..geometry.segment_count {
         let offset = geometry.segment_ring_offset(segment);
         pwrite_all(&file, &zeros, offset).map_err(io_error(path, "zero a segment header"))?;
+        options.report_progress(u64::from(segment + 1) * u64::from(block), total);
     }
     let sync = match options.sync_method {
         Some(method) => SyncChoice::Named(method),
@@ -352,6 +468,61 @@ fn format_device(
     };
     let control = write_control_copies(&mut file, path, ring_id, geometry, sync)?;
     Ok(control)
+}
+
+/// Opens the device at `path` for format: exclusively, and locked.
+fn open_device_for_format(path: &Path) -> Result<File, FormatError> {
+    // O_EXCL keeps out every other exclusive opener (a writer, a mount); the flock, the one
+    // writers and readers take on the device, keeps out readers too. Both before anything is
+    // read or written.
+    let deadline = Instant::now() + LOCK_WAIT;
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_EXCL)
+            .open(path)
+    };
+    let file = retry_busy(open, deadline).map_err(|error| match error {
+        DeviceOpen::Busy => FormatError::InUse {
+            path: path.to_path_buf(),
+            lock: "O_EXCL",
+        },
+        DeviceOpen::Io(source) => FormatError::Io {
+            path: path.to_path_buf(),
+            action: "open the device exclusively",
+            source,
+        },
+    })?;
+    lock_for_format(&file, path, deadline)?;
+    Ok(file)
+}
+
+/// Refuses a device that carries a signature the caller did not name, reading its first
+/// [`crate::signature::PROBE_BYTES`] with a plain read; with the device open exclusively and
+/// locked, so that nothing changes it between this look and the format's writes.
+fn refuse_what_the_device_carries(
+    file: &File,
+    path: &Path,
+    options: &FormatOptions,
+) -> Result<(), FormatError> {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = vec![0u8; crate::signature::PROBE_BYTES];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        let read = file
+            .read_at(&mut bytes[filled..], filled as u64)
+            .map_err(io_error(path, "read the device's first bytes"))?;
+        if read == 0 {
+            break;
+        }
+        filled += read;
+    }
+    bytes.truncate(filled);
+    // Facts again, now that the device is ours: a partition table reread meanwhile shows.
+    let facts = crate::signature::facts_of(path).map_err(io_error(path, "stat"))?;
+    let found = crate::signature::detect(&bytes);
+    crate::signature::refusal(path, facts, found, &options.overwrite)
 }
 
 /// Measures both sync methods on a ring whose segments are in place (the control area is
@@ -413,10 +584,10 @@ fn format_directory(
     fs::create_dir_all(path).map_err(io_error(path, "create the directory"))?;
     let directory = open_directory(path).map_err(io_error(path, "open the directory"))?;
     lock_for_format(&directory, path, Instant::now() + LOCK_WAIT)?;
-    // Owner-only, whether format made the directory or was given an empty one (after the
-    // lock: a ring someone holds is left as it is).
-    fs::set_permissions(path, fs::Permissions::from_mode(RING_DIRECTORY_MODE))
-        .map_err(io_error(path, "make the directory owner-only"))?;
+    // The mode asked for (owner-only by default), whether format made the directory or was
+    // given an empty one (after the lock: a ring someone holds is left as it is).
+    fs::set_permissions(path, fs::Permissions::from_mode(options.directory_mode))
+        .map_err(io_error(path, "set the directory's mode"))?;
     let mut entries = fs::read_dir(path).map_err(io_error(path, "list the directory"))?;
     if entries.next().is_some() && !options.force {
         return Err(FormatError::NotEmpty {
@@ -428,9 +599,13 @@ fn format_directory(
     // Segments first, each complete before it gets its final name; the control file last, so
     // a half-made ring has no control file and is never taken for a ring.
     let _ = fs::remove_file(path.join(CONTROL_FILE));
+    let total = u64::from(geometry.segment_count) * geometry.segment_size_bytes;
     for segment in 0..geometry.segment_count {
         let name = segment_file_name(segment);
-        create_zeroed(path, &name, geometry.segment_size_bytes)?;
+        let before = u64::from(segment) * geometry.segment_size_bytes;
+        create_zeroed(path, &name, geometry.segment_size_bytes, options, |done| {
+            options.report_progress(before + done, total)
+        })?;
     }
     let temporary = path.join(format!("{CONTROL_FILE}.tmp"));
     let mut control_file = OpenOptions::new()
@@ -438,12 +613,12 @@ fn format_directory(
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(RING_FILE_MODE)
+        .mode(options.file_mode)
         .open(&temporary)
         .map_err(io_error(path, "create the control file"))?;
     control_file
-        .set_permissions(fs::Permissions::from_mode(RING_FILE_MODE))
-        .map_err(io_error(path, "make the control file owner-only"))?;
+        .set_permissions(fs::Permissions::from_mode(options.file_mode))
+        .map_err(io_error(path, "set the control file's mode"))?;
     let sync = match options.sync_method {
         Some(method) => SyncChoice::Named(method),
         None => measure_sync(segment_files_for_measurement(
@@ -533,20 +708,27 @@ fn lock_for_format(file: &File, path: &Path, deadline: Instant) -> Result<(), Fo
 }
 
 /// Creates `name` in `directory` with `size` bytes: temporary name, fallocate, zeros written
-/// for real (so no extent stays unwritten), fsync, rename.
-fn create_zeroed(directory: &Path, name: &str, size: u64) -> Result<(), FormatError> {
+/// for real (so no extent stays unwritten), fsync, rename. `written` hears the bytes zeroed
+/// so far.
+fn create_zeroed(
+    directory: &Path,
+    name: &str,
+    size: u64,
+    options: &FormatOptions,
+    written: impl Fn(u64),
+) -> Result<(), FormatError> {
     let temporary = directory.join(format!("{name}.tmp"));
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(RING_FILE_MODE)
+        .mode(options.file_mode)
         .open(&temporary)
         .map_err(io_error(directory, "create a segment file"))?;
     // Exactly this mode, whatever was there under the temporary name before (`mode` applies
     // only to a file it creates).
-    file.set_permissions(fs::Permissions::from_mode(RING_FILE_MODE))
-        .map_err(io_error(directory, "make a segment file owner-only"))?;
+    file.set_permissions(fs::Permissions::from_mode(options.file_mode))
+        .map_err(io_error(directory, "set a segment file's mode"))?;
     let length = i64::try_from(size).map_err(|_| FormatError::TooSmall {
         path: directory.to_path_buf(),
         size_bytes: size,
@@ -565,6 +747,7 @@ fn create_zeroed(directory: &Path, name: &str, size: u64) -> Result<(), FormatEr
         file.write_all(&zeros[..chunk])
             .map_err(io_error(directory, "zero a segment file"))?;
         left -= chunk as u64;
+        written(size - left);
     }
     file.sync_all()
         .map_err(io_error(directory, "sync a segment file"))?;
@@ -730,6 +913,57 @@ pub fn open(path: &Path, access: Access) -> Result<RingFiles, OpenError> {
         });
     }
     open_directory_ring(path, access, deadline)
+}
+
+/// Opens the ring at `path` for reading without taking its lock (not even the shared one), so
+/// that it works while a writer holds the ring: for [`crate::stat`], which reads only what is
+/// safe to read under a writer (the control block copies, each checked by its CRC, and the
+/// log, read-only with O_DIRECT so no stale page is seen). Nothing here can change the ring.
+pub fn open_unlocked(path: &Path) -> Result<RingFiles, OpenError> {
+    let io = |action| open_io_error(path, action);
+    let metadata = fs::metadata(path).map_err(io("stat"))?;
+    if metadata.file_type().is_block_device() {
+        // No O_EXCL: that is a writer's claim, and a writer holds it.
+        let file = open_direct(path, Access::ReadOnly, false).map_err(io("open"))?;
+        let (block, device_size) = device_block(&file).map_err(io("read block sizes"))?;
+        let geometry = DeviceSized {
+            file: &file,
+            size: device_size,
+        }
+        .geometry(path)?;
+        check_block(path, geometry, block)?;
+        let cache = cache_info(sysfs_queue_of_device(&file));
+        return Ok(RingFiles {
+            path: path.to_path_buf(),
+            kind: RingKind::BlockDevice,
+            files: vec![file],
+            geometry,
+            storage_block_bytes: block,
+            cache,
+            _lock: None,
+        });
+    }
+    if !metadata.is_dir() {
+        return Err(OpenError::NotARing {
+            path: path.to_path_buf(),
+            why: "neither a directory nor a block device",
+        });
+    }
+    let control_path = path.join(CONTROL_FILE);
+    if !control_path.exists() {
+        return Err(OpenError::NotARing {
+            path: path.to_path_buf(),
+            why: "no control file",
+        });
+    }
+    let control =
+        open_direct(&control_path, Access::ReadOnly, false).map_err(io("open the control file"))?;
+    let geometry = read_geometry(&control, path)?;
+    let block = directory_block(&control).map_err(io("read the DIO alignment"))?;
+    check_block(path, geometry, block)?;
+    let mut files = vec![control];
+    files.extend(open_segment_files(path, Access::ReadOnly, &geometry)?);
+    Ok(directory_files(path, files, geometry, block, None))
 }
 
 /// The error of an open's I/O `action` on `path`.
@@ -898,10 +1132,7 @@ mod tests {
         let options = FormatOptions {
             size_bytes: 16 << 20,
             segment_size_bytes: Some(1 << 20),
-            force: false,
-            batch_size_max_bytes: None,
-            window_batches_max: None,
-            sync_method: None,
+            ..FormatOptions::default()
         };
         let geometry = plan_geometry(&options, 4096, Path::new("ring")).expect("plans");
         assert!(check_block(Path::new("ring"), geometry, 4096).is_ok());
@@ -919,11 +1150,7 @@ mod tests {
     fn the_default_geometry_follows_the_contract() {
         let options = FormatOptions {
             size_bytes: 1 << 30,
-            segment_size_bytes: None,
-            force: false,
-            batch_size_max_bytes: None,
-            window_batches_max: None,
-            sync_method: None,
+            ..FormatOptions::default()
         };
         let geometry = plan_geometry(&options, 4096, Path::new("ring")).expect("plans");
         assert_eq!(
@@ -945,6 +1172,53 @@ mod tests {
         assert!(matches!(
             plan_geometry(&tiny, 4096, Path::new("ring")),
             Err(FormatError::TooSmall { .. })
+        ));
+    }
+
+    #[test]
+    fn format_reports_monotone_progress_reaching_the_total_and_takes_the_modes_asked_for() {
+        use std::sync::Mutex;
+        let directory = tempfile::tempdir().expect("tempdir");
+        let ring = directory.path().join("ring");
+        let seen: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+        let hook = Arc::clone(&seen);
+        let options = FormatOptions::new(8 << 20)
+            .segment_size_bytes(2 << 20)
+            .sync_method(SyncMethod::Fdatasync)
+            .directory_mode(0o750)
+            .file_mode(0o640)
+            .progress(move |done, total| hook.lock().expect("lock").push((done, total)));
+        let control = format(&ring, &options).expect("formats");
+        let seen = seen.lock().expect("lock").clone();
+        let geometry = control.geometry;
+        let total = u64::from(geometry.segment_count) * geometry.segment_size_bytes;
+        assert!(seen.len() >= geometry.segment_count as usize, "{seen:?}");
+        assert!(
+            seen.iter().all(|&(_, all)| all == total),
+            "one total throughout"
+        );
+        assert!(
+            seen.windows(2).all(|pair| pair[0].0 <= pair[1].0),
+            "{seen:?}"
+        );
+        assert_eq!(seen.last(), Some(&(total, total)), "ends at the total");
+        let mode = |path: &Path| fs::metadata(path).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&ring), 0o750);
+        assert_eq!(mode(&ring.join(CONTROL_FILE)), 0o640);
+        assert_eq!(mode(&ring.join(segment_file_name(0))), 0o640);
+    }
+
+    #[test]
+    fn default_options_are_refused_as_too_small_and_owner_only() {
+        let options = FormatOptions::default();
+        assert_eq!(options.size_bytes, 0);
+        assert_eq!(
+            (options.directory_mode, options.file_mode),
+            (RING_DIRECTORY_MODE, RING_FILE_MODE)
+        );
+        assert!(matches!(
+            plan_geometry(&options, 4096, Path::new("ring")),
+            Err(FormatError::TooSmall { size_bytes: 0, .. })
         ));
     }
 }

@@ -19,14 +19,10 @@ fn ring(directory: &tempfile::TempDir, size_bytes: u64, segment_bytes: u64) -> P
     let path = directory.path().join("ring");
     format(
         &path,
-        &FormatOptions {
-            size_bytes,
-            segment_size_bytes: Some(segment_bytes),
-            force: false,
-            batch_size_max_bytes: Some(64 << 10),
-            window_batches_max: None,
-            sync_method: Some(SyncMethod::Fdatasync),
-        },
+        &FormatOptions::new(size_bytes)
+            .segment_size_bytes(segment_bytes)
+            .batch_size_max_bytes(64 << 10)
+            .sync_method(SyncMethod::Fdatasync),
     )
     .expect("formats");
     path

@@ -12,10 +12,8 @@ fn options(size: u64, segment: u64) -> FormatOptions {
     FormatOptions {
         size_bytes: size,
         segment_size_bytes: Some(segment),
-        force: false,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
         sync_method: Some(SyncMethod::Fdatasync),
+        ..FormatOptions::default()
     }
 }
 

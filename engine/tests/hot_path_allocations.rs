@@ -60,10 +60,8 @@ fn appends_allocate_nothing_once_warm() {
         &FormatOptions {
             size_bytes: 256 << 20,
             segment_size_bytes: Some(16 << 20),
-            force: false,
-            batch_size_max_bytes: None,
-            window_batches_max: None,
             sync_method: Some(SyncMethod::Fdatasync),
+            ..FormatOptions::default()
         },
     )
     .expect("formats");

@@ -25,10 +25,7 @@ fn exercise(sector_size_bytes: u32) {
     let options = FormatOptions {
         size_bytes: 24 << 20,
         segment_size_bytes: Some(2 << 20),
-        force: false,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
-        sync_method: None,
+        ..FormatOptions::default()
     };
     let too_big = FormatOptions {
         size_bytes: 64 << 20,

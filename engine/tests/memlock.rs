@@ -168,11 +168,7 @@ fn run_unprivileged(budget_bytes: u64, directory: &Path) -> String {
     let path = directory.join("ring");
     let options = FormatOptions {
         size_bytes: RING_BYTES,
-        segment_size_bytes: None,
-        force: false,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
-        sync_method: None,
+        ..FormatOptions::default()
     };
     format(&path, &options).expect("formats as the unprivileged user");
 

@@ -31,10 +31,9 @@ fn ring_of(directory: &tempfile::TempDir, size_bytes: u64, segment_bytes: u64) -
         &FormatOptions {
             size_bytes,
             segment_size_bytes: Some(segment_bytes),
-            force: false,
             batch_size_max_bytes: Some(256 << 10),
-            window_batches_max: None,
             sync_method: Some(SyncMethod::Fdatasync),
+            ..FormatOptions::default()
         },
     )
     .expect("formats");

@@ -216,10 +216,9 @@ fn many_clients_at_once_never_stall_and_lose_nothing() {
     let options = FormatOptions {
         size_bytes: 64 << 20,
         segment_size_bytes: Some(4 << 20),
-        force: false,
         batch_size_max_bytes: Some(256 << 10),
-        window_batches_max: None,
         sync_method: Some(SyncMethod::Fdatasync),
+        ..FormatOptions::default()
     };
     format(&path, &options).expect("formats");
     let drive_options = DriveOptions {

@@ -11,16 +11,17 @@ use std::path::Path;
 use sealog::storage::CONTROL_FILE;
 use sealog::sync_probe::{choose, MARGIN_PERCENT};
 use sealog::{format, Drive, DriveOptions, Durability, FormatOptions, SyncChoice, SyncMethod};
-use sealog_wal::format::{ControlBlock, TailHint, CONTROL_SIZE_V1, CONTROL_SIZE_V1_BEFORE_SYNC};
+use sealog_wal::format::{
+    ControlBlock, TailHint, CONTROL_SIZE, CONTROL_SIZE_V1, CONTROL_SIZE_V1_BEFORE_SYNC,
+    FORMAT_VERSION,
+};
 
 fn options(sync_method: Option<SyncMethod>) -> FormatOptions {
     FormatOptions {
         size_bytes: 8 << 20,
         segment_size_bytes: Some(2 << 20),
-        force: false,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
         sync_method,
+        ..FormatOptions::default()
     }
 }
 
@@ -150,10 +151,38 @@ fn a_version_1_ring_is_refused_naming_both_versions() {
             .expect("a version 1 ring is refused");
         let text = refused.to_string();
         assert!(
-            text.contains("version 1") && text.contains("version 2"),
+            text.contains("version 1") && text.contains(&format!("version {FORMAT_VERSION}")),
             "{crc_bytes}: {text}"
         );
     }
+}
+
+/// A version 2 ring (entries without the embedder header; the control block's layout is
+/// this version's) is refused with an error naming both versions, never read.
+#[test]
+fn a_version_2_ring_is_refused_naming_both_versions() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    let control = format(&path, &options(Some(SyncMethod::Dsync))).expect("formats");
+    let block = control.geometry.block_size_bytes as usize;
+    let mut bytes = std::fs::read(path.join(CONTROL_FILE)).expect("reads the control file");
+    for copy in 0..2 {
+        let at = copy * block;
+        let copy_bytes = &mut bytes[at..at + block];
+        copy_bytes[4..6].copy_from_slice(&2u16.to_le_bytes());
+        copy_bytes[8..12].fill(0);
+        let crc = crc32c::crc32c(&copy_bytes[..CONTROL_SIZE]);
+        copy_bytes[8..12].copy_from_slice(&crc.to_le_bytes());
+    }
+    std::fs::write(path.join(CONTROL_FILE), &bytes).expect("writes the control file");
+    let text = Drive::open(&path, DriveOptions::default())
+        .err()
+        .expect("a version 2 ring is refused")
+        .to_string();
+    assert!(
+        text.contains("version 2 is not supported") && text.contains("reads version 3"),
+        "{text}"
+    );
 }
 
 /// Rewrites both control copies as format version 1 wrote them: the same fields, no tail

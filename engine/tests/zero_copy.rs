@@ -16,10 +16,8 @@ fn ring(directory: &tempfile::TempDir) -> std::path::PathBuf {
         &FormatOptions {
             size_bytes: 16 << 20,
             segment_size_bytes: Some(2 << 20),
-            force: false,
-            batch_size_max_bytes: None,
-            window_batches_max: None,
             sync_method: Some(SyncMethod::Fdatasync),
+            ..FormatOptions::default()
         },
     )
     .expect("formats");

@@ -27,10 +27,8 @@ fn ring(directory: &Path, before_second: impl FnOnce(&Path)) -> std::path::PathB
     let options = FormatOptions {
         size_bytes: 8 << 20,
         segment_size_bytes: Some(2 << 20),
-        force: false,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
         sync_method: Some(SyncMethod::Fdatasync),
+        ..FormatOptions::default()
     };
     format(&path, &options).expect("formats");
     let append = |payload: &[u8]| {

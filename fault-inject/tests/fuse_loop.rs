@@ -34,10 +34,8 @@ fn fault_case(test: &str, inject: impl Fn(&FuseDisk)) {
     let options = FormatOptions {
         size_bytes: 24 << 20,
         segment_size_bytes: Some(2 << 20),
-        force: false,
-        batch_size_max_bytes: None,
-        window_batches_max: None,
         sync_method: Some(SyncMethod::Fdatasync),
+        ..FormatOptions::default()
     };
     format(&device.path, &options).expect("formats the loop device");
     let drive = Drive::open(&device.path, DriveOptions::default()).expect("opens");

@@ -535,8 +535,9 @@ fn the_next_incarnation_is_above_every_floor_the_control_block_sets() {
 /// Now the first open probes as far and finds it: no incarnation is left above it, so a
 /// writer's open is refused with a typed error, never a second open that fails. Version 3's
 /// larger entry header moves the records, so the same seed now draws other mutations (the
-/// scenario itself is rebuilt by hand in `a_cut_that_leaves_nothing_live_probes_as_far_as_the_next_open_reads`); the
-/// case still must pass the model check.
+/// scenario itself is rebuilt by hand in
+/// `a_cut_that_leaves_nothing_live_probes_as_far_as_the_next_open_reads`); the case still
+/// must pass the model check.
 #[test]
 fn fuzz_case_296730_of_seed_20261130_is_recovered_idempotently_or_refused() {
     let seed = 20_261_130;

@@ -217,85 +217,87 @@ impl Default for DriveOptions {
 /// Builders: `DriveOptions::default().read_cache_bytes(256 << 20).when_full(...)`, each
 /// setting one field (they are checked when the drive opens, naming the option out of range).
 impl DriveOptions {
-    /// Sets [`DriveOptions::durability`]: How appends are made durable (`None`: the ring's recorded method).
+    /// Sets [`DriveOptions::durability`]: how appends are made durable (`None`: the
+    /// ring's recorded method).
     pub fn durability(mut self, durability: Option<Durability>) -> DriveOptions {
         self.durability = durability;
         self
     }
 
-    /// Sets [`DriveOptions::when_full`]: What appends do when the ring is full.
+    /// Sets [`DriveOptions::when_full`]: what appends do when the ring is full.
     pub fn when_full(mut self, when_full: WhenFull) -> DriveOptions {
         self.when_full = when_full;
         self
     }
 
-    /// Sets [`DriveOptions::recovery`]: Strict or truncating recovery.
+    /// Sets [`DriveOptions::recovery`]: strict or truncating recovery.
     pub fn recovery(mut self, recovery: RecoveryMode) -> DriveOptions {
         self.recovery = recovery;
         self
     }
 
-    /// Sets [`DriveOptions::scan`]: Whether recovery may stop at the tail hint.
+    /// Sets [`DriveOptions::scan`]: whether recovery may stop at the tail hint.
     pub fn scan(mut self, scan: ScanPolicy) -> DriveOptions {
         self.scan = scan;
         self
     }
 
-    /// Sets [`DriveOptions::cpu`]: The CPU to pin the drive thread to.
+    /// Sets [`DriveOptions::cpu`]: the CPU to pin the drive thread to.
     pub fn cpu(mut self, cpu: Option<usize>) -> DriveOptions {
         self.cpu = cpu;
         self
     }
 
-    /// Sets [`DriveOptions::channel_capacity`]: Requests queued before `append` blocks.
+    /// Sets [`DriveOptions::channel_capacity`]: requests queued before `append` blocks.
     pub fn channel_capacity(mut self, channel_capacity: usize) -> DriveOptions {
         self.channel_capacity = channel_capacity;
         self
     }
 
-    /// Sets [`DriveOptions::spin_before_block_us`]: Microseconds the drive thread spins before it blocks.
+    /// Sets [`DriveOptions::spin_before_block_us`]: microseconds the drive thread spins
+    /// before it blocks.
     pub fn spin_before_block_us(mut self, spin_before_block_us: u64) -> DriveOptions {
         self.spin_before_block_us = spin_before_block_us;
         self
     }
 
-    /// Sets [`DriveOptions::sqpoll_idle_ms`]: SQPOLL, asleep after this many idle milliseconds.
+    /// Sets [`DriveOptions::sqpoll_idle_ms`]: sQPOLL, asleep after this many idle milliseconds.
     pub fn sqpoll_idle_ms(mut self, sqpoll_idle_ms: Option<u32>) -> DriveOptions {
         self.sqpoll_idle_ms = sqpoll_idle_ms;
         self
     }
 
-    /// Sets [`DriveOptions::group_gather_us`]: Group commit's gathering window, microseconds.
+    /// Sets [`DriveOptions::group_gather_us`]: group commit's gathering window, microseconds.
     pub fn group_gather_us(mut self, group_gather_us: u64) -> DriveOptions {
         self.group_gather_us = group_gather_us;
         self
     }
 
-    /// Sets [`DriveOptions::tail_marker_idle_us`]: Idle microseconds before a tail marker.
+    /// Sets [`DriveOptions::tail_marker_idle_us`]: idle microseconds before a tail marker.
     pub fn tail_marker_idle_us(mut self, tail_marker_idle_us: u64) -> DriveOptions {
         self.tail_marker_idle_us = tail_marker_idle_us;
         self
     }
 
-    /// Sets [`DriveOptions::client_spin_us`]: Microseconds a waiting client spins before it parks.
+    /// Sets [`DriveOptions::client_spin_us`]: microseconds a waiting client spins before it parks.
     pub fn client_spin_us(mut self, client_spin_us: u64) -> DriveOptions {
         self.client_spin_us = client_spin_us;
         self
     }
 
-    /// Sets [`DriveOptions::read_cache_bytes`]: Bytes of the recent-entry cache (0 disables it).
+    /// Sets [`DriveOptions::read_cache_bytes`]: bytes of the recent-entry cache (0 disables it).
     pub fn read_cache_bytes(mut self, read_cache_bytes: u64) -> DriveOptions {
         self.read_cache_bytes = read_cache_bytes;
         self
     }
 
-    /// Sets [`DriveOptions::read_buffers`]: Reads on the device at once from callers' threads.
+    /// Sets [`DriveOptions::read_buffers`]: reads on the device at once from callers' threads.
     pub fn read_buffers(mut self, read_buffers: usize) -> DriveOptions {
         self.read_buffers = read_buffers;
         self
     }
 
-    /// Sets [`DriveOptions::read_ahead_bytes`]: Bytes an iterator reads at a time.
+    /// Sets [`DriveOptions::read_ahead_bytes`]: bytes an iterator reads at a time.
     pub fn read_ahead_bytes(mut self, read_ahead_bytes: u64) -> DriveOptions {
         self.read_ahead_bytes = read_ahead_bytes;
         self

@@ -84,10 +84,10 @@ impl Shape {
         FormatOptions {
             size_bytes: 2 * 4096 + u64::from(self.segment_count) * self.segment_size_bytes,
             segment_size_bytes: Some(self.segment_size_bytes),
-            force: false,
             batch_size_max_bytes: Some(self.batch_size_max_bytes),
             window_batches_max: Some(self.window_batches_max),
             sync_method: Some(SyncMethod::Fdatasync),
+            ..FormatOptions::default()
         }
     }
 }
