@@ -110,6 +110,7 @@ pub fn format_options(options: &sealog_format_options) -> Result<FormatOptions, 
             .then_some(options.batch_size_max_bytes),
         window_batches_max: (options.window_batches_max != 0).then_some(options.window_batches_max),
         sync_method,
+        ..FormatOptions::default()
     })
 }
 

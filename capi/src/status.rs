@@ -128,7 +128,13 @@ impl From<FormatError> for Failure {
             FormatError::TooSmall { .. }
             | FormatError::DeviceTooSmall { .. }
             | FormatError::Geometry { .. } => sealog_status::SEALOG_INVALID_ARGUMENT,
-            FormatError::InUse { .. } => sealog_status::SEALOG_IN_USE,
+            FormatError::InUse { .. }
+            | FormatError::Mounted { .. }
+            | FormatError::Held { .. }
+            | FormatError::Partitioned { .. } => sealog_status::SEALOG_IN_USE,
+            // A device carrying a file system or another signature is, as a directory with
+            // files, not empty (the C options have no override for it yet).
+            FormatError::Signature { .. } => sealog_status::SEALOG_NOT_EMPTY,
             FormatError::Io { .. } | FormatError::SyncProbe { .. } => sealog_status::SEALOG_IO,
         };
         Failure::new(status, error.to_string())
