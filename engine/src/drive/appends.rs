@@ -204,6 +204,7 @@ impl<B: IoBackend> DriveCore<B> {
                 break;
             }
         }
+        self.note_ring_full();
         self.expire_full_waits();
     }
 
@@ -582,6 +583,7 @@ impl<B: IoBackend> DriveCore<B> {
             self.view.publish_durable(self.lsn_durable);
             let records = batch.next_lsn - batch.first_lsn;
             acknowledged += records;
+            self.on_batch_acknowledged(records, batch.payload_bytes, batch.submitted);
             for lsn in batch.first_lsn..batch.next_lsn {
                 let completer = self.waiters.pop_front().expect("a ticket per record");
                 completer.complete(Ok(lsn));

@@ -30,9 +30,11 @@ mod direct;
 mod hints;
 mod index;
 mod iter;
+pub mod metrics;
 mod op;
 mod reads;
 mod recover;
+mod shared_stats;
 mod trim;
 mod view;
 
@@ -165,6 +167,9 @@ pub struct DriveOptions {
     /// of its own, so it holds at most two buffers of this size and one thread (a catch-up
     /// reader's cost; iterators that stay within the cache or stop early hold neither).
     pub read_ahead_bytes: u64,
+    /// The `drive` label of the drive's metrics ([`metrics`]); `None` (the default): the path
+    /// the drive was opened at.
+    pub metrics_label: Option<String>,
 }
 
 impl Default for DriveOptions {
@@ -184,6 +189,7 @@ impl Default for DriveOptions {
             read_cache_bytes: READ_CACHE_BYTES_DEFAULT,
             read_buffers: READ_BUFFERS_DEFAULT,
             read_ahead_bytes: READ_AHEAD_BYTES_DEFAULT,
+            metrics_label: None,
         }
     }
 }
@@ -361,9 +367,6 @@ enum RequestKind {
     Trim {
         lsn: u64,
         reply: TrimSender,
-    },
-    Stats {
-        reply: mpsc::Sender<Stats>,
     },
     Close,
 }
@@ -790,6 +793,7 @@ impl Drive {
     /// Releases every entry with LSN at or below `lsn` (inclusive), durably: once this returns,
     /// the segments before the new head may be reused, and the entries are gone from reads.
     pub fn trim(&self, lsn: u64) -> Result<(), TrimError> {
+        let _span = tracing::debug_span!("trim", path = %self.path.display(), lsn).entered();
         let (request, answer) = Request::trim(lsn);
         self.send(request)?;
         answer.recv().map_err(|_| DriveClosed)?
@@ -804,11 +808,14 @@ impl Drive {
         }
     }
 
-    /// Counters, histograms and state.
-    pub fn stats(&self) -> Result<Stats, DriveClosed> {
-        let (reply, answer) = mpsc::channel();
-        self.send(Request(RequestKind::Stats { reply }))?;
-        answer.recv().map_err(|_| DriveClosed)
+    /// Counters, histograms and state, without asking the drive thread: readable at any time,
+    /// from any number of threads, while the drive is busy or blocked, and after it closed or
+    /// failed (its final figures). Counters are current as of the drive's last turn (an
+    /// append a client saw acknowledged is counted); histograms are at most 100 ms old while
+    /// the drive is busy, and complete once it is idle or stopped (see
+    /// `drive/shared_stats.rs`).
+    pub fn stats(&self) -> Stats {
+        self.view.stats(self.tickets.notifier().wake_latency_us())
     }
 
     /// Stops the drive thread after it has finished what was queued and in flight when the
@@ -907,6 +914,7 @@ fn drive_thread<B, F>(
     B: IoBackend,
     F: FnOnce() -> io::Result<B>,
 {
+    let _drive_span = tracing::info_span!("sealog_drive", path = %path.display()).entered();
     if let Some(cpu) = options.cpu {
         let mut set = nix::sched::CpuSet::new();
         if set.set(cpu).is_ok() {
@@ -924,6 +932,7 @@ fn drive_thread<B, F>(
             return;
         }
     };
+    let recovering = self::metrics::Recovering::start();
     let mut drive = match DriveCore::recover_with_clock(backend, path, options, SystemClock) {
         Ok(drive) => drive,
         Err(error) => {
@@ -931,6 +940,7 @@ fn drive_thread<B, F>(
             return;
         }
     };
+    drive.attach_telemetry(path, options, recovering);
     let opened = Opened {
         report: drive.recovery_report().clone(),
         waker: drive.backend_mut().waker(),
