@@ -126,14 +126,14 @@ pub fn sealog_cell(
         })
         .collect();
     std::thread::sleep(workload.warmup);
-    let before = drive.stats().map_err(|error| error.to_string())?;
+    let before = drive.stats();
     let cpu_before = cpu_seconds();
     measuring.store(true, Ordering::SeqCst);
     let started = Instant::now();
     std::thread::sleep(workload.duration);
     measuring.store(false, Ordering::SeqCst);
     let seconds = started.elapsed().as_secs_f64();
-    let after = drive.stats().map_err(|error| error.to_string())?;
+    let after = drive.stats();
     let cpu = cpu_seconds() - cpu_before;
     stop.store(true, Ordering::SeqCst);
     let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
@@ -225,7 +225,7 @@ pub fn tail_marker_cost(
     let block_bytes = fresh_ring(ring, shape)?.geometry.block_size_bytes;
     let idle_us = options.tail_marker_idle_us;
     let drive = Drive::open(ring, options).map_err(|error| error.to_string())?;
-    let before = drive.stats().map_err(|error| error.to_string())?;
+    let before = drive.stats();
     for round in 0..idle_periods {
         drive
             .append(vec![round as u8; 4096])
@@ -234,7 +234,7 @@ pub fn tail_marker_cost(
             .map_err(|error| error.to_string())?;
         std::thread::sleep(Duration::from_micros(2 * idle_us));
     }
-    let after = drive.stats().map_err(|error| error.to_string())?;
+    let after = drive.stats();
     drive.close();
     Ok(TailMarkerCost {
         idle_periods,

@@ -64,7 +64,7 @@ fn main() {
     }
     let elapsed = started.elapsed().as_secs_f64();
     let appends = latency.len() as f64;
-    let stats = drive.stats().expect("stats");
+    let stats = drive.stats();
     println!(
         "writers {writers} size {size}: {:.0} appends/s, {:.1} MB/s, p50 {} us, p99 {} us, \
          {:.1} entries per batch",

@@ -403,12 +403,23 @@ fn io_error<'a>(path: &'a Path, action: &'static str) -> impl Fn(io::Error) -> F
 
 /// Formats a ring at `path`: a directory (created if missing) or a block device.
 pub fn format(path: &Path, options: &FormatOptions) -> Result<ControlBlock, FormatError> {
+    let _span = tracing::info_span!("format", path = %path.display()).entered();
+    let started = std::time::Instant::now();
     let ring_id = new_ring_id().map_err(io_error(path, "read /dev/urandom"))?;
-    if path.exists() && is_block_device(path).map_err(io_error(path, "stat"))? {
+    let control = if path.exists() && is_block_device(path).map_err(io_error(path, "stat"))? {
         format_device(path, options, ring_id)
     } else {
         format_directory(path, options, ring_id)
-    }
+    }?;
+    let geometry = control.geometry;
+    tracing::info!(
+        segment_count = geometry.segment_count,
+        segment_size_bytes = geometry.segment_size_bytes,
+        block_size_bytes = geometry.block_size_bytes,
+        duration_ms = started.elapsed().as_secs_f64() * 1e3,
+        "formatted"
+    );
+    Ok(control)
 }
 
 fn format_device(

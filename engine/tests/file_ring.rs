@@ -54,7 +54,7 @@ fn a_file_ring_recovers_every_acknowledged_entry() {
     acked.sort();
     assert_eq!(acked.len(), 1200);
     assert_eq!(acked.last().map(|entry| entry.0), Some(1200));
-    let stats = drive.stats().expect("stats");
+    let stats = drive.stats();
     assert!(
         stats.batches < 1200,
         "group commit: {} batches for 1200 appends",
@@ -159,7 +159,7 @@ fn writers_arriving_while_the_drive_sleeps_always_wake_it() {
     for handle in handles {
         handle.join().expect("writer");
     }
-    assert_eq!(drive.stats().expect("stats").lsn_durable, 3200);
+    assert_eq!(drive.stats().lsn_durable, 3200);
 }
 
 #[test]

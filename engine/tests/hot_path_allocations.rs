@@ -69,13 +69,13 @@ fn appends_allocate_nothing_once_warm() {
     run_appends(&drive, 500, 2_000);
     // The batch index grows with the live log (a VecDeque: amortized doublings, not per
     // append); trimming keeps it at its warm size, as a log server's steady state does.
-    let durable = drive.stats().expect("stats").lsn_durable;
+    let durable = drive.stats().lsn_durable;
     drive.trim(durable).expect("trims");
     let before = dhat::HeapStats::get();
     run_appends(&drive, MEASURED_APPENDS / 6, MEASURED_APPENDS * 5 / 6);
     let after = dhat::HeapStats::get();
     let allocations = after.total_blocks - before.total_blocks;
-    let appends = drive.stats().expect("stats").lsn_durable - durable;
+    let appends = drive.stats().lsn_durable - durable;
     println!(
         "hot path: {allocations} allocations in {appends} appends (two threads spawned, one \
          trim and one stats call included)"

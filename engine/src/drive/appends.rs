@@ -253,6 +253,7 @@ impl<B: IoBackend> DriveCore<B> {
                 break;
             }
         }
+        self.note_ring_full();
         self.expire_full_waits();
     }
 
@@ -638,6 +639,7 @@ impl<B: IoBackend> DriveCore<B> {
             self.lsn_durable = batch.next_lsn - 1;
             self.view.publish_durable(self.lsn_durable);
             let records = batch.next_lsn - batch.first_lsn;
+            self.on_batch_acknowledged(records, batch.payload_bytes, batch.submitted);
             // One ticket per append, a group's with its first LSN: every append lies whole
             // in one batch.
             let mut lsn = batch.first_lsn;

@@ -105,7 +105,7 @@ pub struct DriveCore<B: IoBackend> {
     pub(super) payload_bytes: u64,
     pub(super) batches: u64,
     pub(super) tail_markers: u64,
-    pub(super) reads_served: u64,
+    pub(super) reads_served: super::shared_stats::SharedCount,
     pub(super) batch_entries: Histogram<u64>,
     pub(super) sync_latency_us: Histogram<u64>,
     pub(super) idle_gap_us: Histogram<u64>,
@@ -125,6 +125,8 @@ pub struct DriveCore<B: IoBackend> {
     closing: bool,
     /// The tail hint's counters and wait ([`super::hints`]).
     pub(super) hints: super::hints::Hints,
+    /// Metrics, and the publication of [`Stats`] for readers ([`super::metrics`]).
+    pub(super) telemetry: super::metrics::Telemetry,
 }
 
 /// What recovery leaves for the state machine to start from.
@@ -158,12 +160,10 @@ impl<B: IoBackend> DriveCore<B> {
             index,
             report,
         } = recovered;
-        let view = Arc::new(ReadView::new(
-            (control.ring_id, geometry),
-            (lsn_durable, control.trim_lsn),
-            index,
-            options,
-        ));
+        let (identity, frontiers) = ((control.ring_id, geometry), (lsn_durable, control.trim_lsn));
+        let view = Arc::new(ReadView::new(identity, frontiers, index, options));
+        // Readers see the drive thread's reads counted before each answer goes out.
+        let reads_served = super::shared_stats::SharedCount::new(&view.stats.reads);
         DriveCore {
             backend,
             durability: crate::sync_probe::resolve(options.durability, &control.sync),
@@ -203,7 +203,7 @@ impl<B: IoBackend> DriveCore<B> {
             payload_bytes: 0,
             batches: 0,
             tail_markers,
-            reads_served: 0,
+            reads_served,
             batch_entries: histogram(),
             sync_latency_us: histogram(),
             idle_gap_us: histogram(),
@@ -214,6 +214,7 @@ impl<B: IoBackend> DriveCore<B> {
             tail_marker_refused: false,
             closing: false,
             hints: super::hints::Hints::default(),
+            telemetry: Default::default(),
         }
     }
 
@@ -344,6 +345,7 @@ impl<B: IoBackend> DriveCore<B> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let deadline = self.telemetry_deadline(deadline);
         if self.spin_before_block_us > 0 {
             let spin = Duration::from_micros(self.spin_before_block_us);
             let spin_until = Instant::now()
@@ -358,6 +360,7 @@ impl<B: IoBackend> DriveCore<B> {
                 }
             }
         }
+        self.publish_before_block();
         let Some(deadline) = deadline else {
             return match receiver.recv() {
                 Ok(request) => Idle::Request(request),
@@ -398,6 +401,7 @@ impl<B: IoBackend> DriveCore<B> {
         }
         self.check_frontiers();
         self.publish_shape();
+        self.publish_stats();
         self.notifier.publish();
     }
 
@@ -417,6 +421,7 @@ impl<B: IoBackend> DriveCore<B> {
     pub fn submit(&mut self, request: Request) {
         self.accept(request);
         self.publish_shape();
+        self.publish_stats();
         self.notifier.publish();
     }
 
@@ -518,9 +523,6 @@ impl<B: IoBackend> DriveCore<B> {
                 }
                 self.trims.push_back(TrimRequest { lsn, reply });
             }
-            RequestKind::Stats { reply } => {
-                let _ = reply.send(self.stats());
-            }
             RequestKind::Close => self.closing = true,
         }
     }
@@ -567,7 +569,7 @@ impl<B: IoBackend> DriveCore<B> {
             idle_gap_us: self.idle_gap_us.clone(),
             enqueue_to_submit_us: self.enqueue_to_submit_us.clone(),
             completion_to_wake_us: self.notifier.wake_latency_us(),
-            reads: self.reads_served,
+            reads: self.reads_served.get(),
             lsn_durable: self.lsn_durable,
             lsn_covered: self.lsn_covered,
             hint_waits: self.hints.waits,
@@ -634,7 +636,7 @@ impl<B: IoBackend> DriveCore<B> {
         if self.failed.is_some() {
             return;
         }
-        tracing::error!("{failure}");
+        tracing::error!(error = %failure, "fail-stop: nothing is acknowledged from now on");
         for (completer, _) in self.waiters.drain(..) {
             completer.complete(Err(failure.clone().into()));
         }
@@ -705,6 +707,7 @@ impl<B: IoBackend> Drop for DriveCore<B> {
     /// However the core ends (a clean close, fail-stop, a panic on the drive thread), readers
     /// waiting for the durable tail are woken: it will never move again.
     fn drop(&mut self) {
+        self.publish_final();
         self.view.stop(self.failed.clone());
     }
 }

@@ -31,9 +31,11 @@ mod entry;
 mod hints;
 mod index;
 mod iter;
+pub mod metrics;
 mod op;
 mod reads;
 mod recover;
+mod shared_stats;
 mod trim;
 mod view;
 
@@ -191,6 +193,9 @@ pub struct DriveOptions {
     /// of its own, so it holds at most two buffers of this size and one thread (a catch-up
     /// reader's cost; iterators that stay within the cache or stop early hold neither).
     pub read_ahead_bytes: u64,
+    /// The `drive` label of the drive's metrics ([`metrics`]); `None` (the default): the path
+    /// the drive was opened at.
+    pub metrics_label: Option<String>,
 }
 
 impl Default for DriveOptions {
@@ -210,6 +215,7 @@ impl Default for DriveOptions {
             read_cache_bytes: READ_CACHE_BYTES_DEFAULT,
             read_buffers: READ_BUFFERS_DEFAULT,
             read_ahead_bytes: READ_AHEAD_BYTES_DEFAULT,
+            metrics_label: None,
         }
     }
 }
@@ -476,9 +482,6 @@ enum RequestKind {
     Trim {
         lsn: u64,
         reply: TrimSender,
-    },
-    Stats {
-        reply: mpsc::Sender<Stats>,
     },
     Close,
 }
@@ -1117,6 +1120,7 @@ impl Drive {
     /// Releases every entry with LSN at or below `lsn` (inclusive), durably: once this returns,
     /// the segments before the new head may be reused, and the entries are gone from reads.
     pub fn trim(&self, lsn: u64) -> Result<(), TrimError> {
+        let _span = tracing::debug_span!("trim", path = %self.path.display(), lsn).entered();
         let (request, answer) = Request::trim(lsn);
         self.send(request)?;
         answer.recv().map_err(|_| DriveClosed)?
@@ -1131,11 +1135,14 @@ impl Drive {
         }
     }
 
-    /// Counters, histograms and state.
-    pub fn stats(&self) -> Result<Stats, DriveClosed> {
-        let (reply, answer) = mpsc::channel();
-        self.send(Request(RequestKind::Stats { reply }))?;
-        answer.recv().map_err(|_| DriveClosed)
+    /// Counters, histograms and state, without asking the drive thread: readable at any time,
+    /// from any number of threads, while the drive is busy or blocked, and after it closed or
+    /// failed (its final figures). Counters are current as of the drive's last turn (an
+    /// append a client saw acknowledged is counted); histograms are at most 100 ms old while
+    /// the drive is busy, and complete once it is idle or stopped (see
+    /// `drive/shared_stats.rs`).
+    pub fn stats(&self) -> Stats {
+        self.view.stats(self.tickets.notifier().wake_latency_us())
     }
 
     /// Stops the drive thread after it has finished what was queued and in flight when the
@@ -1286,6 +1293,7 @@ where
         visitor,
         opened: opened_sender,
     } = open;
+    let _drive_span = tracing::info_span!("sealog_drive", path = %path.display()).entered();
     if let Some(cpu) = options.cpu {
         let mut set = nix::sched::CpuSet::new();
         if set.set(cpu).is_ok() {
@@ -1303,6 +1311,7 @@ where
             return;
         }
     };
+    let recovering = self::metrics::Recovering::start();
     let mut drive = match recover_on_thread(backend, path, options, visitor) {
         Ok(drive) => drive,
         Err(error) => {
@@ -1310,6 +1319,7 @@ where
             return;
         }
     };
+    drive.attach_telemetry(path, options, recovering);
     let opened = Opened {
         report: drive.recovery_report().clone(),
         waker: drive.backend_mut().waker(),

@@ -93,6 +93,7 @@ impl<B: IoBackend> DriveCore<B> {
         let pending = self.reads.swap_remove(position);
         let read = pending.read;
         self.view.count_device_read(read.len);
+        self.telemetry.ring_reads += 1;
         let outcome = match completion.result {
             // Trimmed while on the device: trimmed entries are hidden from reads at once.
             _ if read.record.lsn <= self.control.trim_lsn => Err(ReadError::Trimmed {

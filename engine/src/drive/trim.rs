@@ -233,6 +233,7 @@ impl<B: IoBackend> DriveCore<B> {
             .trim(trim.lsn);
         // Trimmed entries need no watermark: damage to them is never a question again.
         self.lsn_covered = self.lsn_covered.max(trim.lsn);
+        self.on_trim_durable(trimmed, trim.lsn);
         if trimmed {
             self.on_head_moved();
         }

@@ -51,6 +51,8 @@ pub(crate) struct ReadView {
     /// position, as of the drive's last turn.
     next_lsn: AtomicU64,
     occupied_bytes: AtomicU64,
+    /// What the drive thread publishes for [`crate::Drive::stats`].
+    pub(crate) stats: super::shared_stats::SharedStats,
 }
 
 pub(crate) struct Direct {
@@ -140,6 +142,7 @@ impl ReadView {
             counters: ReadCounters::default(),
             next_lsn: AtomicU64::new(durable_lsn + 1),
             occupied_bytes: AtomicU64::new(0),
+            stats: Default::default(),
         }
     }
 
