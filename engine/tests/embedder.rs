@@ -311,11 +311,12 @@ fn concurrent_groups_are_never_interleaved() {
             });
         }
     });
-    let count = drive
-        .iter_from(1)
-        .map(|entry| entry.expect("reads"))
-        .count();
-    assert_eq!(count as u64, drive.durable_lsn());
+    let mut count = 0u64;
+    for entry in drive.iter_from(1) {
+        count += 1;
+        assert_eq!(entry.expect("reads").lsn, count);
+    }
+    assert_eq!(count, drive.durable_lsn());
 }
 
 /// `WhenFull::Fail` with a pipelining writer: the appends that failed are exactly those the
