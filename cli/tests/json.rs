@@ -108,9 +108,9 @@ fn verify_json_has_the_contracts_fields_clean_torn_and_corrupt() {
         assert!(cut[field].is_u64(), "{field} in {torn}");
     }
 
-    // LSN 1's payload damaged: segment 0, block 1, past the 64-byte entry header.
+    // LSN 1's payload damaged: segment 0, block 1, past the entry header.
     let mut bytes = pristine;
-    bytes[4096 + 64 + 2] ^= 0x20;
+    bytes[4096 + sealog::ENTRY_HEADER_SIZE + 2] ^= 0x20;
     std::fs::write(&segment, &bytes).expect("writes");
     let output = sealog(&["verify", &path, "--json"], b"");
     assert_eq!(output.status.code(), Some(3));
