@@ -8,7 +8,8 @@ use sealog::{format, Drive, DriveOptions, FormatOptions};
 
 fn main() {
     // The one line: every drive opened from here on reports to this recorder. A server would
-    // serve `handle.render()` on its `/metrics` endpoint.
+    // serve `handle.render()` on its `/metrics` endpoint, and call `handle.run_upkeep()` every
+    // few seconds (this exporter, without its HTTP listener, leaves upkeep to its caller).
     let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .expect("installs the recorder");

@@ -5,7 +5,8 @@
 //! fail-stop on any I/O error.
 //!
 //! - [`drive`]: one drive, its thread and its state machine (group commit, reads, trims,
-//!   tail markers, recovery);
+//!   tail markers, recovery); [`drive::metrics`]: what a drive reports through the `metrics`
+//!   facade;
 //! - [`engine`]: several drives opened together;
 //! - [`storage`]: formatting and opening rings, locks, the block size rule;
 //! - [`sync_probe`]: the format-time measurement that chooses a ring's default durability;

@@ -375,6 +375,7 @@ impl<B: IoBackend> DriveCore<B> {
         super::shared_stats::add(&shared.appends, records);
         super::shared_stats::add(&shared.payload_bytes, payload_bytes);
         super::shared_stats::add(&shared.batches, 1);
+        set(&shared.lsn_covered, self.lsn_covered);
         if let Some(handles) = &self.telemetry.handles {
             let latency = self.clock.now().saturating_duration_since(submitted);
             handles.appends.increment(records);
@@ -385,8 +386,10 @@ impl<B: IoBackend> DriveCore<B> {
         }
     }
 
-    /// A control block is durable; `trimmed`: it moved the trim point.
+    /// A control block is durable (before its trim's client hears so, who then sees the
+    /// statistics as of the trim); `trimmed`: it moved the trim point.
     pub(super) fn on_trim_durable(&mut self, trimmed: bool, trim_lsn: u64) {
+        self.publish_counters();
         if trimmed {
             self.telemetry.trims += 1;
             tracing::debug!(trim_lsn, "trim durable");
@@ -418,10 +421,13 @@ impl<B: IoBackend> DriveCore<B> {
     pub(super) fn publish_stats(&mut self) {
         self.publish_counters();
         self.export_metrics();
-        let due = self
-            .telemetry
-            .histograms_published_at
-            .is_none_or(|at| at.elapsed() >= HISTOGRAM_PUBLISH_INTERVAL);
+        // The clock is read only when something new was recorded.
+        let recorded = self.histogram_sources().recorded();
+        let due = recorded != self.telemetry.histograms_recorded
+            && self
+                .telemetry
+                .histograms_published_at
+                .is_none_or(|at| at.elapsed() >= HISTOGRAM_PUBLISH_INTERVAL);
         if due {
             self.publish_histograms(1);
         }
