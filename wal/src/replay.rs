@@ -1582,6 +1582,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             let failure = if failure.check.is_never_written()
                 && !failure.inside_batch
                 && cursor.offset != geometry.segment_data_offset()
+                && self.writer_may_have_left_the_segment(cursor)
             {
                 self.next_segment_damage(cursor, expected_lsn)
                     .unwrap_or(failure)
@@ -1853,6 +1854,18 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         } else {
             lineage_incarnation
         }
+    }
+
+    /// Whether a writer at `cursor` could have moved on to the next segment rather than write
+    /// here: only when the rest of the segment is smaller than a batch at its largest (a
+    /// writer skips a segment's rest only when the next record does not fit it, and every
+    /// record fits a batch). With more room left, the next segment's header was not written
+    /// by this log after the break, so its state says nothing of the log's end (a garbage
+    /// header a salvaged log had left there, half a segment on, made the next clean log read
+    /// as torn).
+    fn writer_may_have_left_the_segment(&self, cursor: Position) -> bool {
+        let room = self.geometry.segment_size_bytes - u64::from(cursor.offset);
+        room < u64::from(self.geometry.batch_size_max_bytes)
     }
 
     /// The head's segment on the next lap: the writer never enters it, so the walk stops there.
@@ -2228,8 +2241,19 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             }
             for (place, header) in found.drain(..) {
                 // Rule 2: a record of an older incarnation found after a newer one's (or at or
-                // after the last recovery's cut) is stale.
-                if header.incarnation < self.incarnation_floor(place, lineage_incarnation) {
+                // after the last recovery's cut) is stale. So is a record below the LSN the log
+                // expects at the break: every record this log, or a writer after it, put past
+                // the break carries that LSN or a later one (a writer's LSNs only grow along
+                // the ring, and a recovery's writer goes on from its cut's LSN; a padding
+                // record carries the LSN after its batch's records), so a lower one is left
+                // from before, or crafted, and proves nothing about the log's end. (A
+                // crafted record of the next writer's incarnation with an old LSN, a window
+                // past where one open's probe stopped, made the open after that writer's
+                // first block fail as corrupt.)
+                let below_the_log = header.lsn < expected_lsn;
+                if below_the_log
+                    || header.incarnation < self.incarnation_floor(place, lineage_incarnation)
+                {
                     probe.stale_records += 1;
                     let stale_end = self.record_end(place, &header);
                     probe.stale_end_max = probe.stale_end_max.max(Some(stale_end));

@@ -551,3 +551,23 @@ fn fuzz_case_296730_of_seed_20261130_is_recovered_idempotently_or_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A fuzz case of format version 3: a padding record crafted with the next writer's
+/// incarnation, lap 4 and an LSN (88) below the log's end (113), a window past where the
+/// first open's probe stopped. The open after that writer's first block (the recovery's tail
+/// marker) probed a block further, met it, and took it for acknowledged data beyond the
+/// window: corrupt. A record below the LSN the log expects at its break is no continuation of
+/// it, so it proves nothing; the reopen recovers the same log.
+#[test]
+fn fuzz_case_476483_of_seed_20261130_a_record_below_the_logs_lsn_proves_no_loss() {
+    let seed = 20_261_130;
+    let case = run_case(
+        &mut Bases::new(seed, 512),
+        &mut Choices::from_seed(case_seed(seed, 476_483)),
+    );
+    assert_eq!(case.base, "workload 11312830504240882416");
+    match case.result {
+        CaseResult::Passed(_) => {}
+        other => panic!("{other:?}"),
+    }
+}
