@@ -65,6 +65,30 @@
 // A timeout that never runs out (`sealog_wait_durable`, `sealog_ticket_wait`).
 #define SEALOG_TIMEOUT_NONE_US UINT64_MAX
 
+// `sealog_format_options.overwrite_signatures`: an existing sealog ring (of any identity).
+#define SEALOG_SIGNATURE_SEALOG (1 << 0)
+
+// `sealog_format_options.overwrite_signatures`: an ext2/3/4 file system.
+#define SEALOG_SIGNATURE_EXT4 (1 << 1)
+
+// `sealog_format_options.overwrite_signatures`: an XFS file system.
+#define SEALOG_SIGNATURE_XFS (1 << 2)
+
+// `sealog_format_options.overwrite_signatures`: a btrfs file system.
+#define SEALOG_SIGNATURE_BTRFS (1 << 3)
+
+// `sealog_format_options.overwrite_signatures`: a swap area.
+#define SEALOG_SIGNATURE_SWAP (1 << 4)
+
+// `sealog_format_options.overwrite_signatures`: an LVM2 physical volume.
+#define SEALOG_SIGNATURE_LVM2 (1 << 5)
+
+// `sealog_format_options.overwrite_signatures`: a GPT partition table.
+#define SEALOG_SIGNATURE_GPT (1 << 6)
+
+// `sealog_format_options.overwrite_signatures`: an MBR partition table.
+#define SEALOG_SIGNATURE_MBR (1 << 7)
+
 // What a call did. Every function of the library returns one of these as an `int`
 // (`SEALOG_OK` is 0); the message of the last failure on a thread is
 // `sealog_last_error_message()`. The numbers are stable: new codes are only ever added.
@@ -152,8 +176,11 @@ typedef struct sealog_format_options {
   uint32_t window_batches_max;
   // Nonzero: format a directory that exists and is not empty.
   uint32_t force;
-  // Must be zero.
-  uint32_t reserved_zero;
+  // The signatures a block device may carry and still be formatted over, as a mask of
+  // `SEALOG_SIGNATURE_*` bits (0, the default: format refuses a device carrying any of
+  // them with `SEALOG_NOT_EMPTY`, naming what it found). A mounted, held or partitioned
+  // device is refused whatever this says.
+  uint32_t overwrite_signatures;
 } sealog_format_options;
 
 // How `sealog_open` opens a drive. Fill it with `sealog_drive_options_init` (the engine's

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use sealog::{DriveOptions, Durability, FormatOptions, SyncMethod, WhenFull};
+use sealog::{DriveOptions, Durability, FormatOptions, Signature, SyncMethod, WhenFull};
 use sealog_wal::RecoveryMode;
 
 use crate::status::Failure;
@@ -87,7 +87,7 @@ pub fn format_options_default(size_bytes: u64) -> sealog_format_options {
         batch_size_max_bytes: 0,
         window_batches_max: 0,
         force: 0,
-        reserved_zero: 0,
+        overwrite_signatures: 0,
     }
 }
 
@@ -99,10 +99,23 @@ pub fn format_options(options: &sealog_format_options) -> Result<FormatOptions, 
         SEALOG_SYNC_DSYNC => Some(SyncMethod::Dsync),
         other => return Err(field("sync_method", other, "a SEALOG_SYNC_* value")),
     };
-    if options.reserved_zero != 0 {
-        return Err(field("reserved_zero", options.reserved_zero, "0"));
+    let mut overwrite = Vec::new();
+    let mut unknown = options.overwrite_signatures;
+    for (bit, signature) in SIGNATURE_BITS {
+        if options.overwrite_signatures & bit != 0 {
+            overwrite.push(signature);
+            unknown &= !bit;
+        }
+    }
+    if unknown != 0 {
+        return Err(field(
+            "overwrite_signatures",
+            format!("{:#x}", options.overwrite_signatures),
+            "SEALOG_SIGNATURE_* bits",
+        ));
     }
     Ok(FormatOptions {
+        overwrite,
         size_bytes: options.size_bytes,
         segment_size_bytes: (options.segment_size_bytes != 0).then_some(options.segment_size_bytes),
         force: options.force != 0,
@@ -113,6 +126,18 @@ pub fn format_options(options: &sealog_format_options) -> Result<FormatOptions, 
         ..FormatOptions::default()
     })
 }
+
+/// Each `SEALOG_SIGNATURE_*` bit and the signature it names.
+const SIGNATURE_BITS: [(u32, Signature); 8] = [
+    (SEALOG_SIGNATURE_SEALOG, Signature::Sealog),
+    (SEALOG_SIGNATURE_EXT4, Signature::Ext4),
+    (SEALOG_SIGNATURE_XFS, Signature::Xfs),
+    (SEALOG_SIGNATURE_BTRFS, Signature::Btrfs),
+    (SEALOG_SIGNATURE_SWAP, Signature::Swap),
+    (SEALOG_SIGNATURE_LVM2, Signature::Lvm2),
+    (SEALOG_SIGNATURE_GPT, Signature::Gpt),
+    (SEALOG_SIGNATURE_MBR, Signature::Mbr),
+];
 
 fn field(name: &str, value: impl std::fmt::Display, wanted: &str) -> Failure {
     Failure::invalid(format!("options.{name} is {value}: it takes {wanted}"))
@@ -125,6 +150,27 @@ fn to_usize(name: &str, value: u64) -> Result<usize, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signature_bits_name_the_signatures_format_may_overwrite() {
+        let mut options = format_options_default(64 << 20);
+        assert!(format_options(&options)
+            .expect("valid")
+            .overwrite
+            .is_empty());
+        options.overwrite_signatures = SEALOG_SIGNATURE_EXT4 | SEALOG_SIGNATURE_SEALOG;
+        let named = format_options(&options).expect("valid").overwrite;
+        assert_eq!(named, vec![Signature::Sealog, Signature::Ext4]);
+        let every = SIGNATURE_BITS.iter().fold(0, |mask, (bit, _)| mask | bit);
+        assert_eq!(
+            every.count_ones() as usize,
+            Signature::ALL.len(),
+            "one bit each"
+        );
+        options.overwrite_signatures = 1 << 20;
+        let refused = format_options(&options).expect_err("an unknown bit is refused");
+        assert!(format!("{refused:?}").contains("overwrite_signatures"));
+    }
 
     #[test]
     fn the_defaults_convert_back_to_the_engines() {

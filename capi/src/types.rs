@@ -135,9 +135,29 @@ pub struct sealog_format_options {
     pub window_batches_max: u32,
     /// Nonzero: format a directory that exists and is not empty.
     pub force: u32,
-    /// Must be zero.
-    pub reserved_zero: u32,
+    /// The signatures a block device may carry and still be formatted over, as a mask of
+    /// `SEALOG_SIGNATURE_*` bits (0, the default: format refuses a device carrying any of
+    /// them with `SEALOG_NOT_EMPTY`, naming what it found). A mounted, held or partitioned
+    /// device is refused whatever this says.
+    pub overwrite_signatures: u32,
 }
+
+/// `sealog_format_options.overwrite_signatures`: an existing sealog ring (of any identity).
+pub const SEALOG_SIGNATURE_SEALOG: u32 = 1 << 0;
+/// `sealog_format_options.overwrite_signatures`: an ext2/3/4 file system.
+pub const SEALOG_SIGNATURE_EXT4: u32 = 1 << 1;
+/// `sealog_format_options.overwrite_signatures`: an XFS file system.
+pub const SEALOG_SIGNATURE_XFS: u32 = 1 << 2;
+/// `sealog_format_options.overwrite_signatures`: a btrfs file system.
+pub const SEALOG_SIGNATURE_BTRFS: u32 = 1 << 3;
+/// `sealog_format_options.overwrite_signatures`: a swap area.
+pub const SEALOG_SIGNATURE_SWAP: u32 = 1 << 4;
+/// `sealog_format_options.overwrite_signatures`: an LVM2 physical volume.
+pub const SEALOG_SIGNATURE_LVM2: u32 = 1 << 5;
+/// `sealog_format_options.overwrite_signatures`: a GPT partition table.
+pub const SEALOG_SIGNATURE_GPT: u32 = 1 << 6;
+/// `sealog_format_options.overwrite_signatures`: an MBR partition table.
+pub const SEALOG_SIGNATURE_MBR: u32 = 1 << 7;
 
 /// How `sealog_open` opens a drive. Fill it with `sealog_drive_options_init` (the engine's
 /// defaults), then change what you need; a NULL options pointer means the defaults.
