@@ -198,3 +198,43 @@ fn stat_of_a_path_that_is_no_ring_is_exit_2_naming_it() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains(path));
 }
+
+/// On a block device ring (a loop device): the lock is a `flock` on the device itself, and
+/// the ring is read with O_DIRECT from the device, while a drive in this process holds it and
+/// appends.
+#[test]
+fn stat_works_on_a_device_ring_a_drive_holds() {
+    let test = "stat on a device ring";
+    let directory = tempfile::tempdir().expect("tempdir");
+    let Some(device) = sealog_tests::loop_device_or_skip(directory.path(), 64 << 20, 4096, test)
+    else {
+        return;
+    };
+    let options = FormatOptions::new(64 << 20)
+        .segment_size_bytes(4 << 20)
+        .sync_method(SyncMethod::Fdatasync);
+    sealog::format(&device.path, &options).expect("formats the device");
+    let drive = Drive::open(&device.path, DriveOptions::default()).expect("opens");
+    let tickets: Vec<_> = (0..200u64)
+        .map(|index| drive.append(vec![index as u8; 2000]).expect("appends"))
+        .collect();
+    let last = tickets
+        .into_iter()
+        .map(|ticket| ticket.wait().expect("durable"))
+        .max()
+        .expect("some");
+    drive.trim(50).expect("trims");
+    let stat = stat_json(&device.path);
+    assert_sane(&stat, last, last, 50);
+    assert_eq!(stat["kind"], "block_device", "{stat}");
+    assert_eq!(number(&stat, "live_entries"), last - 50, "{stat}");
+    assert_eq!(
+        stat["writer_pid"].as_u64(),
+        Some(u64::from(std::process::id())),
+        "{stat}"
+    );
+    drive.close();
+    let stat = stat_json(&device.path);
+    assert_eq!(stat["writer_pid"], Value::Null, "{stat}");
+    assert_eq!(number(&stat, "next_lsn"), last + 1, "{stat}");
+}

@@ -134,3 +134,27 @@ fn a_ring_on_a_4096_byte_sector_loop_device() {
 fn a_ring_on_a_512_byte_sector_loop_device() {
     exercise(512);
 }
+
+/// A device ring's lock is the device's own: once `close` returns, another writer may open
+/// the ring even while the closed drive's handle lives on (its readers' descriptors are
+/// opened apart from the writer's, so they do not hold the lock).
+#[test]
+fn a_closed_drive_lets_go_of_its_device_before_its_handle_is_dropped() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let test = "a closed drive lets go of its device";
+    let Some(device) = loop_device_or_skip(directory.path(), 32 << 20, 4096, test) else {
+        return;
+    };
+    let options = FormatOptions::new(24 << 20)
+        .segment_size_bytes(2 << 20)
+        .sync_method(sealog::SyncMethod::Fdatasync);
+    format(&device.path, &options).expect("formats the device");
+    let first = Drive::open(&device.path, DriveOptions::default()).expect("opens");
+    let lsn = first.append(payload(1, 100)).expect("queued").wait();
+    let lsn = lsn.expect("durable");
+    first.close();
+    let second = Drive::open(&device.path, DriveOptions::default())
+        .expect("a closed drive's handle does not hold the ring");
+    assert_eq!(second.read(lsn).expect("live"), payload(1, 100));
+    drop(first);
+}

@@ -1,4 +1,4 @@
-//! Reads on the caller's thread: the ring's files (duplicated descriptors, O_DIRECT like the
+//! Reads on the caller's thread: the ring's files (opened again read-only, O_DIRECT like the
 //! drive's own) and a bounded set of aligned read buffers, so that readers on many threads read
 //! the device in parallel (one read in flight per reader), never through the drive thread and
 //! never behind the write path. A reader that finds every buffer taken waits in a fair queue
@@ -24,7 +24,11 @@ pub(crate) struct DirectFiles {
 }
 
 impl DirectFiles {
-    /// Duplicates the descriptors of an open ring (they keep its O_DIRECT flag).
+    /// Opens the files of an open ring again, read-only with O_DIRECT, through
+    /// `/proc/self/fd` (so the very files the drive opened, whatever their paths name now).
+    /// Not duplicated descriptors: those would share the open file description, and with it
+    /// a device ring's `flock`, so that the ring stayed locked after the drive closed until
+    /// its handle was dropped. Without `/proc`, duplicates it is.
     pub(crate) fn from_ring(ring: &RingFiles) -> io::Result<DirectFiles> {
         Ok(DirectFiles {
             kind: ring.kind,
@@ -32,7 +36,7 @@ impl DirectFiles {
             files: ring
                 .files
                 .iter()
-                .map(File::try_clone)
+                .map(reopen_read_only)
                 .collect::<io::Result<_>>()?,
         })
     }
@@ -41,6 +45,23 @@ impl DirectFiles {
     pub(crate) fn read_at(&self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let (file, offset) = RingFiles::locate_in(self.kind, &self.geometry, ring_offset);
         self.files[file].read_exact_at(buf, offset)
+    }
+}
+
+/// A new open file description of `file`, read-only and O_DIRECT (see
+/// [`DirectFiles::from_ring`]).
+fn reopen_read_only(file: &File) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let by_descriptor = format!("/proc/self/fd/{}", file.as_raw_fd());
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
+        .open(&by_descriptor)
+    {
+        Ok(reopened) => Ok(reopened),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => file.try_clone(),
+        Err(error) => Err(error),
     }
 }
 
