@@ -195,6 +195,12 @@ impl LogDriveStore {
         &self.inner.drive
     }
 
+    /// Closes the drive (its handles answer `Stopped` from now on); dropping the store and
+    /// every handle does the same.
+    pub fn close(&self) {
+        self.inner.drive.close();
+    }
+
     /// Entries the open's replay skipped: no LogDrive record, or one for no live LogDrive.
     pub fn skipped_records(&self) -> u64 {
         self.inner.skipped
