@@ -7,7 +7,16 @@ use std::collections::HashMap;
 use sealog::{EntryRef, RecoveryVisitor};
 
 use crate::record::{Record, RecordType};
-use crate::state::{Check, LogState};
+use crate::state::{Check, Control, LogState};
+
+/// Applies a control record the live path would have applied: whether it took effect.
+fn replay_control(state: &mut LogState, control: Control) -> bool {
+    let applies = control.check(state) == Ok(Check::Apply);
+    if applies {
+        control.apply(state);
+    }
+    applies
+}
 
 /// The LogDrives as the log left them.
 #[derive(Debug, Default)]
@@ -16,7 +25,9 @@ pub(crate) struct Replay {
     pub live: HashMap<u64, LogState>,
     /// The last generation each id was created with (deleted ones included).
     pub generations: HashMap<u64, u64>,
-    /// Entries that were no LogDrive record, or records for no live LogDrive.
+    /// Entries that took no effect: no LogDrive record, one for no live LogDrive, or one
+    /// the live path would have refused or found already done (a rewrite of the same bytes,
+    /// a repeated seal or fence).
     pub skipped: u64,
 }
 
@@ -50,28 +61,16 @@ impl Replay {
             RecordType::Write => {
                 let crc = crc32c::crc32c(entry.payload);
                 let len = entry.payload.len() as u64;
-                state.replay_write(record.value, record.epoch, entry.lsn, crc, len);
+                state.replay_write(record.value, record.epoch, entry.lsn, crc, len)
             }
             RecordType::Delete => {
                 self.live.remove(&record.id);
+                true
             }
-            RecordType::Seal => {
-                if state.check_seal(record.value) == Ok(Check::Apply) {
-                    state.apply_seal(record.value);
-                }
-            }
-            RecordType::Fence => {
-                if state.check_fence(record.epoch) == Ok(Check::Apply) {
-                    state.apply_fence(record.epoch);
-                }
-            }
-            RecordType::Trim => {
-                if state.check_trim(record.value) == Ok(Check::Apply) {
-                    state.apply_trim(record.value);
-                }
-            }
+            RecordType::Seal => replay_control(state, Control::Seal(record.value)),
+            RecordType::Fence => replay_control(state, Control::Fence(record.epoch)),
+            RecordType::Trim => replay_control(state, Control::Trim(record.value)),
             RecordType::Create => unreachable!("handled above"),
         }
-        true
     }
 }

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::{Length, LogDriveError, TailDesc};
+use crate::record::{Record, RecordType};
 
 /// One written (or being written) address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,12 +158,15 @@ impl LogState {
         }
     }
 
-    /// A write found in replay, acknowledged at `lsn`.
-    pub fn replay_write(&mut self, address: u64, epoch: u64, lsn: u64, crc: u32, len: u64) {
-        if self.check_write(address, epoch, crc, len) == Ok(WriteCheck::Append) {
-            self.queue_write(address, crc, len);
-            self.complete_write(address, Some(lsn));
+    /// A write found in replay, acknowledged at `lsn`: whether it took effect (a rewrite of
+    /// the same bytes, or a write the live path would have refused, does not).
+    pub fn replay_write(&mut self, address: u64, epoch: u64, lsn: u64, crc: u32, len: u64) -> bool {
+        if self.check_write(address, epoch, crc, len) != Ok(WriteCheck::Append) {
+            return false;
         }
+        self.queue_write(address, crc, len);
+        self.complete_write(address, Some(lsn));
+        true
     }
 
     /// The acknowledged slot at `address`, for a read.
@@ -283,5 +287,46 @@ impl LogState {
             fence: self.fence,
             first: self.first,
         })
+    }
+}
+
+/// A seal, fence or trim.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Control {
+    Seal(u64),
+    Fence(u64),
+    Trim(u64),
+}
+
+impl Control {
+    pub fn check(self, state: &mut LogState) -> Result<Check, LogDriveError> {
+        match self {
+            Control::Seal(length) => state.check_seal(length),
+            Control::Fence(epoch) => state.check_fence(epoch),
+            Control::Trim(upto) => state.check_trim(upto),
+        }
+    }
+
+    pub fn apply(self, state: &mut LogState) {
+        match self {
+            Control::Seal(length) => state.apply_seal(length),
+            Control::Fence(epoch) => state.apply_fence(epoch),
+            Control::Trim(upto) => state.apply_trim(upto),
+        }
+    }
+
+    pub fn record(self, id: u64, generation: u64) -> Record {
+        let (record_type, value, epoch) = match self {
+            Control::Seal(length) => (RecordType::Seal, length, 0),
+            Control::Fence(epoch) => (RecordType::Fence, 0, epoch),
+            Control::Trim(upto) => (RecordType::Trim, upto, 0),
+        };
+        Record {
+            record_type,
+            id,
+            generation,
+            value,
+            epoch,
+        }
     }
 }

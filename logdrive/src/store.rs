@@ -30,7 +30,7 @@ use sealog::{
 use crate::api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
 use crate::record::{Record, RecordType, GENERATION_MAX};
 use crate::replay::Replay;
-use crate::state::{Check, LogState, WriteCheck};
+use crate::state::{Check, Control, LogState, WriteCheck};
 
 /// A LogDrive's state with the tickets of writes whose futures were dropped.
 struct Live {
@@ -285,47 +285,6 @@ impl LogDriveStore {
         live.state.deleted = true;
         registry.live.remove(&id);
         Arc::clone(&self.inner).control_done(ticket)
-    }
-}
-
-/// A seal, fence or trim.
-#[derive(Clone, Copy, Debug)]
-enum Control {
-    Seal(u64),
-    Fence(u64),
-    Trim(u64),
-}
-
-impl Control {
-    fn check(self, state: &mut LogState) -> Result<Check, LogDriveError> {
-        match self {
-            Control::Seal(length) => state.check_seal(length),
-            Control::Fence(epoch) => state.check_fence(epoch),
-            Control::Trim(upto) => state.check_trim(upto),
-        }
-    }
-
-    fn apply(self, state: &mut LogState) {
-        match self {
-            Control::Seal(length) => state.apply_seal(length),
-            Control::Fence(epoch) => state.apply_fence(epoch),
-            Control::Trim(upto) => state.apply_trim(upto),
-        }
-    }
-
-    fn record(self, id: u64, generation: u64) -> Record {
-        let (record_type, value, epoch) = match self {
-            Control::Seal(length) => (RecordType::Seal, length, 0),
-            Control::Fence(epoch) => (RecordType::Fence, 0, epoch),
-            Control::Trim(upto) => (RecordType::Trim, upto, 0),
-        };
-        Record {
-            record_type,
-            id,
-            generation,
-            value,
-            epoch,
-        }
     }
 }
 

@@ -1,0 +1,187 @@
+//! A restart rebuilds exactly the same LogDrives in the open's one replay pass: the same ids
+//! and generations (deleted and recreated ones included), reads, lengths, seals, fences,
+//! trim points and tails, and the same answers to writes the state decides.
+
+mod common;
+
+use common::{create, open, payload, ring, write};
+use sealog_logdrive::{wait, Length, LogDrive, LogDriveError, LogDriveStore, ReadOutcome};
+
+/// Everything a LogDrive answers, read through the trait.
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    id: u64,
+    generation: u64,
+    length: Length,
+    tail: Result<(u64, Vec<u64>), LogDriveError>,
+    reads: Vec<ReadOutcome>,
+}
+
+fn snapshot(store: &LogDriveStore) -> Vec<Snapshot> {
+    store
+        .ids()
+        .into_iter()
+        .map(|id| {
+            let drive = store.get(id).unwrap();
+            let length = wait(drive.length()).unwrap();
+            let tail =
+                wait(drive.weak_tail(4)).map(|tail| (tail.n, tail.holes.into_iter().collect()));
+            let reads = (0..length.n + 3)
+                .map(|address| wait(drive.read(address)).unwrap())
+                .collect();
+            Snapshot {
+                id,
+                generation: drive.generation(),
+                length,
+                tail,
+                reads,
+            }
+        })
+        .collect()
+}
+
+/// Writes `addresses` of `drive` at `epoch`.
+fn fill(drive: &dyn LogDrive, id: u64, addresses: impl IntoIterator<Item = u64>, epoch: u64) {
+    for address in addresses {
+        write(drive, address, epoch, &payload(id, address)).unwrap();
+    }
+}
+
+/// Builds LogDrives in every state the first slice knows.
+fn build(store: &LogDriveStore) {
+    let plain = create(store, 1);
+    fill(&plain, 1, [0, 1, 2, 4, 6], 0);
+    let sealed = create(store, 2);
+    fill(&sealed, 2, 0..12, 3);
+    wait(sealed.seal(9)).unwrap();
+    let fenced = create(store, 3);
+    fill(&fenced, 3, 0..5, 1);
+    wait(fenced.fence(4)).unwrap();
+    fill(&fenced, 3, [5, 7], 9);
+    assert!(write(&fenced, 6, 2, b"zombie").is_err());
+    let trimmed = create(store, 4);
+    fill(&trimmed, 4, (0..10).chain([11]), 0);
+    wait(trimmed.trim(6)).unwrap();
+    let deleted = create(store, 5);
+    fill(&deleted, 5, 0..3, 0);
+    wait(store.delete(5)).unwrap();
+    let recreated = create(store, 6);
+    fill(&recreated, 6, 0..4, 2);
+    wait(recreated.fence(2)).unwrap();
+    wait(store.delete(6)).unwrap();
+    let recreated = create(store, 6);
+    fill(&recreated, 6, [0, 2], 0);
+    wait(recreated.seal(3)).unwrap();
+    let wide = create(store, 7);
+    fill(&wide, 7, [0, 9], 0);
+}
+
+#[test]
+fn a_restart_rebuilds_exactly_the_same_state() {
+    let ring = ring();
+    let store = open(&ring);
+    build(&store);
+    let before = snapshot(&store);
+    assert_eq!(
+        before.iter().map(|s| s.id).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 6, 7]
+    );
+    store.close();
+    drop(store);
+    for _ in 0..2 {
+        let store = open(&ring);
+        assert_eq!(snapshot(&store), before);
+        store.close();
+    }
+    let store = open(&ring);
+    let recreated = store.get(6).unwrap();
+    assert_eq!(recreated.generation(), 2);
+    assert_eq!(wait(recreated.length()).unwrap().fence, 0);
+    assert_eq!(wait(store.create(5, 8)).unwrap().generation(), 2);
+    let fenced = store.get(3).unwrap();
+    assert_eq!(
+        write(&fenced, 6, 3, b"zombie"),
+        Err(LogDriveError::Fenced { current: 4 })
+    );
+    assert_eq!(
+        write(&store.get(2).unwrap(), 9, 3, b"x"),
+        Err(LogDriveError::Sealed { length: 9 })
+    );
+    let wide = store.get(7).unwrap();
+    assert_eq!(
+        wait(wide.weak_tail(4)),
+        Err(LogDriveError::WindowViolated { n: 10, t: 1, k: 4 })
+    );
+    assert_eq!(store.skipped_records(), 0);
+}
+
+/// Replay makes the live path's decisions itself: a log crafted with records the live path
+/// would have refused (a zombie below the fence, a conflicting rewrite, a write at the seal,
+/// a second seal, a lower fence, a trim beyond T, another generation's write, an entry that
+/// is no record) opens to the state the accepted records alone make.
+#[test]
+fn replay_refuses_what_the_live_path_would_have_refused() {
+    use sealog_logdrive::record::{Record, RecordType};
+    let ring = ring();
+    {
+        let drive = sealog::Drive::open(&ring.path, sealog::DriveOptions::default()).unwrap();
+        let append = |record: Record, payload: &'static [u8]| {
+            let entry = sealog::NewEntry {
+                kind: record.record_type.kind(),
+                header: record.header(),
+                payload: bytes::Bytes::from_static(payload),
+            };
+            drive.append_entry(entry).unwrap().wait().unwrap();
+        };
+        let record = |record_type, value, epoch| Record {
+            record_type,
+            id: 1,
+            generation: 1,
+            value,
+            epoch,
+        };
+        append(record(RecordType::Create, 100, 0), b"");
+        append(record(RecordType::Write, 0, 5), b"first");
+        append(record(RecordType::Fence, 0, 6), b"");
+        append(record(RecordType::Write, 1, 5), b"zombie");
+        append(record(RecordType::Write, 0, 6), b"other");
+        append(record(RecordType::Write, 2, 7), b"later");
+        append(record(RecordType::Seal, 3, 0), b"");
+        append(record(RecordType::Write, 3, 7), b"sealed");
+        append(record(RecordType::Seal, 4, 0), b"");
+        append(record(RecordType::Fence, 0, 5), b"");
+        append(record(RecordType::Trim, 3, 0), b"");
+        let other_generation = Record {
+            generation: 2,
+            ..record(RecordType::Write, 1, 9)
+        };
+        append(other_generation, b"wrong generation");
+        drive.append(b"no record".to_vec()).unwrap().wait().unwrap();
+    }
+    let store = open(&ring);
+    let drive = store.get(1).unwrap();
+    let reads: Vec<_> = (0..4)
+        .map(|address| wait(drive.read(address)).unwrap())
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            common::value(b"first"),
+            ReadOutcome::Unwritten,
+            common::value(b"later"),
+            ReadOutcome::Unwritten
+        ]
+    );
+    let length = wait(drive.length()).unwrap();
+    assert_eq!(
+        length,
+        Length {
+            n: 3,
+            t: 1,
+            sealed: Some(3),
+            fence: 6,
+            first: 0
+        }
+    );
+    assert_eq!(store.skipped_records(), 8);
+}
