@@ -10,7 +10,7 @@
 //! | delete | `Data`  | LogDrive id | 0 | 0 | `gen << 8 \| 3` | empty |
 //! | seal   | `Seal`  | LogDrive id | sealed length | 0 | `gen << 8 \| 4` | empty |
 //! | fence  | `Fence` | LogDrive id | 0 | fence epoch | `gen << 8 \| 5` | empty |
-//! | trim   | `Trim`  | LogDrive id | trim point (first address kept) | 0 | `gen << 8 \| 6` | empty |
+//! | trim   | `Trim`  | LogDrive id | trim point (first kept) | 0 | `gen << 8 \| 6` | empty |
 //!
 //! `gen` is the LogDrive's generation (1 for an id's first creation, one more for each
 //! recreation; at most 2^56 - 1): a record applies only to the live LogDrive of its id with
