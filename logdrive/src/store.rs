@@ -230,7 +230,9 @@ impl LogDriveStore {
     }
 
     /// Creates LogDrive `id` with addresses below `capacity`, durably, with the next
-    /// generation of the id. Usable at once; the future says when the creation is durable.
+    /// generation of the id (`Exists` while one is live; `OutOfRange` naming the generation
+    /// once an id's generations are spent). Its records queue behind the creation's at once;
+    /// the future yields its handle once the creation is durable.
     pub fn create(&self, id: u64, capacity: u64) -> OpFuture<LocalLogDrive> {
         let mut registry = lock(&self.inner.registry);
         if registry.live.contains_key(&id) {
@@ -238,7 +240,10 @@ impl LogDriveStore {
         }
         let generation = registry.generations.get(&id).map_or(1, |last| last + 1);
         if generation > GENERATION_MAX {
-            return ready(Err(LogDriveError::Exists { id }));
+            return ready(Err(LogDriveError::OutOfRange {
+                address: generation,
+                valid: 1..GENERATION_MAX + 1,
+            }));
         }
         let record = Record {
             record_type: RecordType::Create,

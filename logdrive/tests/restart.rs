@@ -185,3 +185,59 @@ fn replay_refuses_what_the_live_path_would_have_refused() {
     );
     assert_eq!(store.skipped_records(), 8);
 }
+
+/// Writers at epoch 1 race a fence at epoch 2: every write is either acknowledged (and reads
+/// back, before and after a restart) or refused as fenced (and reads unwritten, before and
+/// after): no write checked against the old fence lands after the new one.
+#[test]
+fn writes_racing_a_fence_replay_to_the_same_decisions() {
+    let ring = ring();
+    let store = open(&ring);
+    let drive = create(&store, 1);
+    let outcomes = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..4u64)
+            .map(|writer| {
+                let drive = drive.clone();
+                scope.spawn(move || {
+                    let addresses: Vec<u64> = (0..400).map(|i| i * 4 + writer).collect();
+                    let futures: Vec<_> = addresses
+                        .iter()
+                        .map(|&address| drive.write(address, 1, payload(1, address)))
+                        .collect();
+                    let outcomes: Vec<_> = futures.into_iter().map(wait).collect();
+                    addresses.into_iter().zip(outcomes).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_micros(300));
+        wait(drive.fence(2)).unwrap();
+        let joined = writers
+            .into_iter()
+            .flat_map(|writer| writer.join().unwrap());
+        joined.collect::<Vec<_>>()
+    });
+    let fenced = outcomes
+        .iter()
+        .filter(|(_, outcome)| outcome.is_err())
+        .count();
+    println!("{fenced} of {} writes fenced", outcomes.len());
+    let check = |drive: &dyn LogDrive| {
+        for (address, outcome) in &outcomes {
+            let expected = match outcome {
+                Ok(()) => common::value(&payload(1, *address)),
+                Err(error) => {
+                    assert_eq!(*error, LogDriveError::Fenced { current: 2 });
+                    ReadOutcome::Unwritten
+                }
+            };
+            assert_eq!(wait(drive.read(*address)).unwrap(), expected);
+        }
+    };
+    check(&drive);
+    drop(drive);
+    store.close();
+    drop(store);
+    let store = open(&ring);
+    check(&store.get(1).unwrap());
+    assert_eq!(store.skipped_records(), 0);
+}
