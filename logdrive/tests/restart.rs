@@ -1,6 +1,8 @@
 //! A restart rebuilds exactly the same LogDrives in the open's one replay pass: the same ids
 //! and generations (deleted and recreated ones included), reads, lengths, seals, fences,
-//! trim points and tails, and the same answers to writes the state decides.
+//! trim points and tails, and the same answers to writes the state decides; replay refuses
+//! what the live path would have refused; writers racing a fence or a seal are replayed to
+//! the decisions they were given.
 
 mod common;
 
@@ -240,4 +242,57 @@ fn writes_racing_a_fence_replay_to_the_same_decisions() {
     let store = open(&ring);
     check(&store.get(1).unwrap());
     assert_eq!(store.skipped_records(), 0);
+}
+
+/// Writers race a seal at 800: below it every acknowledged write reads back; at and beyond
+/// it every write is refused as sealed or, acknowledged before the seal, dropped by it (AZ-1);
+/// a restart reads the same.
+#[test]
+fn writes_racing_a_seal_replay_to_the_same_decisions() {
+    let ring = ring();
+    let store = open(&ring);
+    let drive = create(&store, 1);
+    let outcomes = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..4u64)
+            .map(|writer| {
+                let drive = drive.clone();
+                scope.spawn(move || {
+                    let addresses: Vec<u64> = (0..400).map(|i| i * 4 + writer).collect();
+                    let futures: Vec<_> = addresses
+                        .iter()
+                        .map(|&address| drive.write(address, 0, payload(1, address)))
+                        .collect();
+                    let outcomes: Vec<_> = futures.into_iter().map(wait).collect();
+                    addresses.into_iter().zip(outcomes).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_micros(300));
+        wait(drive.seal(800)).unwrap();
+        let joined = writers
+            .into_iter()
+            .flat_map(|writer| writer.join().unwrap());
+        joined.collect::<Vec<_>>()
+    });
+    let check = |drive: &dyn LogDrive| {
+        for (address, outcome) in &outcomes {
+            let expected = match outcome {
+                Ok(()) if *address < 800 => common::value(&payload(1, *address)),
+                Ok(()) => ReadOutcome::Unwritten,
+                Err(error) => {
+                    assert_eq!(*error, LogDriveError::Sealed { length: 800 });
+                    assert!(*address >= 800);
+                    ReadOutcome::Unwritten
+                }
+            };
+            assert_eq!(wait(drive.read(*address)).unwrap(), expected);
+        }
+        assert_eq!(wait(drive.length()).unwrap().sealed, Some(800));
+    };
+    check(&drive);
+    drop(drive);
+    store.close();
+    drop(store);
+    let store = open(&ring);
+    check(&store.get(1).unwrap());
 }
