@@ -7,7 +7,11 @@
 mod common;
 
 use common::{create, open, payload, ring, write};
-use sealog_logdrive::{wait, Length, LogDrive, LogDriveError, LogDriveStore, ReadOutcome};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use sealog_logdrive::{
+    wait, Length, LocalLogDrive, LogDrive, LogDriveError, LogDriveStore, ReadOutcome,
+};
 
 /// Everything a LogDrive answers, read through the trait.
 #[derive(Debug, PartialEq)]
@@ -196,33 +200,13 @@ fn writes_racing_a_fence_replay_to_the_same_decisions() {
     let ring = ring();
     let store = open(&ring);
     let drive = create(&store, 1);
-    let outcomes = std::thread::scope(|scope| {
-        let writers: Vec<_> = (0..4u64)
-            .map(|writer| {
-                let drive = drive.clone();
-                scope.spawn(move || {
-                    let addresses: Vec<u64> = (0..400).map(|i| i * 4 + writer).collect();
-                    let futures: Vec<_> = addresses
-                        .iter()
-                        .map(|&address| drive.write(address, 1, payload(1, address)))
-                        .collect();
-                    let outcomes: Vec<_> = futures.into_iter().map(wait).collect();
-                    addresses.into_iter().zip(outcomes).collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        std::thread::sleep(std::time::Duration::from_micros(300));
-        wait(drive.fence(2)).unwrap();
-        let joined = writers
-            .into_iter()
-            .flat_map(|writer| writer.join().unwrap());
-        joined.collect::<Vec<_>>()
-    });
+    let outcomes = race(&drive, 1, || wait(drive.fence(2)).unwrap());
     let fenced = outcomes
         .iter()
         .filter(|(_, outcome)| outcome.is_err())
         .count();
     println!("{fenced} of {} writes fenced", outcomes.len());
+    assert!(fenced > 0);
     let check = |drive: &dyn LogDrive| {
         for (address, outcome) in &outcomes {
             let expected = match outcome {
@@ -252,28 +236,13 @@ fn writes_racing_a_seal_replay_to_the_same_decisions() {
     let ring = ring();
     let store = open(&ring);
     let drive = create(&store, 1);
-    let outcomes = std::thread::scope(|scope| {
-        let writers: Vec<_> = (0..4u64)
-            .map(|writer| {
-                let drive = drive.clone();
-                scope.spawn(move || {
-                    let addresses: Vec<u64> = (0..400).map(|i| i * 4 + writer).collect();
-                    let futures: Vec<_> = addresses
-                        .iter()
-                        .map(|&address| drive.write(address, 0, payload(1, address)))
-                        .collect();
-                    let outcomes: Vec<_> = futures.into_iter().map(wait).collect();
-                    addresses.into_iter().zip(outcomes).collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        std::thread::sleep(std::time::Duration::from_micros(300));
-        wait(drive.seal(800)).unwrap();
-        let joined = writers
-            .into_iter()
-            .flat_map(|writer| writer.join().unwrap());
-        joined.collect::<Vec<_>>()
-    });
+    let outcomes = race(&drive, 0, || wait(drive.seal(800)).unwrap());
+    let refused = outcomes
+        .iter()
+        .filter(|(_, outcome)| outcome.is_err())
+        .count();
+    println!("{refused} of {} writes refused as sealed", outcomes.len());
+    assert!(refused > 0);
     let check = |drive: &dyn LogDrive| {
         for (address, outcome) in &outcomes {
             let expected = match outcome {
@@ -295,4 +264,52 @@ fn writes_racing_a_seal_replay_to_the_same_decisions() {
     drop(store);
     let store = open(&ring);
     check(&store.get(1).unwrap());
+}
+
+/// Four writers pipelining writes of `drive` (addresses interleaved, 16 in flight each) at
+/// `epoch`, with `control` run once half of them are acknowledged: the writers go on as
+/// soon as it starts, so their writes race it and the rest come after it. Every write's
+/// address and outcome.
+fn race(
+    drive: &LocalLogDrive,
+    epoch: u64,
+    control: impl FnOnce(),
+) -> Vec<(u64, Result<(), LogDriveError>)> {
+    let acknowledged = AtomicU64::new(0);
+    let started = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..4u64)
+            .map(|writer| {
+                let (drive, acknowledged, started) = (drive.clone(), &acknowledged, &started);
+                scope.spawn(move || {
+                    let mut outcomes = Vec::new();
+                    for round in 0..25u64 {
+                        if round == 13 {
+                            while !started.load(Ordering::SeqCst) {
+                                std::thread::yield_now();
+                            }
+                        }
+                        let addresses: Vec<u64> =
+                            (0..16).map(|i| (round * 16 + i) * 4 + writer).collect();
+                        let futures: Vec<_> = addresses
+                            .iter()
+                            .map(|&address| drive.write(address, epoch, payload(1, address)))
+                            .collect();
+                        outcomes.extend(addresses.into_iter().zip(futures.into_iter().map(wait)));
+                        acknowledged.fetch_add(16, Ordering::SeqCst);
+                    }
+                    outcomes
+                })
+            })
+            .collect();
+        while acknowledged.load(Ordering::SeqCst) < 4 * 16 * 13 {
+            std::thread::yield_now();
+        }
+        started.store(true, Ordering::SeqCst);
+        control();
+        let joined = writers
+            .into_iter()
+            .flat_map(|writer| writer.join().unwrap());
+        joined.collect()
+    })
 }
