@@ -1,0 +1,186 @@
+//! The `LogDrive` trait and the types it speaks in (SEMANTICS.md section 1): an address space
+//! of write-once registers with `write`, `read`, `weak_tail`, `seal`, `fence`, `trim` and
+//! `length`. Every operation returns an [`OpFuture`], a boxed `Send + 'static` future, so a
+//! local drive, the striped and quorum compositions and a remote drive can all sit behind
+//! `Box<dyn LogDrive>` / `Arc<dyn LogDrive>`, and a composition can have many operations in
+//! flight on many children without a thread per call ([`crate::wait`] blocks on one).
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+
+use bytes::Bytes;
+
+/// What every operation of a [`LogDrive`] returns: a future of its outcome.
+pub type OpFuture<T> = Pin<Box<dyn Future<Output = Result<T, LogDriveError>> + Send + 'static>>;
+
+/// An address space of single-value registers (SEMANTICS.md 1.1-1.2), durable and fenced.
+pub trait LogDrive: Send + Sync {
+    /// Writes `payload` at `address` under the writer's `epoch`. The same bytes again is
+    /// idempotent; different bytes at a written address is [`LogDriveError::Conflict`] and
+    /// the first value stays. Acknowledged once durable.
+    fn write(&self, address: u64, epoch: u64, payload: Bytes) -> OpFuture<()>;
+
+    /// Reads `address`: its payload, [`ReadOutcome::Unwritten`] (a normal answer),
+    /// [`ReadOutcome::Trimmed`] below the trim point, or [`ReadOutcome::Damaged`].
+    fn read(&self, address: u64) -> OpFuture<ReadOutcome>;
+
+    /// The non-contiguous tail N and the holes below it, T derived
+    /// ([`LogDriveError::WindowViolated`] when N - T > k).
+    fn weak_tail(&self, k: u64) -> OpFuture<TailDesc>;
+
+    /// Seals at `length`, durably: writes at or beyond it are then [`LogDriveError::Sealed`]
+    /// and reads there unwritten (what was held there is dropped). The same length again is
+    /// idempotent; another is [`LogDriveError::Sealed`] naming the sealed length.
+    fn seal(&self, length: u64) -> OpFuture<()>;
+
+    /// Fences at `epoch`, durably and for good: writes stamped lower are then
+    /// [`LogDriveError::Fenced`]. The same epoch again is idempotent; a lower one is
+    /// [`LogDriveError::Fenced`] naming the current one.
+    fn fence(&self, epoch: u64) -> OpFuture<()>;
+
+    /// Trims every address below `upto`, durably; allowed only at or below T.
+    fn trim(&self, upto: u64) -> OpFuture<()>;
+
+    /// This replica's lengths and settings, for a coordinator choosing a seal point.
+    fn length(&self) -> OpFuture<Length>;
+}
+
+/// What a read finds at an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// The payload written there.
+    Value(Bytes),
+    /// Nothing (acknowledged) is written there: ⊥.
+    Unwritten,
+    /// The address is below the trim point; `first` is the first address not trimmed.
+    Trimmed {
+        /// The trim point.
+        first: u64,
+    },
+    /// The address was written but its record fails its checks: never ⊥ (SEMANTICS.md I11).
+    Damaged,
+}
+
+/// weakTail's answer: the non-contiguous tail N and the hole set H (all in [T, N)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TailDesc {
+    /// N: the first address after which every address is unwritten.
+    pub n: u64,
+    /// H: the unwritten addresses below N.
+    pub holes: BTreeSet<u64>,
+}
+
+impl TailDesc {
+    /// T, derived: the smallest hole, or N when there is none.
+    pub fn t(&self) -> u64 {
+        self.holes.first().copied().unwrap_or(self.n)
+    }
+}
+
+/// A replica's lengths: what a seal coordinator compares across replicas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Length {
+    /// N: the non-contiguous tail.
+    pub n: u64,
+    /// T: the contiguous tail.
+    pub t: u64,
+    /// The sealed length, once sealed.
+    pub sealed: Option<u64>,
+    /// The fence epoch (0 before any fence).
+    pub fence: u64,
+    /// The trim point: the first address not trimmed.
+    pub first: u64,
+}
+
+/// Why an operation failed. [`LogDriveError::is_definite`] says whether nothing was written
+/// (definite) or the write may or may not have happened (indeterminate; SEMANTICS.md I7).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LogDriveError {
+    /// Different bytes at a written address; the first value stays.
+    #[error("address {address} already holds different bytes")]
+    Conflict {
+        /// The address.
+        address: u64,
+    },
+    /// The LogDrive is sealed at `length` (a write at or beyond it, or a seal at another).
+    #[error("sealed at length {length}")]
+    Sealed {
+        /// The sealed length.
+        length: u64,
+    },
+    /// The write's (or fence's) epoch is below the fence.
+    #[error("fenced at epoch {current}")]
+    Fenced {
+        /// The fence epoch.
+        current: u64,
+    },
+    /// The address (or seal length, or trim point) lies outside what it may be.
+    #[error("{address} is out of range: allowed {}..{}", valid.start, valid.end)]
+    OutOfRange {
+        /// The value asked for.
+        address: u64,
+        /// The range allowed.
+        valid: Range<u64>,
+    },
+    /// weakTail's window precondition does not hold: N - T > k.
+    #[error("N {n} - T {t} is over the window {k}")]
+    WindowViolated {
+        /// N.
+        n: u64,
+        /// T.
+        t: u64,
+        /// The window asked for.
+        k: u64,
+    },
+    /// No live LogDrive has this id and generation (never created, or deleted).
+    #[error("no LogDrive {id} (generation {generation})")]
+    Missing {
+        /// The id.
+        id: u64,
+        /// The generation asked for (0 when none).
+        generation: u64,
+    },
+    /// A LogDrive with this id exists already.
+    #[error("LogDrive {id} exists")]
+    Exists {
+        /// The id.
+        id: u64,
+    },
+    /// The payload is over the ring's record limit.
+    #[error("payload of {len} bytes is over the ring's limit of {max}")]
+    TooLarge {
+        /// The payload's length.
+        len: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The ring is full: the record was not written.
+    #[error("the ring is full")]
+    RingFull,
+    /// The drive stopped (failed, closed, or a control record could not be made durable):
+    /// the operation may or may not have taken effect; reopen to find out.
+    #[error("the drive stopped: {reason}")]
+    Stopped {
+        /// Why.
+        reason: String,
+    },
+    /// An I/O error or a resource shortage on the way: the outcome is unknown.
+    #[error("I/O: {reason}")]
+    Io {
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl LogDriveError {
+    /// Whether nothing was written (true), or the operation may or may not have taken effect
+    /// (false: I/O errors, a stopped drive).
+    pub fn is_definite(&self) -> bool {
+        !matches!(
+            self,
+            LogDriveError::Stopped { .. } | LogDriveError::Io { .. }
+        )
+    }
+}
