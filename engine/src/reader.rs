@@ -24,10 +24,15 @@ pub struct RingReader {
 impl RingReader {
     /// Opens the ring at `path` with a shared lock.
     pub fn open(path: &Path) -> Result<RingReader, OpenError> {
-        let files = storage::open(path, Access::ReadOnly)?;
+        RingReader::from_files(storage::open(path, Access::ReadOnly)?)
+    }
+
+    /// A reader over a ring's files however they were opened (with the shared lock, or
+    /// without any, as `stat` opens them).
+    pub fn from_files(files: RingFiles) -> Result<RingReader, OpenError> {
         let chunk = READ_CHUNK_BYTES.max(files.geometry.batch_size_max_bytes as usize);
         let pool = BufferPool::new(1, chunk).map_err(|source| OpenError::Io {
-            path: path.to_path_buf(),
+            path: files.path.clone(),
             action: "map a read buffer",
             source,
         })?;

@@ -9,16 +9,14 @@
 //! Whether a writer holds the ring is read from `/proc/locks` (the ring's lock is a `flock`,
 //! which `F_GETLK` and `F_OFD_GETLK` do not see), so the test acquires nothing.
 
-use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use sealog_wal::{RecoveryReport, ReplayError, ReplayOptions, RingId, RingSource};
+use sealog_wal::{RecoveryReport, ReplayError, ReplayOptions, RingId};
 
 use crate::error::OpenError;
-use crate::pool::BufferPool;
-use crate::reader::READ_CHUNK_BYTES;
-use crate::storage::{self, RingFiles, RingKind};
+use crate::reader::RingReader;
+use crate::storage::{self, RingKind};
 
 /// How many times a scan that met damage is repeated before the damage is believed: a trim
 /// and a writer's next lap between the control block's read and the log's can make a
@@ -94,7 +92,8 @@ pub enum StatError {
 pub fn stat(path: &Path) -> Result<RingStat, StatError> {
     let files = storage::open_unlocked(path)?;
     let holders = holders_of(path);
-    let mut source = UnlockedSource::new(files)?;
+    // The same O_DIRECT reader as verify's, over files opened without the lock.
+    let mut source = RingReader::from_files(files)?;
     let mut attempt = 1;
     let report = loop {
         match sealog_wal::scan(&mut source, &ReplayOptions::default()) {
@@ -106,7 +105,7 @@ pub fn stat(path: &Path) -> Result<RingStat, StatError> {
             }
         }
     };
-    Ok(shape_of(path, source.files.kind, &report, holders))
+    Ok(shape_of(path, source.files().kind, &report, holders))
 }
 
 /// The figures of a scan's `report`.
@@ -184,45 +183,6 @@ pub fn holders_in(locks: &str, major: u64, minor: u64, inode: u64) -> Holders {
         }
     }
     holders
-}
-
-/// A [`RingSource`] over a ring's files opened without a lock: O_DIRECT reads into an aligned
-/// buffer, as [`crate::reader::RingReader`] reads.
-struct UnlockedSource {
-    files: RingFiles,
-    pool: BufferPool,
-}
-
-impl UnlockedSource {
-    fn new(files: RingFiles) -> Result<UnlockedSource, OpenError> {
-        let chunk = READ_CHUNK_BYTES.max(files.geometry.batch_size_max_bytes as usize);
-        let pool = BufferPool::new(1, chunk).map_err(|source| OpenError::Io {
-            path: files.path.clone(),
-            action: "map a read buffer",
-            source,
-        })?;
-        Ok(UnlockedSource { files, pool })
-    }
-}
-
-impl RingSource for UnlockedSource {
-    fn size_bytes(&self) -> u64 {
-        self.files.geometry.ring_size_bytes().unwrap_or(0)
-    }
-
-    fn read_at(&mut self, ring_offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let chunk = self.pool.buffer_bytes();
-        let mut done = 0usize;
-        while done < buf.len() {
-            let len = (buf.len() - done).min(chunk);
-            let (file, offset) = self.files.locate(ring_offset + done as u64);
-            let aligned = &mut self.pool.buffer_mut(0)[..len];
-            self.files.files[file].read_exact_at(aligned, offset)?;
-            buf[done..done + len].copy_from_slice(aligned);
-            done += len;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
