@@ -2,30 +2,12 @@
 //! dump and verify output formats, oversized payloads, torn tails and corruption as verify and
 //! dump report them.
 
-use std::io::Write;
+mod common;
+
+use common::{sealog_stdin as sealog, text};
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn sealog(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sealog"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runs sealog");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("writes stdin");
-    child.wait_with_output().expect("waits")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use std::process::Command;
 
 fn format_ring(path: &Path) {
     let path = path.to_str().expect("utf-8 path");

@@ -2,18 +2,9 @@
 //! all-zero header is "not started"; a header with a bad CRC is damaged, one of another format
 //! version says so, and a block with no segment magic has no segment header.
 
-use std::process::Command;
+mod common;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn sealog(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_sealog"))
-        .args(args)
-        .output()
-        .expect("runs sealog")
-}
+use common::{sealog, text};
 
 #[test]
 fn inspect_tells_a_damaged_segment_header_from_a_segment_not_started() {

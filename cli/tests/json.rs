@@ -3,28 +3,14 @@
 //! `payload_hex`), `verify` one object (`status`, `first_lsn`, `last_lsn`, and `torn` or
 //! `corruption` when present), `inspect` and `stat` one object each.
 
+mod common;
+
+use common::sealog_stdin as sealog;
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn sealog(args: &[&str], stdin: &[u8]) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sealog"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runs sealog");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("writes stdin");
-    child.wait_with_output().expect("sealog ends")
-}
 
 fn json(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout)

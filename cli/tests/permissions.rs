@@ -3,16 +3,12 @@
 //! when group or other may read or write any of them (plain report on stderr, and in `--json`
 //! as `open_to_others`), without failing.
 
+mod common;
+
+use common::sealog;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn sealog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sealog"))
-        .args(args)
-        .output()
-        .expect("runs sealog")
-}
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path)

@@ -9,26 +9,19 @@
 //! These need root and loop devices, and the tools of util-linux (`mkswap`, `sfdisk`,
 //! `mount`), e2fsprogs and xfsprogs: they print `SKIP` without them, and fail under `CI=true`.
 
+mod common;
+
+use common::{sealog, text};
+
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use sealog_tests::{loop_device_or_skip, must_run_privileged_tests, LoopDevice};
 
 /// What format reads of a device to look for signatures (and what must stay unchanged when it
 /// refuses).
 const PROBE_BYTES: usize = 256 << 10;
-
-fn sealog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sealog"))
-        .args(args)
-        .output()
-        .expect("runs sealog")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// Whether `tool` is installed; without it the test skips, or fails under CI.
 fn have(tool: &str, test: &str) -> bool {

@@ -5,25 +5,18 @@
 //! acknowledged before it started, occupancy within capacity), name the writer's process, and
 //! say that they may be a moment old.
 
+mod common;
+
+use common::{sealog, text};
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use sealog::{Drive, DriveOptions, FormatOptions, SyncMethod};
 use serde_json::Value;
-
-fn sealog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sealog"))
-        .args(args)
-        .output()
-        .expect("runs sealog")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn format_ring(ring: &Path) {
     let options = FormatOptions::new(16 << 20)

@@ -5,21 +5,13 @@
 //! (formatted before the method was recorded, or after) is refused with exit 2 and a sentence
 //! naming both versions.
 
+mod common;
+
+use common::{sealog, text};
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use sealog_wal::format::{ControlBlock, SyncChoice, TailHint, CONTROL_SIZE_V1_BEFORE_SYNC};
-
-fn sealog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sealog"))
-        .args(args)
-        .output()
-        .expect("runs sealog")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn format_ring(path: &str, extra: &[&str]) -> String {
     let mut args = vec!["format", path, "--size", "8M", "--segment-size", "1M"];

@@ -3,30 +3,9 @@
 //! ring reads it the way an open does, with a hinted scan (a few windows past the log, not the
 //! whole ring), while `verify` scans the whole ring whatever the hint says.
 
-use std::process::{Command, Output, Stdio};
+mod common;
 
-use std::io::Write;
-
-fn sealog(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sealog"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runs sealog");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("writes stdin");
-    child.wait_with_output().expect("sealog finishes")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{sealog_stdin as sealog, text};
 
 #[test]
 fn inspect_shows_the_tail_hint_and_scans_as_an_open_does() {

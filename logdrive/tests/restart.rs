@@ -201,31 +201,15 @@ fn writes_racing_a_fence_replay_to_the_same_decisions() {
     let store = open(&ring);
     let drive = create(&store, 1);
     let outcomes = race(&drive, 1, || wait(drive.fence(2)).unwrap());
-    let fenced = outcomes
-        .iter()
-        .filter(|(_, outcome)| outcome.is_err())
-        .count();
-    println!("{fenced} of {} writes fenced", outcomes.len());
-    assert!(fenced > 0);
-    let check = |drive: &dyn LogDrive| {
-        for (address, outcome) in &outcomes {
-            let expected = match outcome {
-                Ok(()) => common::value(&payload(1, *address)),
-                Err(error) => {
-                    assert_eq!(*error, LogDriveError::Fenced { current: 2 });
-                    ReadOutcome::Unwritten
-                }
-            };
-            assert_eq!(wait(drive.read(*address)).unwrap(), expected);
+    let expected = |address: u64, outcome: &Result<(), LogDriveError>| match outcome {
+        Ok(()) => common::value(&payload(1, address)),
+        Err(error) => {
+            assert_eq!(*error, LogDriveError::Fenced { current: 2 });
+            ReadOutcome::Unwritten
         }
     };
-    check(&drive);
-    drop(drive);
-    store.close();
-    drop(store);
-    let store = open(&ring);
-    check(&store.get(1).unwrap());
-    assert_eq!(store.skipped_records(), 0);
+    let check = |drive: &dyn LogDrive| read_as_decided(drive, &outcomes, expected);
+    check_across_restart("fenced", &ring, store, drive, &outcomes, check);
 }
 
 /// Writers race a seal at 800: below it every acknowledged write reads back; at and beyond
@@ -237,33 +221,60 @@ fn writes_racing_a_seal_replay_to_the_same_decisions() {
     let store = open(&ring);
     let drive = create(&store, 1);
     let outcomes = race(&drive, 0, || wait(drive.seal(800)).unwrap());
+    let expected = |address: u64, outcome: &Result<(), LogDriveError>| match outcome {
+        Ok(()) if address < 800 => common::value(&payload(1, address)),
+        Ok(()) => ReadOutcome::Unwritten,
+        Err(error) => {
+            assert_eq!(*error, LogDriveError::Sealed { length: 800 });
+            assert!(address >= 800);
+            ReadOutcome::Unwritten
+        }
+    };
+    let check = |drive: &dyn LogDrive| {
+        read_as_decided(drive, &outcomes, expected);
+        assert_eq!(wait(drive.length()).unwrap().sealed, Some(800));
+    };
+    check_across_restart("refused as sealed", &ring, store, drive, &outcomes, check);
+}
+
+/// Every raced write reads as `expected` says its outcome makes it.
+fn read_as_decided(
+    drive: &dyn LogDrive,
+    outcomes: &[(u64, Result<(), LogDriveError>)],
+    expected: impl Fn(u64, &Result<(), LogDriveError>) -> ReadOutcome,
+) {
+    for (address, outcome) in outcomes {
+        let wanted = expected(*address, outcome);
+        assert_eq!(
+            wait(drive.read(*address)).unwrap(),
+            wanted,
+            "address {address}"
+        );
+    }
+}
+
+/// Some of the raced writes were refused, and `check` holds before a restart and after it.
+fn check_across_restart(
+    refused_as: &str,
+    ring: &common::Ring,
+    store: LogDriveStore,
+    drive: LocalLogDrive,
+    outcomes: &[(u64, Result<(), LogDriveError>)],
+    check: impl Fn(&dyn LogDrive),
+) {
     let refused = outcomes
         .iter()
         .filter(|(_, outcome)| outcome.is_err())
         .count();
-    println!("{refused} of {} writes refused as sealed", outcomes.len());
+    println!("{refused} of {} writes {refused_as}", outcomes.len());
     assert!(refused > 0);
-    let check = |drive: &dyn LogDrive| {
-        for (address, outcome) in &outcomes {
-            let expected = match outcome {
-                Ok(()) if *address < 800 => common::value(&payload(1, *address)),
-                Ok(()) => ReadOutcome::Unwritten,
-                Err(error) => {
-                    assert_eq!(*error, LogDriveError::Sealed { length: 800 });
-                    assert!(*address >= 800);
-                    ReadOutcome::Unwritten
-                }
-            };
-            assert_eq!(wait(drive.read(*address)).unwrap(), expected);
-        }
-        assert_eq!(wait(drive.length()).unwrap().sealed, Some(800));
-    };
     check(&drive);
     drop(drive);
     store.close();
     drop(store);
-    let store = open(&ring);
+    let store = open(ring);
     check(&store.get(1).unwrap());
+    assert_eq!(store.skipped_records(), 0);
 }
 
 /// Four writers pipelining writes of `drive` (addresses interleaved, 16 in flight each) at
