@@ -29,7 +29,7 @@ use hdrhistogram::Histogram;
 use sealog_wal::format::ControlBlock;
 use sealog_wal::{Geometry, Kind, RecoveryReport, WriteCursor};
 
-use super::appends::{Inflight, QueuedAppend, QueuedRecord, Records};
+use super::appends::{Inflight, QueuedAppend, Records};
 use super::buffers::Lanes;
 use super::cache::CachedEntry;
 use super::clock::{Clock, SystemClock};
@@ -539,22 +539,10 @@ impl<B: IoBackend> DriveCore<B> {
             return Err(DriveClosed.into());
         }
         let records = records.as_slice();
-        if records.is_empty() {
-            return Err(AppendError::EmptyGroup);
-        }
-        for record in records {
-            check_append(&self.geometry, record.kind, record.payload.len())?;
-        }
-        let group_bytes: u64 = records.iter().map(QueuedRecord::bytes_in_batch).sum();
-        let limit = self.geometry.batch_size_max_bytes;
-        if group_bytes > u64::from(limit) {
-            return Err(AppendError::GroupTooLarge {
-                entries: records.len(),
-                group_bytes,
-                batch_size_max_bytes: limit,
-            });
-        }
-        Ok(())
+        let shapes = records
+            .iter()
+            .map(|record| (record.kind, record.payload.len()));
+        check_records(&self.geometry, shapes)
     }
 
     /// Counters, histograms and state.
@@ -728,6 +716,35 @@ pub(super) fn check_append(
         return Err(AppendError::PayloadTooLarge {
             payload_len: payload_len as u64,
             payload_size_max_bytes: limit,
+        });
+    }
+    Ok(())
+}
+
+/// Whether the records of one append (one entry, or an all-or-nothing group), given as their
+/// kinds and payload lengths, are ones the ring takes: at least one, each as
+/// [`check_append`] says, and all of them with their headers within the batch limit (a group
+/// shares one batch). The handle checks it on the caller's thread, the core again when it
+/// takes the request.
+pub(super) fn check_records(
+    geometry: &Geometry,
+    records: impl ExactSizeIterator<Item = (Kind, usize)>,
+) -> Result<(), AppendError> {
+    let entries = records.len();
+    if entries == 0 {
+        return Err(AppendError::EmptyGroup);
+    }
+    let mut group_bytes = 0u64;
+    for (kind, payload_len) in records {
+        check_append(geometry, kind, payload_len)?;
+        group_bytes += payload_len as u64 + sealog_wal::format::ENTRY_HEADER_SIZE as u64;
+    }
+    let limit = geometry.batch_size_max_bytes;
+    if group_bytes > u64::from(limit) {
+        return Err(AppendError::GroupTooLarge {
+            entries,
+            group_bytes,
+            batch_size_max_bytes: limit,
         });
     }
     Ok(())

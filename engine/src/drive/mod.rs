@@ -920,7 +920,10 @@ impl Drive {
     /// ```
     pub fn append_group(&self, entries: Vec<NewEntry>) -> Result<Ticket, AppendError> {
         let queued_at = Instant::now();
-        check_group(&self.geometry, &entries)?;
+        let shapes = entries
+            .iter()
+            .map(|entry| (entry.kind, entry.payload.len()));
+        self::core::check_records(&self.geometry, shapes)?;
         self.queue_records(group_records(entries), queued_at)
     }
 
@@ -1466,28 +1469,6 @@ fn group_records(entries: Vec<NewEntry>) -> Records {
             })
             .collect(),
     )
-}
-
-/// Checks a group before anything of it is queued: not empty, every entry a kind the ring
-/// takes, and all of their records together within the batch limit.
-fn check_group(geometry: &Geometry, entries: &[NewEntry]) -> Result<(), AppendError> {
-    if entries.is_empty() {
-        return Err(AppendError::EmptyGroup);
-    }
-    let mut group_bytes = 0u64;
-    for entry in entries {
-        self::core::check_append(geometry, entry.kind, entry.payload.len())?;
-        group_bytes += entry.payload.len() as u64 + sealog_wal::format::ENTRY_HEADER_SIZE as u64;
-    }
-    let limit = geometry.batch_size_max_bytes;
-    if group_bytes > u64::from(limit) {
-        return Err(AppendError::GroupTooLarge {
-            entries: entries.len(),
-            group_bytes,
-            batch_size_max_bytes: limit,
-        });
-    }
-    Ok(())
 }
 
 /// Waits for the durable tail to reach an LSN ([`Drive::durable_async`]): the durable tail
