@@ -121,17 +121,39 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
             first_live: last - 7
         })
     );
-    // Without trims the ring fills: appends fail with RingFull rather than overwrite.
+    // Without trims the ring fills: appends fail with RingFull rather than overwrite. The
+    // shape's usable bytes say beforehand whether one more fits: an append that fits in them
+    // succeeds, and one refused had less than its record plus a segment's skipped rest (and
+    // one record more: the shape is published at the end of the drive's turn, so it may not
+    // show yet the append whose ticket just completed).
+    let record_bytes = 30_000 + sealog::ENTRY_HEADER_SIZE as u64;
+    let segment_bytes = Shape::small().segment_size_bytes;
     let mut full = None;
+    let mut usable_before = u64::MAX;
     for round in 0..200u64 {
-        if let Err(error) = drive.append(payload(round, 30_000)).expect("queued").wait() {
-            full = Some(error);
-            break;
+        let usable = drive.shape().usable_bytes;
+        assert!(usable <= usable_before, "usable bytes shrink as the ring fills");
+        usable_before = usable;
+        match drive.append(payload(round, 30_000)).expect("queued").wait() {
+            Ok(_) => assert!(usable >= record_bytes, "{usable} usable bytes held a record"),
+            Err(error) => {
+                let most = 2 * record_bytes + segment_bytes;
+                assert!(usable < most, "{usable} usable, refused");
+                full = Some(error);
+                break;
+            }
         }
     }
     assert!(
         matches!(full, Some(AppendError::RingFull { .. })),
         "{full:?}"
+    );
+    let before_trim = drive.shape().usable_bytes;
+    drive.trim(drive.durable_lsn()).expect("trim");
+    let after_trim = drive.shape().usable_bytes;
+    assert!(
+        after_trim >= before_trim + 8 * segment_bytes,
+        "a trim of the whole log frees its segments: {before_trim} then {after_trim}"
     );
     drive.close();
     drop(drive);

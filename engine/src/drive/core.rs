@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use hdrhistogram::Histogram;
 use sealog_wal::format::ControlBlock;
-use sealog_wal::{Geometry, Kind, RecoveryReport, WriteCursor};
+use sealog_wal::{Geometry, Kind, Position, RecoveryReport, WriteCursor};
 
 use super::appends::{Inflight, QueuedAppend, Records};
 use super::buffers::Lanes;
@@ -414,7 +414,22 @@ impl<B: IoBackend> DriveCore<B> {
         } else {
             0
         };
-        self.view.publish_shape(self.cursor.next_lsn, occupied);
+        // The writer may not enter the head's segment on the next lap (a segment is reused
+        // only once no live entry is left in it), and keeps one block for a tail marker.
+        let limit = Position {
+            lap: head.lap.saturating_add(1),
+            segment: head.segment,
+            offset: 0,
+        };
+        let usable = if position <= limit {
+            self.geometry
+                .distance_bytes(position, limit)
+                .saturating_sub(u64::from(self.geometry.block_size_bytes))
+        } else {
+            0
+        };
+        self.view
+            .publish_shape(self.cursor.next_lsn, occupied, usable);
     }
 
     /// Takes a request, as the thread does when one arrives on the channel.

@@ -429,6 +429,11 @@ pub struct LogShape {
     pub capacity_bytes: u64,
     /// The ring's bytes from the head (the oldest batch still live) to the write position.
     pub occupied_bytes: u64,
+    /// The ring's bytes the writer can still take before the ring is full: up to the head's
+    /// segment on the next lap (a segment is reused only once nothing in it is live), less
+    /// the block kept for a tail marker. A batch that does not fit the rest of a segment
+    /// skips it, so appends fit in somewhat less.
+    pub usable_bytes: u64,
     /// Running, or failed with its error.
     pub state: DriveState,
     /// The drive was closed (its state is the one it closed in).
@@ -1115,6 +1120,7 @@ impl Drive {
             live_entries: durable_lsn.saturating_sub(trim_lsn),
             capacity_bytes: geometry.segment_size_bytes * u64::from(geometry.segment_count),
             occupied_bytes: self.view.occupied_bytes(),
+            usable_bytes: self.view.usable_bytes(),
             state,
             closed,
         }

@@ -51,6 +51,7 @@ pub(crate) struct ReadView {
     /// position, as of the drive's last turn.
     next_lsn: AtomicU64,
     occupied_bytes: AtomicU64,
+    usable_bytes: AtomicU64,
     /// What the drive thread publishes for [`crate::Drive::stats`].
     pub(crate) stats: super::shared_stats::SharedStats,
 }
@@ -142,15 +143,24 @@ impl ReadView {
             counters: ReadCounters::default(),
             next_lsn: AtomicU64::new(durable_lsn + 1),
             occupied_bytes: AtomicU64::new(0),
+            usable_bytes: AtomicU64::new(0),
             stats: Default::default(),
         }
     }
 
-    /// The drive's turn ended with `next_lsn` the next LSN to assign and `occupied_bytes`
-    /// of the ring between its head and its write position.
-    pub(crate) fn publish_shape(&self, next_lsn: u64, occupied_bytes: u64) {
+    /// The drive's turn ended with `next_lsn` the next LSN to assign, `occupied_bytes` of
+    /// the ring between its head and its write position, and `usable_bytes` the writer can
+    /// still take before the ring is full.
+    pub(crate) fn publish_shape(&self, next_lsn: u64, occupied_bytes: u64, usable_bytes: u64) {
         self.next_lsn.store(next_lsn, Ordering::Relaxed);
         self.occupied_bytes.store(occupied_bytes, Ordering::Relaxed);
+        self.usable_bytes.store(usable_bytes, Ordering::Relaxed);
+    }
+
+    /// The ring's bytes the writer can still take before the ring is full, as of the drive's
+    /// last turn.
+    pub(crate) fn usable_bytes(&self) -> u64 {
+        self.usable_bytes.load(Ordering::Relaxed)
     }
 
     /// The next LSN the drive will assign, as of its last turn.
