@@ -132,10 +132,16 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
     let mut usable_before = u64::MAX;
     for round in 0..200u64 {
         let usable = drive.shape().usable_bytes;
-        assert!(usable <= usable_before, "usable bytes shrink as the ring fills");
+        assert!(
+            usable <= usable_before,
+            "usable bytes shrink as the ring fills"
+        );
         usable_before = usable;
         match drive.append(payload(round, 30_000)).expect("queued").wait() {
-            Ok(_) => assert!(usable >= record_bytes, "{usable} usable bytes held a record"),
+            Ok(_) => assert!(
+                usable >= record_bytes,
+                "{usable} usable bytes held a record"
+            ),
             Err(error) => {
                 let most = 2 * record_bytes + segment_bytes;
                 assert!(usable < most, "{usable} usable, refused");

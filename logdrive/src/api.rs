@@ -134,6 +134,14 @@ pub enum LogDriveError {
         /// The window asked for.
         k: u64,
     },
+    /// weak_tail cannot be answered: a damaged record whose header is gone may have held
+    /// some of these addresses (a quarantined open; SEMANTICS.md I11). They read as
+    /// `Damaged` until written again (repaired from a peer) or the LogDrive is sealed.
+    #[error("addresses {}..{} may have been held by a damaged record", addresses.start, addresses.end)]
+    Damaged {
+        /// The addresses in doubt (some may be written since).
+        addresses: Range<u64>,
+    },
     /// No live LogDrive has this id and generation (never created, or deleted).
     #[error("no LogDrive {id} (generation {generation})")]
     Missing {

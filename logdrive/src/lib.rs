@@ -1,6 +1,6 @@
 //! LogDrives on a sealog drive (issue 13, SEMANTICS.md section 1): many durable address
-//! spaces of write-once registers sharing one engine ring, with weakTail, seal, fence and
-//! prefix trim.
+//! spaces of write-once registers sharing one engine ring, with weakTail, seal, fence,
+//! prefix trim, reclamation of the ring's space, and a quarantine for damaged records.
 //!
 //! - [`api`]: the object-safe [`LogDrive`] trait every LogDrive implements (local, striped,
 //!   quorum, remote), its outcomes and its typed errors, definite or indeterminate;
@@ -9,17 +9,24 @@
 //! - [`record`]: how each record sits in a WAL entry (kind and embedder header);
 //! - `state`: one LogDrive's index and the checks the live path and replay share;
 //! - `replay`: the recovery visitor that rebuilds every LogDrive in the open's one pass;
+//! - [`reclaim`]: the reclaimer, which moves the ring's head past what no LogDrive needs and
+//!   relocates what pins it, with its policy and figures;
+//! - `space`: the ring room kept for relocation and for control records;
 //! - [`wait`](mod@wait): blocking on an operation's future from a plain thread.
 
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod reclaim;
 pub mod record;
 mod replay;
+mod space;
 mod state;
 pub mod store;
 pub mod wait;
 
 pub use api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
-pub use store::{LocalLogDrive, LogDriveStore};
+pub use reclaim::{ReclaimPolicy, ReclaimStats};
+pub use replay::DamageFound;
+pub use store::{LocalLogDrive, LogDriveStore, StoreOpenError, StoreOptions};
 pub use wait::wait;

@@ -1,34 +1,51 @@
 //! Rebuilding every LogDrive during the open's one replay pass: a [`RecoveryVisitor`] that
 //! decodes each live entry's record ([`crate::record`]) and applies it, in LSN order, with
 //! the checks the live path made ([`crate::state`]). Nothing is read a second time.
+//!
+//! Relocation writes a LogDrive's creation (and its seal, fence and trim point) forward as
+//! copies once the ring's head reaches them, while records of the same LogDrive written
+//! after the creation may still lie behind the copy. So replay meets a LogDrive's records
+//! before its creation: it keeps them under their (id, generation) and the LogDrive counts
+//! only once its creation (first or copied) is seen. Generations are never reused, so a
+//! record can only belong to the one LogDrive of its (id, generation); at the end of the
+//! pass the highest created generation of an id that was not deleted is its live LogDrive,
+//! and records of a generation never created (or created and then lost from the ring) took
+//! no effect.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use sealog::{EntryRef, RecoveryVisitor};
 
 use crate::record::{Record, RecordType};
-use crate::state::{Check, Control, LogState};
+use crate::state::{slot_len, Control, LogState};
 
-/// Applies a control record the live path would have applied: whether it took effect.
-fn replay_control(state: &mut LogState, control: Control) -> bool {
-    let applies = control.check(state) == Ok(Check::Apply);
-    if applies {
-        control.apply(state);
-    }
-    applies
+/// A LogDrive as replay has it so far.
+#[derive(Debug)]
+struct Replayed {
+    state: LogState,
+    /// Its creation (first or copied) was seen.
+    created: bool,
+    /// Records that took effect on it (counted as skipped if it never counts).
+    applied: u64,
 }
 
 /// The LogDrives as the log left them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Replay {
-    /// The live LogDrives by id.
-    pub live: HashMap<u64, LogState>,
-    /// The last generation each id was created with (deleted ones included).
-    pub generations: HashMap<u64, u64>,
-    /// Entries that took no effect: no LogDrive record, one for no live LogDrive, or one
-    /// the live path would have refused or found already done (a rewrite of the same bytes,
-    /// a repeated seal or fence).
+    /// How far past N a header-less damaged record may have written (the largest window
+    /// writers keep).
+    window: u64,
+    /// Every LogDrive with a record so far, by (id, generation).
+    states: HashMap<(u64, u64), Replayed>,
+    /// The highest generation any record carries.
+    pub generation_max: u64,
+    /// Entries that took no effect: no LogDrive record, one for no LogDrive, or one the live
+    /// path would have refused or found already done (a rewrite of the same bytes, a
+    /// repeated seal or fence).
     pub skipped: u64,
+    /// The damage found, in LSN order.
+    damage: Vec<DamageFound>,
 }
 
 impl RecoveryVisitor for Replay {
@@ -43,34 +60,185 @@ impl RecoveryVisitor for Replay {
     }
 }
 
+/// A damaged LSN range a quarantined open found, and what it held where its header survived.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DamageFound {
+    /// The LSNs.
+    pub lsns: std::ops::RangeInclusive<u64>,
+    /// The record's embedder header, where it survived (a range of one LSN).
+    pub header: Option<sealog::EmbedderHeader>,
+    /// The LogDrive address it held (id, generation, address), where the header names one.
+    pub address: Option<(u64, u64, u64)>,
+}
+
+/// What the pass rebuilt.
+#[derive(Debug, Default)]
+pub(crate) struct Rebuilt {
+    /// The live LogDrives by id.
+    pub live: HashMap<u64, LogState>,
+    /// The highest generation issued.
+    pub generation_max: u64,
+    /// Entries that took no effect.
+    pub skipped: u64,
+    /// The damage a quarantined open found.
+    pub damage: Vec<DamageFound>,
+}
+
 impl Replay {
+    /// A replay for writers that keep at most `window` addresses between T and N.
+    pub fn new(window: u64) -> Replay {
+        Replay {
+            window,
+            states: HashMap::new(),
+            generation_max: 0,
+            skipped: 0,
+            damage: Vec::new(),
+        }
+    }
+
+    /// The LogDrive of (id, generation), as far as replay has it.
+    fn state(&mut self, id: u64, generation: u64) -> &mut Replayed {
+        self.states
+            .entry((id, generation))
+            .or_insert_with(|| Replayed {
+                // Its capacity is known once its creation is seen.
+                state: LogState::new(id, generation, u64::MAX),
+                created: false,
+                applied: 0,
+            })
+    }
+
     fn apply(&mut self, record: &Record, entry: &EntryRef<'_>) -> bool {
-        if record.record_type == RecordType::Create {
-            self.generations.insert(record.id, record.generation);
-            let state = LogState::new(record.id, record.generation, record.value);
-            self.live.insert(record.id, state);
-            return true;
-        }
-        let Some(state) = self.live.get_mut(&record.id) else {
-            return false;
-        };
-        if state.generation != record.generation {
-            return false;
-        }
-        match record.record_type {
+        self.generation_max = self.generation_max.max(record.generation);
+        let key = (record.id, record.generation);
+        let lsn = entry.lsn;
+        let applied = match record.record_type {
+            RecordType::Generation => {
+                self.generation_max = self.generation_max.max(record.value);
+                return true;
+            }
+            RecordType::Create => {
+                let replayed = self.state(record.id, record.generation);
+                if replayed.created && !record.relocated {
+                    return false;
+                }
+                if !replayed.created {
+                    replayed.created = true;
+                    replayed.state.capacity = record.value;
+                    // Records met before the creation were checked against no capacity.
+                    replayed.state.confine_to_capacity();
+                }
+                replayed.state.holders.hold_create(lsn);
+                true
+            }
+            RecordType::Delete => {
+                return match self.states.remove(&key) {
+                    Some(replayed) if replayed.created => true,
+                    Some(replayed) => {
+                        self.skipped += replayed.applied;
+                        false
+                    }
+                    None => false,
+                };
+            }
             RecordType::Write => {
                 let crc = crc32c::crc32c(entry.payload);
                 let len = entry.payload.len() as u64;
-                state.replay_write(record.value, record.epoch, entry.lsn, crc, len)
+                let state = &mut self.state(record.id, record.generation).state;
+                if record.relocated {
+                    state.replay_relocated_write(record.value, lsn, crc, len)
+                } else {
+                    state.replay_write(record.value, record.epoch, lsn, crc, len)
+                }
             }
-            RecordType::Delete => {
-                self.live.remove(&record.id);
-                true
+            RecordType::Seal | RecordType::Fence | RecordType::Trim => {
+                let control = Control::of(record).expect("a control record");
+                let state = &mut self.state(record.id, record.generation).state;
+                if record.relocated {
+                    state.replay_relocated_control(control, lsn)
+                } else {
+                    state.replay_control(control, lsn)
+                }
             }
-            RecordType::Seal => replay_control(state, Control::Seal(record.value)),
-            RecordType::Fence => replay_control(state, Control::Fence(record.epoch)),
-            RecordType::Trim => replay_control(state, Control::Trim(record.value)),
-            RecordType::Create => unreachable!("handled above"),
+            RecordType::Damaged => {
+                let (crc, len) = record.damaged_crc_len();
+                let state = &mut self.state(record.id, record.generation).state;
+                state.replay_damaged_write(record.value, lsn, crc, len)
+            }
+            RecordType::Suspect => {
+                let state = &mut self.state(record.id, record.generation).state;
+                state.add_suspect(record.value..record.epoch, lsn)
+            }
+        };
+        if applied {
+            self.state(record.id, record.generation).applied += 1;
+        }
+        applied
+    }
+
+    /// A record found damaged with its header intact at `lsn`: a write names the address it
+    /// held, which reads as `Damaged` (not unwritten) until repaired. Whether it was one.
+    pub fn damaged_record(&mut self, lsn: u64, record: &Record, crc: u32, len: u64) -> bool {
+        self.generation_max = self.generation_max.max(record.generation);
+        if record.record_type != RecordType::Write {
+            return false;
+        }
+        let replayed = self.state(record.id, record.generation);
+        let applied = replayed
+            .state
+            .replay_damaged_write(record.value, lsn, crc, slot_len(len));
+        if applied {
+            replayed.applied += 1;
+        }
+        applied
+    }
+
+    /// Damaged records whose headers are gone, from `lsn` on: the unwritten addresses in
+    /// [T, N + window) of every unsealed LogDrive may have been theirs. How many LogDrives
+    /// were marked.
+    pub fn damaged_range(&mut self, lsn: u64) -> u64 {
+        let mut marked = 0;
+        for replayed in self.states.values_mut() {
+            if replayed.state.suspect_window(lsn, self.window) {
+                replayed.applied += 1;
+                marked += 1;
+            }
+        }
+        marked
+    }
+
+    /// The LogDrives the log holds: per id, its highest created generation (a crafted log
+    /// may create an id again without deleting it; the older generation's records then take
+    /// no effect).
+    pub fn finish(self) -> Rebuilt {
+        let mut skipped = self.skipped;
+        let mut live: HashMap<u64, Replayed> = HashMap::new();
+        for replayed in self.states.into_values() {
+            if !replayed.created {
+                skipped += replayed.applied;
+                continue;
+            }
+            match live.entry(replayed.state.id) {
+                Entry::Vacant(vacant) => {
+                    vacant.insert(replayed);
+                }
+                Entry::Occupied(mut other) => {
+                    if other.get().state.generation < replayed.state.generation {
+                        skipped += other.insert(replayed).applied;
+                    } else {
+                        skipped += replayed.applied;
+                    }
+                }
+            }
+        }
+        Rebuilt {
+            live: live
+                .into_iter()
+                .map(|(id, replayed)| (id, replayed.state))
+                .collect(),
+            generation_max: self.generation_max,
+            skipped,
+            damage: self.damage,
         }
     }
 }

@@ -1,27 +1,68 @@
 //! One LogDrive's state and the decisions made on it: the address index (address to the LSN
-//! of its record, with the payload's CRC32C and length for the write-once check), the seal,
-//! the fence, the trim point and whether it was deleted. The live path checks a record here
-//! before queueing it and applies it as it queues it; replay checks and applies the same
-//! records in LSN order with the same functions, so it reaches the same decisions (it sees
-//! every record the live path saw before each one, and only acknowledged slots count towards
-//! T live, so replay's T is never smaller).
+//! of the record holding its value, with the payload's CRC32C and length for the write-once
+//! check), the seal, the fence, the trim point, whether it was deleted, the LSNs of the
+//! records that hold its control state (what relocation must carry forward), and what a
+//! quarantined open found damaged.
+//!
+//! The control state is kept twice. As *queued* it is what every new record is checked
+//! against, from the moment a seal, fence or trim is queued: the records of one LogDrive take
+//! LSNs in the order they were checked, so no write checked against an old fence or seal lands
+//! after the new one. As *durable* it is what reads, weak_tail and length answer: a seal drops
+//! what is held at and beyond it, and a trim what is below it, only once its record is
+//! durable, so a value read before a crash never reads as unwritten (or trimmed) and then as
+//! the value again because the crash lost the seal that hid it.
+//!
+//! The live path checks a record here before queueing it and applies it as it queues it;
+//! replay checks and applies the same records in LSN order with the same functions, so it
+//! reaches the same decisions (it sees every record the live path saw before each one, and
+//! only acknowledged slots count towards T live, so replay's T is never smaller). Relocated
+//! copies are applied as the state they restore ([`crate::record`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 use crate::api::{Length, LogDriveError, TailDesc};
 use crate::record::{Record, RecordType};
 
+/// Ring bytes a record takes beyond its payload (its entry header, embedder header included).
+pub(crate) const RECORD_HEADER_BYTES: u64 = sealog::ENTRY_HEADER_SIZE as u64;
+
 /// One written (or being written) address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Slot {
-    /// The LSN of its first acknowledged record; `None` while no record is acknowledged.
+    /// The LSN of the record holding the value (the first acknowledged one, or the relocated
+    /// copy that took its place); `None` while no record of it is known acknowledged.
     pub lsn: Option<u64>,
     /// The payload's CRC32C.
     pub crc: u32,
     /// The payload's length.
-    pub len: u64,
+    pub len: u32,
     /// Records for it queued and not yet completed.
     pub pending: u32,
+    /// The record at `lsn` failed its checks (a quarantined open): reads answer `Damaged`,
+    /// and only a write of the same value (CRC and length) is accepted, as its repair.
+    pub damaged: bool,
+}
+
+impl Slot {
+    fn acknowledged(&self) -> bool {
+        self.lsn.is_some()
+    }
+
+    /// The ring bytes its record takes (a damaged one is carried forward as a header alone).
+    fn bytes(&self) -> u64 {
+        if self.damaged {
+            RECORD_HEADER_BYTES
+        } else {
+            RECORD_HEADER_BYTES + u64::from(self.len)
+        }
+    }
+}
+
+/// The length a slot records for a payload (an over-long payload is refused by the engine
+/// before it is queued; saturating keeps the write-once comparison exact below that).
+pub(crate) fn slot_len(len: u64) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
 }
 
 /// Whether a checked control record changes anything.
@@ -36,12 +77,126 @@ pub(crate) enum Check {
 /// What a checked write does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WriteCheck {
-    /// A new value: append it.
+    /// A new value, or the repair of a damaged one: append it.
     Append,
     /// The same CRC and length as the acknowledged record at this LSN.
     Durable(u64),
     /// The same CRC and length as a record still in flight.
     Pending,
+}
+
+/// Where a read goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// Below the (durable) trim point.
+    Trimmed { first: u64 },
+    /// Nothing acknowledged there.
+    Unwritten,
+    /// Written, and its record damaged (or possibly held by a damaged record).
+    Damaged,
+    /// The value is in the record at this LSN.
+    Record(u64),
+}
+
+/// A seal, fence or trim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Control {
+    Seal(u64),
+    Fence(u64),
+    Trim(u64),
+}
+
+impl Control {
+    /// The record that carries it.
+    pub fn record(self, id: u64, generation: u64) -> Record {
+        match self {
+            Control::Seal(length) => Record::new(RecordType::Seal, id, generation, length, 0),
+            Control::Fence(epoch) => Record::new(RecordType::Fence, id, generation, 0, epoch),
+            Control::Trim(upto) => Record::new(RecordType::Trim, id, generation, upto, 0),
+        }
+    }
+
+    /// The control a record carries, if it is one.
+    pub fn of(record: &Record) -> Option<Control> {
+        match record.record_type {
+            RecordType::Seal => Some(Control::Seal(record.value)),
+            RecordType::Fence => Some(Control::Fence(record.epoch)),
+            RecordType::Trim => Some(Control::Trim(record.value)),
+            _ => None,
+        }
+    }
+}
+
+/// The records that hold a LogDrive's control state: what relocation carries forward before
+/// the ring's head may pass them. Each is the value with the LSN of its newest durable
+/// record (a relocated copy takes over from the record it copies); `None` while no record of
+/// it is known durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Holders {
+    /// The creation's record.
+    pub create: Option<u64>,
+    pub seal: Option<Held>,
+    pub fence: Option<Held>,
+    pub trim: Option<Held>,
+}
+
+/// A control value and the LSN of the record that holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Held {
+    pub value: u64,
+    pub lsn: u64,
+}
+
+impl Holders {
+    fn count(&self) -> u64 {
+        let controls = [self.seal, self.fence, self.trim];
+        let held = controls.iter().filter(|held| held.is_some()).count();
+        held as u64 + u64::from(self.create.is_some())
+    }
+
+    /// The record at `lsn` holding `value` is durable: it holds the state if its value is
+    /// newer (values only grow), or, for the same value, if it is the newer record.
+    fn hold(holder: &mut Option<Held>, value: u64, lsn: u64) {
+        match holder {
+            Some(held) if held.value > value => {}
+            Some(held) if held.value == value => held.lsn = held.lsn.max(lsn),
+            _ => *holder = Some(Held { value, lsn }),
+        }
+    }
+
+    /// Whether the durable record at `lsn` carrying `value` must be kept: it holds the
+    /// state, or carries a newer value than the one known durable (its completion not yet
+    /// taken in, so that the state's own record is not yet known).
+    fn needs(holder: &Option<Held>, value: u64, lsn: u64) -> bool {
+        match holder {
+            None => true,
+            Some(held) => value > held.value || (value == held.value && lsn == held.lsn),
+        }
+    }
+
+    /// The creation's record is durable at `lsn` (the newer of two holds it).
+    pub fn hold_create(&mut self, lsn: u64) {
+        self.create = Some(self.create.map_or(lsn, |held| held.max(lsn)));
+    }
+}
+
+/// A range of addresses a damaged record whose header is gone may have held (quarantine):
+/// its unwritten addresses read as `Damaged` until written (repaired) or the LogDrive is
+/// sealed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Suspect {
+    /// The addresses.
+    pub addresses: Range<u64>,
+    /// The LSN of the damage (or of the relocated record carrying it forward).
+    pub lsn: u64,
+}
+
+/// The control state as durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Durable {
+    sealed: Option<u64>,
+    fence: u64,
+    first: u64,
 }
 
 /// One LogDrive.
@@ -50,13 +205,20 @@ pub(crate) struct LogState {
     pub id: u64,
     pub generation: u64,
     pub capacity: u64,
+    /// The seal, fence and trim point as queued: what new records are checked against.
     pub sealed: Option<u64>,
     pub fence: u64,
     pub first: u64,
+    /// The same as durable: what reads and tails answer.
+    durable: Durable,
     pub deleted: bool,
+    pub holders: Holders,
     slots: BTreeMap<u64, Slot>,
     /// Every address below it is acknowledged (or trimmed): where T's search starts.
     contiguous: u64,
+    /// The ring bytes of the acknowledged records the slots name.
+    slot_bytes: u64,
+    suspects: Vec<Suspect>,
 }
 
 impl LogState {
@@ -69,9 +231,13 @@ impl LogState {
             sealed: None,
             fence: 0,
             first: 0,
+            durable: Durable::default(),
             deleted: false,
+            holders: Holders::default(),
             slots: BTreeMap::new(),
             contiguous: 0,
+            slot_bytes: 0,
+            suspects: Vec::new(),
         }
     }
 
@@ -123,9 +289,10 @@ impl LogState {
         }
         match self.slots.get(&address) {
             None => Ok(WriteCheck::Append),
-            Some(slot) if slot.crc != crc || slot.len != len => {
+            Some(slot) if slot.crc != crc || slot.len != slot_len(len) => {
                 Err(LogDriveError::Conflict { address })
             }
+            Some(Slot { damaged: true, .. }) => Ok(WriteCheck::Append),
             Some(Slot { lsn: Some(lsn), .. }) => Ok(WriteCheck::Durable(*lsn)),
             Some(_) => Ok(WriteCheck::Pending),
         }
@@ -136,22 +303,40 @@ impl LogState {
         let slot = self.slots.entry(address).or_insert(Slot {
             lsn: None,
             crc,
-            len,
+            len: slot_len(len),
             pending: 0,
+            damaged: false,
         });
         slot.pending += 1;
     }
 
     /// A queued write's record completed: acknowledged at `lsn`, or not written (`None`).
     pub fn complete_write(&mut self, address: u64, lsn: Option<u64>) {
-        // A seal below it (or a deletion) dropped the slot: replay drops it too.
+        // A seal below it (or a trim above it) dropped the slot: replay drops it too.
         let Some(slot) = self.slots.get_mut(&address) else {
             return;
         };
         slot.pending = slot.pending.saturating_sub(1);
         match lsn {
-            Some(lsn) => slot.lsn = Some(slot.lsn.map_or(lsn, |first| first.min(lsn))),
-            None if slot.pending == 0 && slot.lsn.is_none() => {
+            Some(lsn) if slot.damaged => {
+                // The repair: the value is whole again, in its new record.
+                self.slot_bytes -= slot.bytes();
+                slot.damaged = false;
+                slot.lsn = Some(lsn);
+                self.slot_bytes += slot.bytes();
+            }
+            Some(lsn) => match slot.lsn {
+                None => {
+                    slot.lsn = Some(lsn);
+                    self.slot_bytes += slot.bytes();
+                }
+                // The record the slot names stays its record: relocation may already have
+                // judged every other record of the value garbage (a rewrite while the first
+                // was in flight, or the original a relocated copy took over from) and
+                // trimmed it. Replay keeps the first it meets: the same bytes.
+                Some(_) => {}
+            },
+            None if slot.pending == 0 && !slot.acknowledged() => {
                 self.slots.remove(&address);
             }
             None => {}
@@ -169,88 +354,388 @@ impl LogState {
         true
     }
 
-    /// The acknowledged slot at `address`, for a read.
-    pub fn lookup(&self, address: u64) -> Result<Option<u64>, LogDriveError> {
+    /// Whether a relocated copy of the write at `address` still belongs: the LogDrive holds
+    /// the address (not trimmed, not sealed off) with this value or none.
+    fn takes_copy(&self, address: u64, crc: u32, len: u32) -> bool {
+        let inside = address < self.capacity
+            && address >= self.first
+            && self.sealed.is_none_or(|length| address < length);
+        let same = self
+            .slots
+            .get(&address)
+            .is_none_or(|slot| slot.crc == crc && slot.len == len);
+        !self.deleted && inside && same
+    }
+
+    /// A relocated copy of a write found in replay at `lsn`: the value, now held there.
+    pub fn replay_relocated_write(&mut self, address: u64, lsn: u64, crc: u32, len: u64) -> bool {
+        let len = slot_len(len);
+        if !self.takes_copy(address, crc, len) {
+            return false;
+        }
+        let slot = self.slots.entry(address).or_insert(Slot {
+            lsn: None,
+            crc,
+            len,
+            pending: 0,
+            damaged: false,
+        });
+        if slot.acknowledged() {
+            self.slot_bytes -= slot.bytes();
+        }
+        slot.lsn = Some(lsn);
+        slot.damaged = false;
+        self.slot_bytes += slot.bytes();
+        true
+    }
+
+    /// Relocation's copy of the write at `address` (of the record at `from`) is durable at
+    /// `to`: the slot names it, unless the slot moved on meanwhile (dropped, or repaired).
+    pub fn relocated_write(&mut self, address: u64, from: u64, to: u64) {
+        let Some(slot) = self.slots.get_mut(&address) else {
+            return;
+        };
+        if slot.damaged || slot.lsn.is_some_and(|lsn| lsn != from) {
+            return;
+        }
+        if !slot.acknowledged() {
+            self.slot_bytes += slot.bytes();
+        }
+        slot.lsn = Some(to);
+    }
+
+    /// A damaged record found in a quarantined open at `lsn`: a write of a payload with this
+    /// CRC and length at `address`. Whether it took effect.
+    pub fn replay_damaged_write(&mut self, address: u64, lsn: u64, crc: u32, len: u32) -> bool {
+        if !self.takes_copy(address, crc, len) {
+            return false;
+        }
+        match self.slots.get_mut(&address) {
+            // Already held intact by an earlier record: the damaged one was a rewrite.
+            Some(slot) if slot.acknowledged() && !slot.damaged => false,
+            Some(slot) => {
+                if slot.acknowledged() {
+                    self.slot_bytes -= slot.bytes();
+                }
+                slot.lsn = Some(lsn);
+                slot.damaged = true;
+                self.slot_bytes += slot.bytes();
+                true
+            }
+            None => {
+                let slot = Slot {
+                    lsn: Some(lsn),
+                    crc,
+                    len,
+                    pending: 0,
+                    damaged: true,
+                };
+                self.slot_bytes += slot.bytes();
+                self.slots.insert(address, slot);
+                true
+            }
+        }
+    }
+
+    /// Relocation's copy of the damage at `address` (found at `from`) is durable at `to`.
+    pub fn relocated_damage(&mut self, address: u64, from: u64, to: u64) {
+        if let Some(slot) = self.slots.get_mut(&address) {
+            if slot.damaged && slot.lsn == Some(from) {
+                slot.lsn = Some(to);
+            }
+        }
+    }
+
+    /// The addresses in [T, N + window) not written when a damaged record whose header is
+    /// gone was found at `lsn`: they may have been its address. Nothing for a sealed
+    /// LogDrive (its length is settled; SEMANTICS.md I11).
+    pub fn suspect_window(&mut self, lsn: u64, window: u64) -> bool {
+        if self.deleted || self.sealed.is_some() {
+            return false;
+        }
+        let t = self.contiguous_tail();
+        let n = self.non_contiguous_tail();
+        let end = n.saturating_add(window).min(self.capacity);
+        self.add_suspect(t..end, lsn)
+    }
+
+    /// A suspect range carried forward (found in replay at `lsn`), or found.
+    pub fn add_suspect(&mut self, addresses: Range<u64>, lsn: u64) -> bool {
+        if self.deleted || self.sealed.is_some() || addresses.is_empty() {
+            return false;
+        }
+        self.suspects.push(Suspect { addresses, lsn });
+        true
+    }
+
+    /// Relocation's copy of the suspect range found at `from` is durable at `to`.
+    pub fn relocated_suspect(&mut self, from: u64, to: u64) {
+        for suspect in &mut self.suspects {
+            if suspect.lsn == from {
+                suspect.lsn = to;
+            }
+        }
+    }
+
+    /// Whether an unwritten address may have been held by a header-less damaged record.
+    fn suspected(&self, address: u64) -> bool {
+        self.suspects
+            .iter()
+            .any(|suspect| suspect.addresses.contains(&address))
+    }
+
+    /// The suspect ranges with an address still unwritten, inside the LogDrive.
+    pub fn open_suspects(&self) -> impl Iterator<Item = &Suspect> + '_ {
+        self.suspects.iter().filter(move |suspect| {
+            let start = suspect.addresses.start.max(self.first);
+            (start..suspect.addresses.end).any(|address| !self.acknowledged(address))
+        })
+    }
+
+    /// The damaged slots (address, LSN of the damaged record, CRC, length).
+    pub fn damaged_slots(&self) -> impl Iterator<Item = (u64, u64, u32, u32)> + '_ {
+        self.slots.iter().filter_map(|(address, slot)| {
+            let lsn = slot.lsn.filter(|_| slot.damaged)?;
+            Some((*address, lsn, slot.crc, slot.len))
+        })
+    }
+
+    /// The addresses that read as `Damaged`: damaged slots, and the unwritten addresses of
+    /// the suspect ranges.
+    pub fn damaged_addresses(&self) -> BTreeSet<u64> {
+        let mut damaged: BTreeSet<u64> = self.damaged_slots().map(|(a, ..)| a).collect();
+        for suspect in &self.suspects {
+            let start = suspect.addresses.start.max(self.durable.first);
+            for address in start..suspect.addresses.end {
+                if !self.acknowledged(address) {
+                    damaged.insert(address);
+                }
+            }
+        }
+        damaged
+    }
+
+    /// Where a read of `address` goes.
+    pub fn lookup(&self, address: u64) -> Result<Lookup, LogDriveError> {
         self.check_live()?;
         if address >= self.capacity {
             return Err(self.out_of_range(address));
         }
-        Ok(self.slots.get(&address).and_then(|slot| slot.lsn))
-    }
-
-    /// Checks a seal at `length`.
-    pub fn check_seal(&self, length: u64) -> Result<Check, LogDriveError> {
-        self.check_live()?;
-        match self.sealed {
-            Some(sealed) if sealed == length => Ok(Check::Same),
-            Some(sealed) => Err(LogDriveError::Sealed { length: sealed }),
-            None if length > self.capacity || length < self.first => {
-                Err(LogDriveError::OutOfRange {
-                    address: length,
-                    valid: self.first..self.capacity.saturating_add(1),
-                })
-            }
-            None => Ok(Check::Apply),
-        }
-    }
-
-    /// Seals at `length`, dropping what is held at and beyond it.
-    pub fn apply_seal(&mut self, length: u64) {
-        self.sealed = Some(length);
-        self.slots.split_off(&length);
-        self.contiguous = self.contiguous.min(length);
-    }
-
-    /// Checks a fence at `epoch`.
-    pub fn check_fence(&self, epoch: u64) -> Result<Check, LogDriveError> {
-        self.check_live()?;
-        match epoch.cmp(&self.fence) {
-            std::cmp::Ordering::Less => Err(LogDriveError::Fenced {
-                current: self.fence,
-            }),
-            std::cmp::Ordering::Equal => Ok(Check::Same),
-            std::cmp::Ordering::Greater => Ok(Check::Apply),
-        }
-    }
-
-    /// Fences at `epoch`.
-    pub fn apply_fence(&mut self, epoch: u64) {
-        self.fence = epoch;
-    }
-
-    /// Checks a trim to `upto` (the first address kept): allowed only at or below T.
-    pub fn check_trim(&mut self, upto: u64) -> Result<Check, LogDriveError> {
-        self.check_live()?;
-        let t = self.contiguous_tail();
-        if upto > t {
-            return Err(LogDriveError::OutOfRange {
-                address: upto,
-                valid: 0..t + 1,
+        if address < self.durable.first {
+            return Ok(Lookup::Trimmed {
+                first: self.durable.first,
             });
         }
-        Ok(if upto <= self.first {
-            Check::Same
-        } else {
-            Check::Apply
+        Ok(match self.slots.get(&address) {
+            Some(Slot {
+                lsn: Some(_),
+                damaged: true,
+                ..
+            }) => Lookup::Damaged,
+            Some(Slot { lsn: Some(lsn), .. }) => Lookup::Record(*lsn),
+            _ if self.suspected(address) => Lookup::Damaged,
+            _ => Lookup::Unwritten,
         })
     }
 
-    /// Trims every address below `upto`.
-    pub fn apply_trim(&mut self, upto: u64) {
-        self.first = upto;
-        self.slots = self.slots.split_off(&upto);
-        self.contiguous = self.contiguous.max(upto);
+    /// The value's record at `address` now, if the slot still holds this CRC and length
+    /// (for a read or a comparison retried after relocation moved it).
+    pub fn record_of(&self, address: u64) -> Option<u64> {
+        self.slots
+            .get(&address)
+            .filter(|slot| !slot.damaged)
+            .and_then(|slot| slot.lsn)
+    }
+
+    /// Checks a seal, fence or trim against the state as queued.
+    pub fn check_control(&mut self, control: Control) -> Result<Check, LogDriveError> {
+        self.check_live()?;
+        match control {
+            Control::Seal(length) => match self.sealed {
+                Some(sealed) if sealed == length => Ok(Check::Same),
+                Some(sealed) => Err(LogDriveError::Sealed { length: sealed }),
+                None if length > self.capacity || length < self.first => {
+                    Err(LogDriveError::OutOfRange {
+                        address: length,
+                        valid: self.first..self.capacity.saturating_add(1),
+                    })
+                }
+                None => Ok(Check::Apply),
+            },
+            Control::Fence(epoch) => match epoch.cmp(&self.fence) {
+                std::cmp::Ordering::Less => Err(LogDriveError::Fenced {
+                    current: self.fence,
+                }),
+                std::cmp::Ordering::Equal => Ok(Check::Same),
+                std::cmp::Ordering::Greater => Ok(Check::Apply),
+            },
+            Control::Trim(upto) => {
+                let t = self.contiguous_tail();
+                if upto > t {
+                    return Err(LogDriveError::OutOfRange {
+                        address: upto,
+                        valid: 0..t + 1,
+                    });
+                }
+                Ok(if upto <= self.first {
+                    Check::Same
+                } else {
+                    Check::Apply
+                })
+            }
+        }
+    }
+
+    /// A checked control record queued: new records are checked against it from now on.
+    pub fn queue_control(&mut self, control: Control) {
+        match control {
+            Control::Seal(length) => self.sealed = Some(length),
+            Control::Fence(epoch) => self.fence = self.fence.max(epoch),
+            Control::Trim(upto) => self.first = self.first.max(upto),
+        }
+    }
+
+    /// A control record that changed the state (or relocation's copy of one) is durable at
+    /// `lsn`: reads see it, and the record holds it.
+    pub fn durable_control(&mut self, control: Control, lsn: u64) {
+        match control {
+            Control::Seal(length) => {
+                if self.durable.sealed.is_some_and(|sealed| sealed != length) {
+                    return;
+                }
+                self.durable.sealed = Some(length);
+                self.drop_slots(length..u64::MAX);
+                self.contiguous = self.contiguous.min(length);
+                // A settled length: nothing past it can be asked for, nothing below it is
+                // suspected any more (SEMANTICS.md I11).
+                self.suspects.clear();
+                Holders::hold(&mut self.holders.seal, length, lsn);
+            }
+            Control::Fence(epoch) => {
+                self.durable.fence = self.durable.fence.max(epoch);
+                Holders::hold(&mut self.holders.fence, epoch, lsn);
+            }
+            Control::Trim(upto) => {
+                if upto > self.durable.first {
+                    self.durable.first = upto;
+                    self.drop_slots(0..upto);
+                    self.contiguous = self.contiguous.max(upto);
+                }
+                Holders::hold(&mut self.holders.trim, upto, lsn);
+            }
+        }
+    }
+
+    /// Drops what lies at or beyond the capacity (records replay met before the creation
+    /// that fixed it; the live path never accepts them).
+    pub fn confine_to_capacity(&mut self) {
+        self.drop_slots(self.capacity..u64::MAX);
+        let capacity = self.capacity;
+        self.suspects.retain_mut(|suspect| {
+            suspect.addresses.end = suspect.addresses.end.min(capacity);
+            !suspect.addresses.is_empty()
+        });
+    }
+
+    fn drop_slots(&mut self, addresses: Range<u64>) {
+        let dropped: Vec<u64> = self.slots.range(addresses).map(|(a, _)| *a).collect();
+        for address in dropped {
+            if let Some(slot) = self.slots.remove(&address) {
+                if slot.acknowledged() {
+                    self.slot_bytes -= slot.bytes();
+                }
+            }
+        }
+    }
+
+    /// A control record found in replay at `lsn`, checked as the live path checked it:
+    /// whether it took effect.
+    pub fn replay_control(&mut self, control: Control, lsn: u64) -> bool {
+        if self.check_control(control) != Ok(Check::Apply) {
+            return false;
+        }
+        self.queue_control(control);
+        self.durable_control(control, lsn);
+        true
+    }
+
+    /// A relocated copy of a control record found in replay at `lsn`: the state it carries
+    /// forward, restored (not checked again: it was accepted when first written).
+    pub fn replay_relocated_control(&mut self, control: Control, lsn: u64) -> bool {
+        let (current, value) = match control {
+            Control::Seal(length) => return self.restore_seal(length, lsn),
+            Control::Fence(epoch) => (self.fence, epoch),
+            Control::Trim(upto) => (self.first, upto),
+        };
+        if self.deleted || value < current {
+            return false;
+        }
+        self.queue_control(control);
+        self.durable_control(control, lsn);
+        true
+    }
+
+    fn restore_seal(&mut self, length: u64, lsn: u64) -> bool {
+        if self.deleted || self.sealed.is_some_and(|sealed| sealed != length) {
+            return false;
+        }
+        self.queue_control(Control::Seal(length));
+        self.durable_control(Control::Seal(length), lsn);
+        true
+    }
+
+    /// Relocation's copy of a control record is durable at `to`: the value it carries is
+    /// durable (its original was when it was copied), and the copy holds it.
+    pub fn relocated_control(&mut self, control: Control, to: u64) {
+        self.durable_control(control, to);
+    }
+
+    /// Whether the durable record at `lsn` is one this LogDrive still needs: the record
+    /// holding an address's value (or its damage), its creation, or the record holding its
+    /// seal, fence or trim point, judged by what is known durable. A durable record whose
+    /// completion is not yet taken in (its slot's LSN unknown, a newer value than the one
+    /// known durable) is needed: once its completion is taken in, the state names it.
+    /// `payload` is the record's payload CRC and length, for writes.
+    pub fn needs(&self, lsn: u64, record: &Record, payload: (u32, u32)) -> bool {
+        if record.generation != self.generation {
+            return false;
+        }
+        match record.record_type {
+            RecordType::Write => {
+                let (crc, len) = payload;
+                self.slots.get(&record.value).is_some_and(|slot| {
+                    let holds = slot.lsn.is_none_or(|held| held == lsn);
+                    !slot.damaged && holds && slot.crc == crc && slot.len == len
+                })
+            }
+            RecordType::Create => self.holders.create.is_none_or(|held| held == lsn),
+            RecordType::Seal => Holders::needs(&self.holders.seal, record.value, lsn),
+            RecordType::Fence => Holders::needs(&self.holders.fence, record.epoch, lsn),
+            RecordType::Trim => Holders::needs(&self.holders.trim, record.value, lsn),
+            RecordType::Damaged => self
+                .slots
+                .get(&record.value)
+                .is_some_and(|slot| slot.damaged && slot.lsn == Some(lsn)),
+            RecordType::Suspect => self.open_suspects().any(|suspect| suspect.lsn == lsn),
+            RecordType::Delete | RecordType::Generation => false,
+        }
+    }
+
+    /// The damaged slot whose damaged record is at `lsn`, if any: (address, CRC, length).
+    pub fn damage_at(&self, lsn: u64) -> Option<(u64, u32, u32)> {
+        self.damaged_slots()
+            .find(|(_, at, ..)| *at == lsn)
+            .map(|(address, _, crc, len)| (address, crc, len))
     }
 
     fn acknowledged(&self, address: u64) -> bool {
-        self.slots
-            .get(&address)
-            .is_some_and(|slot| slot.lsn.is_some())
+        self.slots.get(&address).is_some_and(Slot::acknowledged)
     }
 
-    /// T: the first address at or past the trim point not acknowledged.
+    /// T: the first address at or past the trim point not acknowledged (a damaged slot is
+    /// written: SEMANTICS.md I11).
     pub fn contiguous_tail(&mut self) -> u64 {
-        let mut t = self.contiguous.max(self.first);
+        let mut t = self.contiguous.max(self.durable.first);
         while self.acknowledged(t) {
             t += 1;
         }
@@ -261,13 +746,24 @@ impl LogState {
     /// N: one past the highest acknowledged address (never below T).
     pub fn non_contiguous_tail(&mut self) -> u64 {
         let t = self.contiguous_tail();
-        let last = self.slots.iter().rev().find(|(_, slot)| slot.lsn.is_some());
+        let last = self
+            .slots
+            .iter()
+            .rev()
+            .find(|(_, slot)| slot.acknowledged());
         last.map_or(t, |(address, _)| (address + 1).max(t))
     }
 
-    /// weakTail(k), exactly, from the index.
+    /// weakTail(k), exactly, from the index. A LogDrive with addresses that a header-less
+    /// damaged record may have held cannot say where its tails are: `Damaged` until they are
+    /// repaired or it is sealed.
     pub fn weak_tail(&mut self, k: u64) -> Result<TailDesc, LogDriveError> {
         self.check_live()?;
+        if let Some(suspect) = self.open_suspects().next() {
+            return Err(LogDriveError::Damaged {
+                addresses: suspect.addresses.clone(),
+            });
+        }
         let t = self.contiguous_tail();
         let n = self.non_contiguous_tail();
         if n - t > k {
@@ -277,56 +773,95 @@ impl LogState {
         Ok(TailDesc { n, holes })
     }
 
-    /// The lengths a coordinator compares.
+    /// The lengths a coordinator compares (as durable).
     pub fn length(&mut self) -> Result<Length, LogDriveError> {
         self.check_live()?;
         Ok(Length {
             n: self.non_contiguous_tail(),
             t: self.contiguous_tail(),
-            sealed: self.sealed,
-            fence: self.fence,
-            first: self.first,
+            sealed: self.durable.sealed,
+            fence: self.durable.fence,
+            first: self.durable.first,
         })
     }
+
+    /// The ring bytes of the records this LogDrive needs: its acknowledged values (headers
+    /// included) and the records holding its control state.
+    pub fn live_bytes(&self) -> u64 {
+        self.slot_bytes + RECORD_HEADER_BYTES * self.holders.count()
+    }
 }
 
-/// A seal, fence or trim.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Control {
-    Seal(u64),
-    Fence(u64),
-    Trim(u64),
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Control {
-    pub fn check(self, state: &mut LogState) -> Result<Check, LogDriveError> {
-        match self {
-            Control::Seal(length) => state.check_seal(length),
-            Control::Fence(epoch) => state.check_fence(epoch),
-            Control::Trim(upto) => state.check_trim(upto),
+    #[test]
+    fn a_seal_hides_what_it_drops_only_once_durable() {
+        let mut state = LogState::new(1, 1, 100);
+        for address in 0..10 {
+            state.queue_write(address, 7, 3);
+            state.complete_write(address, Some(address + 2));
         }
+        assert_eq!(state.check_control(Control::Seal(5)), Ok(Check::Apply));
+        state.queue_control(Control::Seal(5));
+        assert_eq!(
+            state.check_write(12, 0, 7, 3),
+            Err(LogDriveError::Sealed { length: 5 })
+        );
+        assert_eq!(state.lookup(8), Ok(Lookup::Record(10)));
+        assert_eq!(state.length().unwrap().n, 10);
+        state.durable_control(Control::Seal(5), 40);
+        assert_eq!(state.lookup(8), Ok(Lookup::Unwritten));
+        assert_eq!(state.length().unwrap().n, 5);
+        assert_eq!(state.holders.seal, Some(Held { value: 5, lsn: 40 }));
     }
 
-    pub fn apply(self, state: &mut LogState) {
-        match self {
-            Control::Seal(length) => state.apply_seal(length),
-            Control::Fence(epoch) => state.apply_fence(epoch),
-            Control::Trim(upto) => state.apply_trim(upto),
-        }
+    #[test]
+    fn a_relocated_copy_stays_the_value_whatever_completes_after_it() {
+        let mut state = LogState::new(1, 1, 100);
+        state.queue_write(4, 7, 3);
+        // Relocation copied the durable record at 10 before its completion was taken in.
+        state.relocated_write(4, 10, 50);
+        state.complete_write(4, Some(10));
+        assert_eq!(state.lookup(4), Ok(Lookup::Record(50)));
+        assert_eq!(state.live_bytes(), RECORD_HEADER_BYTES + 3);
     }
 
-    pub fn record(self, id: u64, generation: u64) -> Record {
-        let (record_type, value, epoch) = match self {
-            Control::Seal(length) => (RecordType::Seal, length, 0),
-            Control::Fence(epoch) => (RecordType::Fence, 0, epoch),
-            Control::Trim(upto) => (RecordType::Trim, upto, 0),
-        };
-        Record {
-            record_type,
-            id,
-            generation,
-            value,
-            epoch,
-        }
+    #[test]
+    fn a_damaged_slot_is_written_and_takes_only_its_own_value() {
+        let mut state = LogState::new(1, 1, 100);
+        state.replay_write(0, 0, 2, 7, 3);
+        assert!(state.replay_damaged_write(1, 3, 9, 5));
+        assert_eq!(state.lookup(1), Ok(Lookup::Damaged));
+        assert_eq!(state.weak_tail(4).unwrap().n, 2);
+        assert_eq!(
+            state.check_write(1, 0, 8, 5),
+            Err(LogDriveError::Conflict { address: 1 })
+        );
+        assert_eq!(state.check_write(1, 0, 9, 5), Ok(WriteCheck::Append));
+        state.queue_write(1, 9, 5);
+        state.complete_write(1, Some(30));
+        assert_eq!(state.lookup(1), Ok(Lookup::Record(30)));
+    }
+
+    #[test]
+    fn suspects_read_damaged_until_written_or_sealed() {
+        let mut state = LogState::new(1, 1, 100);
+        state.replay_write(0, 0, 2, 7, 3);
+        state.replay_write(2, 0, 3, 7, 3);
+        assert!(state.suspect_window(4, 4));
+        assert_eq!(state.lookup(1), Ok(Lookup::Damaged));
+        assert_eq!(state.lookup(6), Ok(Lookup::Damaged));
+        assert_eq!(state.lookup(7), Ok(Lookup::Unwritten));
+        assert!(matches!(
+            state.weak_tail(8),
+            Err(LogDriveError::Damaged { .. })
+        ));
+        state.replay_write(1, 0, 5, 7, 3);
+        assert_eq!(state.lookup(1), Ok(Lookup::Record(5)));
+        assert!(state.replay_control(Control::Seal(4), 6));
+        assert_eq!(state.lookup(3), Ok(Lookup::Unwritten));
+        assert_eq!(state.weak_tail(8).unwrap().t(), 3);
     }
 }

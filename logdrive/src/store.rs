@@ -1,6 +1,7 @@
 //! Many LogDrives on one engine drive: [`LogDriveStore`] owns a [`sealog::Drive`], rebuilds
 //! every LogDrive in the open's replay pass ([`crate::replay`]), creates and deletes them
-//! durably, and hands out [`LocalLogDrive`] handles, each bound to one id and generation.
+//! durably, hands out [`LocalLogDrive`] handles, each bound to one id and generation, keeps
+//! ring room for relocation ([`crate::space`]) and runs the reclaimer ([`crate::reclaim`]).
 //!
 //! Ordering: each LogDrive's checks and the queueing of its record happen under that
 //! LogDrive's mutex, held until the engine has the append queued, so records of one LogDrive
@@ -10,38 +11,163 @@
 //!
 //! A write's slot is indexed when its record is queued (so a second write of the address is
 //! checked against it) but counts as written (reads, T, N) only once its record is
-//! acknowledged. A write whose future is dropped early leaves its ticket with the LogDrive,
-//! looked at on the LogDrive's next operation. A control record (create, delete, seal,
-//! fence, trim) applies when queued; if it then fails, memory and log may disagree, so the
-//! store stops: every later operation is `Stopped` until the drive is reopened.
+//! acknowledged. A seal, fence or trim is checked against and applied to the state as queued
+//! at once, and to what reads answer once durable ([`crate::state`]). Every record's outcome
+//! is taken in exactly once: by its future when it completes, or, when the future was
+//! dropped first, from the ticket it leaves with the LogDrive (or the store, for a
+//! deletion), looked at on the LogDrive's next operation and by the reclaimer. A control
+//! record (create, delete, seal, fence, trim) that the engine then fails leaves memory and
+//! log in doubt, so the store stops: every later operation is `Stopped` until the drive is
+//! reopened.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll};
+use std::thread::JoinHandle;
 
 use bytes::Bytes;
+use sealog::io::IoBackend;
 use sealog::{
-    AppendError, AppendOutcome, Drive, DriveOptions, NewEntry, OpenError, ReadError, Ticket,
+    AppendError, AppendOutcome, Drive, DriveOptions, Geometry, NewEntry, OpenError, ReadError,
+    Ticket,
 };
 
 use crate::api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
+use crate::reclaim::{ReclaimPolicy, ReclaimStats, Reclaimer};
 use crate::record::{Record, RecordType, GENERATION_MAX};
-use crate::replay::Replay;
-use crate::state::{Check, Control, LogState, WriteCheck};
+use crate::replay::{DamageFound, Replay};
+use crate::space::{Admission, Class, Space};
+use crate::state::{Check, Control, LogState, Lookup, WriteCheck, RECORD_HEADER_BYTES};
 
-/// A LogDrive's state with the tickets of writes whose futures were dropped.
-struct Live {
-    state: LogState,
-    orphans: Vec<(u64, Ticket)>,
+/// How a [`LogDriveStore`] opens and runs.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// The engine drive's options (its recovery mode among them:
+    /// `RecoveryMode::Quarantine` opens a ring with damaged acknowledged records).
+    pub drive: DriveOptions,
+    /// When and how fast the ring's space is reclaimed.
+    pub reclaim: ReclaimPolicy,
+    /// The largest window K writers keep between T and N (an AtomicLog's K): how far past N a
+    /// damaged record whose header is gone may have written, in a quarantined open.
+    pub write_window_max: u64,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions {
+            drive: DriveOptions::default(),
+            reclaim: ReclaimPolicy::default(),
+            write_window_max: 64,
+        }
+    }
+}
+
+impl StoreOptions {
+    /// These options with `drive` for the engine drive.
+    pub fn drive(mut self, drive: DriveOptions) -> StoreOptions {
+        self.drive = drive;
+        self
+    }
+
+    /// These options with `reclaim` as the reclamation policy.
+    pub fn reclaim(mut self, reclaim: ReclaimPolicy) -> StoreOptions {
+        self.reclaim = reclaim;
+        self
+    }
+
+    /// These options with `write_window_max` as the largest window writers keep.
+    pub fn write_window_max(mut self, write_window_max: u64) -> StoreOptions {
+        self.write_window_max = write_window_max;
+        self
+    }
+}
+
+/// Why a store could not open.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreOpenError {
+    /// The engine drive did not open.
+    #[error(transparent)]
+    Drive(#[from] OpenError),
+    /// The reclamation policy cannot work on this ring.
+    #[error("{path}: {reason}")]
+    Policy {
+        /// The ring.
+        path: std::path::PathBuf,
+        /// What is wrong with the policy.
+        reason: String,
+    },
+}
+
+/// The outcome of a dropped write, kept until someone looks.
+struct Orphan {
+    address: u64,
+    ticket: Ticket,
+    _admission: Admission,
+}
+
+/// A control record whose future was dropped before it completed.
+struct PendingControl {
+    kind: ControlKind,
+    ticket: Ticket,
+    _admission: Admission,
+}
+
+/// What a control record does once durable.
+#[derive(Clone, Copy, Debug)]
+enum ControlKind {
+    Create,
+    Control(Control, Check),
+}
+
+/// A LogDrive's state with the outcomes not yet taken in.
+pub(crate) struct Live {
+    pub state: LogState,
+    orphans: Vec<Orphan>,
+    controls: Vec<PendingControl>,
+}
+
+impl Live {
+    fn new(state: LogState) -> Live {
+        Live {
+            state,
+            orphans: Vec::new(),
+            controls: Vec::new(),
+        }
+    }
+
+    /// Takes in the outcomes that completed since the last look; a control record that
+    /// failed stops the store.
+    pub(crate) fn take_in(&mut self, inner: &Inner) {
+        let Live {
+            state,
+            orphans,
+            controls,
+        } = self;
+        orphans.retain(|orphan| match orphan.ticket.try_outcome() {
+            Some(outcome) => {
+                finish_write(state, orphan.address, &outcome);
+                false
+            }
+            None => true,
+        });
+        controls.retain(|pending| match pending.ticket.try_outcome() {
+            Some(outcome) => {
+                let _ = finish_control(inner, state, pending.kind, &outcome);
+                false
+            }
+            None => true,
+        });
+    }
 }
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("LogDriveStore")
+            .field("path", &self.drive.path())
             .finish_non_exhaustive()
     }
 }
@@ -56,20 +182,68 @@ impl std::fmt::Debug for LocalLogDrive {
     }
 }
 
-type Shared = Arc<Mutex<Live>>;
+pub(crate) type Shared = Arc<Mutex<Live>>;
 
-/// The live LogDrives and the last generation of every id ever created.
-#[derive(Default)]
-struct Registry {
-    live: HashMap<u64, Shared>,
-    generations: HashMap<u64, u64>,
+/// A deletion whose future was dropped before it completed.
+struct PendingDelete {
+    key: (u64, u64),
+    ticket: Ticket,
+    _admission: Admission,
 }
 
-struct Inner {
-    drive: Drive,
-    registry: Mutex<Registry>,
+/// The live LogDrives, the deleted ones whose deletion is not yet known durable, and the
+/// generations.
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub live: HashMap<u64, Shared>,
+    /// Deleted, by (id, generation), until the deletion is durable: the reclaimer must not
+    /// take their records for garbage before then (a crash could still bring them back).
+    pub dying: HashMap<(u64, u64), Shared>,
+    deletes: Vec<PendingDelete>,
+    /// The highest generation issued; the next creation takes one more.
+    pub generation_max: u64,
+}
+
+impl Registry {
+    /// Takes in the deletions that completed since the last look.
+    pub(crate) fn take_in(&mut self) {
+        let Registry { dying, deletes, .. } = self;
+        deletes.retain(|pending| match pending.ticket.try_outcome() {
+            Some(outcome) => {
+                if outcome.is_ok() {
+                    dying.remove(&pending.key);
+                }
+                false
+            }
+            None => true,
+        });
+    }
+}
+
+pub(crate) struct Inner {
+    pub drive: Drive,
+    pub registry: Mutex<Registry>,
     stopped: OnceLock<String>,
     skipped: u64,
+    pub space: Arc<Space>,
+    pub reclaimer: Arc<Reclaimer>,
+    pub options: StoreOptions,
+    /// What the open found damaged (a quarantined open).
+    pub quarantine: Vec<DamageFound>,
+    reclaim_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.reclaimer.stop();
+        let thread = lock(&self.reclaim_thread).take();
+        if let Some(thread) = thread {
+            // The reclaimer's own last reference may be the one dropped: it is ending.
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
 }
 
 /// Many LogDrives on one drive.
@@ -87,7 +261,7 @@ pub struct LocalLogDrive {
     generation: u64,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -95,7 +269,7 @@ fn ready<T: Send + 'static>(outcome: Result<T, LogDriveError>) -> OpFuture<T> {
     Box::pin(std::future::ready(outcome))
 }
 
-fn append_error(error: AppendError) -> LogDriveError {
+pub(crate) fn append_error(error: AppendError) -> LogDriveError {
     match error {
         AppendError::PayloadTooLarge {
             payload_len,
@@ -111,7 +285,7 @@ fn append_error(error: AppendError) -> LogDriveError {
     }
 }
 
-fn read_error(error: ReadError) -> LogDriveError {
+pub(crate) fn read_error(error: ReadError) -> LogDriveError {
     match error {
         ReadError::Failed(_) | ReadError::Closed(_) => LogDriveError::Stopped {
             reason: error.to_string(),
@@ -132,8 +306,33 @@ fn finish_write(state: &mut LogState, address: u64, outcome: &AppendOutcome) {
     }
 }
 
+/// Applies a control record's outcome: durable, the state as reads see it moves (and the
+/// record is known for relocation); failed, the store stops.
+fn finish_control(
+    inner: &Inner,
+    state: &mut LogState,
+    kind: ControlKind,
+    outcome: &AppendOutcome,
+) -> Result<(), LogDriveError> {
+    match (outcome, kind) {
+        (Ok(lsn), ControlKind::Create) => {
+            state.holders.hold_create(*lsn);
+            Ok(())
+        }
+        (Ok(lsn), ControlKind::Control(control, Check::Apply)) => {
+            state.durable_control(control, *lsn);
+            Ok(())
+        }
+        (Ok(_), ControlKind::Control(_, Check::Same)) => Ok(()),
+        (Err(error), _) => {
+            inner.stop(format!("a control record failed: {error}"));
+            Err(append_error(error.clone()))
+        }
+    }
+}
+
 impl Inner {
-    fn check_running(&self) -> Result<(), LogDriveError> {
+    pub(crate) fn check_running(&self) -> Result<(), LogDriveError> {
         match self.stopped.get() {
             Some(reason) => Err(LogDriveError::Stopped {
                 reason: reason.clone(),
@@ -142,7 +341,26 @@ impl Inner {
         }
     }
 
-    fn append(&self, record: &Record, payload: Bytes) -> Result<Ticket, LogDriveError> {
+    pub(crate) fn stop(&self, reason: String) {
+        let _ = self.stopped.set(reason);
+        self.reclaimer.wake();
+    }
+
+    /// Admits a record of `payload_len` bytes of this class into the ring's room.
+    pub(crate) fn admit(&self, payload_len: u64, class: Class) -> Result<Admission, LogDriveError> {
+        self.check_running()?;
+        let usable = self.drive.shape().usable_bytes;
+        let admitted = self
+            .space
+            .admit(usable, RECORD_HEADER_BYTES + payload_len, class);
+        if admitted.is_err() {
+            self.reclaimer.refused(class);
+        }
+        admitted
+    }
+
+    /// Queues a record (admitted already).
+    pub(crate) fn append(&self, record: &Record, payload: Bytes) -> Result<Ticket, LogDriveError> {
         self.check_running()?;
         let entry = NewEntry {
             kind: record.record_type.kind(),
@@ -151,43 +369,247 @@ impl Inner {
         };
         self.drive.append_entry(entry).map_err(append_error)
     }
+}
 
-    /// Waits for a control record applied when queued; its failure stops the store.
-    fn control_done(self: Arc<Self>, ticket: Ticket) -> OpFuture<()> {
-        Box::pin(async move {
-            ticket.await.map(|_| ()).map_err(|error| {
-                let reason = format!("a control record failed: {error}");
-                let _ = self.stopped.set(reason);
-                append_error(error)
-            })
+/// Waits for a record's outcome and takes it in exactly once: when it completes, or, if the
+/// future is dropped first, by leaving the ticket where the next look takes it in.
+trait Completion: Send + 'static {
+    type Output: Send + 'static;
+    fn complete(self, outcome: AppendOutcome) -> Result<Self::Output, LogDriveError>;
+    fn abandon(self, ticket: Ticket);
+}
+
+struct Completing<C: Completion> {
+    ticket: Option<Ticket>,
+    completion: Option<C>,
+}
+
+impl<C: Completion> Completing<C> {
+    fn boxed(ticket: Ticket, completion: C) -> OpFuture<C::Output> {
+        Box::pin(Completing {
+            ticket: Some(ticket),
+            completion: Some(completion),
         })
     }
 }
 
-impl LogDriveStore {
-    /// Opens the ring at `path` and rebuilds its LogDrives in the open's replay pass.
-    pub fn open(path: &Path, options: DriveOptions) -> Result<LogDriveStore, OpenError> {
-        let (drive, replay) = Drive::open_visiting(path, options, Replay::default())?;
-        let live = replay.live.into_iter().map(|(id, state)| {
-            let live = Live {
-                state,
-                orphans: Vec::new(),
-            };
-            (id, Arc::new(Mutex::new(live)))
+impl<C: Completion> Unpin for Completing<C> {}
+
+impl<C: Completion> Future for Completing<C> {
+    type Output = Result<C::Output, LogDriveError>;
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(ticket) = self.ticket.as_mut() else {
+            panic!("a LogDrive operation's future polled after it completed");
+        };
+        let Poll::Ready(outcome) = Pin::new(ticket).poll(context) else {
+            return Poll::Pending;
+        };
+        self.ticket = None;
+        let completion = self.completion.take().expect("completes once");
+        Poll::Ready(completion.complete(outcome))
+    }
+}
+
+impl<C: Completion> Drop for Completing<C> {
+    fn drop(&mut self) {
+        if let (Some(ticket), Some(completion)) = (self.ticket.take(), self.completion.take()) {
+            completion.abandon(ticket);
+        }
+    }
+}
+
+struct WriteDone {
+    live: Shared,
+    address: u64,
+    admission: Admission,
+}
+
+impl Completion for WriteDone {
+    type Output = ();
+
+    fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
+        finish_write(&mut lock(&self.live).state, self.address, &outcome);
+        drop(self.admission);
+        outcome.map(|_| ()).map_err(append_error)
+    }
+
+    fn abandon(self, ticket: Ticket) {
+        lock(&self.live).orphans.push(Orphan {
+            address: self.address,
+            ticket,
+            _admission: self.admission,
         });
+    }
+}
+
+struct ControlDone {
+    inner: Arc<Inner>,
+    live: Shared,
+    kind: ControlKind,
+    admission: Admission,
+}
+
+impl Completion for ControlDone {
+    type Output = ();
+
+    fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
+        let done = finish_control(
+            &self.inner,
+            &mut lock(&self.live).state,
+            self.kind,
+            &outcome,
+        );
+        drop(self.admission);
+        self.inner.reclaimer.wake();
+        done
+    }
+
+    fn abandon(self, ticket: Ticket) {
+        lock(&self.live).controls.push(PendingControl {
+            kind: self.kind,
+            ticket,
+            _admission: self.admission,
+        });
+    }
+}
+
+struct CreateDone {
+    control: ControlDone,
+    handle: LocalLogDrive,
+}
+
+impl Completion for CreateDone {
+    type Output = LocalLogDrive;
+
+    fn complete(self, outcome: AppendOutcome) -> Result<LocalLogDrive, LogDriveError> {
+        self.control.complete(outcome).map(|()| self.handle)
+    }
+
+    fn abandon(self, ticket: Ticket) {
+        self.control.abandon(ticket);
+    }
+}
+
+struct DeleteDone {
+    inner: Arc<Inner>,
+    key: (u64, u64),
+    admission: Admission,
+}
+
+impl Completion for DeleteDone {
+    type Output = ();
+
+    fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
+        match outcome {
+            Ok(_) => {
+                lock(&self.inner.registry).dying.remove(&self.key);
+                self.inner.reclaimer.wake();
+                Ok(())
+            }
+            Err(error) => {
+                self.inner
+                    .stop(format!("a deletion's record failed: {error}"));
+                Err(append_error(error))
+            }
+        }
+    }
+
+    fn abandon(self, ticket: Ticket) {
+        lock(&self.inner.registry).deletes.push(PendingDelete {
+            key: self.key,
+            ticket,
+            _admission: self.admission,
+        });
+    }
+}
+
+impl LogDriveStore {
+    /// Opens the ring at `path` with the default policy and rebuilds its LogDrives in the
+    /// open's replay pass.
+    pub fn open(path: &Path, options: DriveOptions) -> Result<LogDriveStore, StoreOpenError> {
+        LogDriveStore::open_with_options(path, StoreOptions::default().drive(options))
+    }
+
+    /// Opens the ring at `path` with `options`.
+    pub fn open_with_options(
+        path: &Path,
+        options: StoreOptions,
+    ) -> Result<LogDriveStore, StoreOpenError> {
+        let replay = Replay::new(options.write_window_max);
+        let (drive, replay) = Drive::open_visiting(path, options.drive.clone(), replay)?;
+        LogDriveStore::start(drive, replay, options)
+    }
+
+    /// Opens a store on a drive whose backend `make_backend` builds on the drive thread (the
+    /// simulated device of the fault-injection crate; see [`Drive::open_with_visiting`]).
+    pub fn open_with_backend<B, F>(
+        path: &Path,
+        geometry: Geometry,
+        options: StoreOptions,
+        make_backend: F,
+    ) -> Result<LogDriveStore, StoreOpenError>
+    where
+        B: IoBackend + 'static,
+        F: FnOnce() -> std::io::Result<B> + Send + 'static,
+    {
+        let replay = Replay::new(options.write_window_max);
+        let (drive, replay) =
+            Drive::open_with_visiting(path, geometry, options.drive.clone(), replay, make_backend)?;
+        LogDriveStore::start(drive, replay, options)
+    }
+
+    fn start(
+        drive: Drive,
+        replay: Replay,
+        options: StoreOptions,
+    ) -> Result<LogDriveStore, StoreOpenError> {
+        let space = Space::for_ring(&drive.geometry(), &options.reclaim).map_err(|reason| {
+            StoreOpenError::Policy {
+                path: drive.path().to_path_buf(),
+                reason,
+            }
+        })?;
+        options
+            .reclaim
+            .check()
+            .map_err(|reason| StoreOpenError::Policy {
+                path: drive.path().to_path_buf(),
+                reason,
+            })?;
+        let rebuilt = replay.finish();
+        let live = rebuilt
+            .live
+            .into_iter()
+            .map(|(id, state)| (id, Arc::new(Mutex::new(Live::new(state)))));
         let registry = Registry {
             live: live.collect(),
-            generations: replay.generations,
+            generation_max: rebuilt.generation_max,
+            ..Registry::default()
         };
-        let inner = Inner {
+        let reclaimer = Reclaimer::new(&drive);
+        let inner = Arc::new(Inner {
             drive,
             registry: Mutex::new(registry),
             stopped: OnceLock::new(),
-            skipped: replay.skipped,
-        };
-        Ok(LogDriveStore {
-            inner: Arc::new(inner),
-        })
+            skipped: rebuilt.skipped,
+            space: Arc::new(space),
+            reclaimer,
+            options,
+            quarantine: rebuilt.damage,
+            reclaim_thread: Mutex::new(None),
+        });
+        if inner.options.reclaim.background {
+            let thread = crate::reclaim::spawn(&inner).map_err(|source| {
+                StoreOpenError::Drive(OpenError::Io {
+                    path: inner.drive.path().to_path_buf(),
+                    action: "start the reclaimer thread",
+                    source,
+                })
+            })?;
+            *lock(&inner.reclaim_thread) = Some(thread);
+        }
+        Ok(LogDriveStore { inner })
     }
 
     /// The engine drive underneath.
@@ -195,13 +617,19 @@ impl LogDriveStore {
         &self.inner.drive
     }
 
-    /// Closes the drive (its handles answer `Stopped` from now on); dropping the store and
-    /// every handle does the same.
+    /// Stops the reclaimer and closes the drive (its handles answer `Stopped` from now on);
+    /// dropping the store and every handle does the same.
     pub fn close(&self) {
+        self.inner.reclaimer.stop();
+        let thread = lock(&self.inner.reclaim_thread).take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
         self.inner.drive.close();
     }
 
-    /// Entries the open's replay skipped: no LogDrive record, or one for no live LogDrive.
+    /// Entries the open's replay skipped: no LogDrive record, one for no live LogDrive, or
+    /// one the live path would have refused.
     pub fn skipped_records(&self) -> u64 {
         self.inner.skipped
     }
@@ -229,69 +657,119 @@ impl LogDriveStore {
         }
     }
 
-    /// Creates LogDrive `id` with addresses below `capacity`, durably, with the next
-    /// generation of the id (`Exists` while one is live; `OutOfRange` naming the generation
-    /// once an id's generations are spent). Its records queue behind the creation's at once;
-    /// the future yields its handle once the creation is durable.
+    /// Creates LogDrive `id` with addresses below `capacity`, durably, with the store's next
+    /// generation (`Exists` while one is live; `OutOfRange` naming the generation once the
+    /// generations are spent). Its records queue behind the creation's at once; the future
+    /// yields its handle once the creation is durable.
     pub fn create(&self, id: u64, capacity: u64) -> OpFuture<LocalLogDrive> {
         let mut registry = lock(&self.inner.registry);
         if registry.live.contains_key(&id) {
             return ready(Err(LogDriveError::Exists { id }));
         }
-        let generation = registry.generations.get(&id).map_or(1, |last| last + 1);
+        let generation = registry.generation_max + 1;
         if generation > GENERATION_MAX {
             return ready(Err(LogDriveError::OutOfRange {
                 address: generation,
                 valid: 1..GENERATION_MAX + 1,
             }));
         }
-        let record = Record {
-            record_type: RecordType::Create,
-            id,
-            generation,
-            value: capacity,
-            epoch: 0,
+        let admission = match self.inner.admit(0, Class::Control) {
+            Ok(admission) => admission,
+            Err(error) => return ready(Err(error)),
         };
+        let record = Record::new(RecordType::Create, id, generation, capacity, 0);
         let ticket = match self.inner.append(&record, Bytes::new()) {
             Ok(ticket) => ticket,
             Err(error) => return ready(Err(error)),
         };
-        let live = Live {
-            state: LogState::new(id, generation, capacity),
-            orphans: Vec::new(),
-        };
-        let live = Arc::new(Mutex::new(live));
-        registry.generations.insert(id, generation);
+        let live = Arc::new(Mutex::new(Live::new(LogState::new(
+            id, generation, capacity,
+        ))));
+        registry.generation_max = generation;
         registry.live.insert(id, Arc::clone(&live));
         drop(registry);
-        let handle = self.handle(id, generation, live);
-        let done = Arc::clone(&self.inner).control_done(ticket);
-        Box::pin(async move { done.await.map(|()| handle) })
+        let handle = self.handle(id, generation, Arc::clone(&live));
+        let control = ControlDone {
+            inner: Arc::clone(&self.inner),
+            live,
+            kind: ControlKind::Create,
+            admission,
+        };
+        Completing::boxed(ticket, CreateDone { control, handle })
     }
 
-    /// Deletes LogDrive `id`, durably: its handles answer `Missing` from now on.
+    /// Deletes LogDrive `id`, durably: its handles answer `Missing` from now on, and its
+    /// records are garbage for the reclaimer once the deletion is durable.
     pub fn delete(&self, id: u64) -> OpFuture<()> {
         let mut registry = lock(&self.inner.registry);
-        let Some(live) = registry.live.get(&id).map(Arc::clone) else {
+        registry.take_in();
+        let Some(shared) = registry.live.get(&id).map(Arc::clone) else {
             return ready(Err(LogDriveError::Missing { id, generation: 0 }));
         };
-        let mut live = lock(&live);
-        let record = Record {
-            record_type: RecordType::Delete,
-            id,
-            generation: live.state.generation,
-            value: 0,
-            epoch: 0,
+        let mut live = lock(&shared);
+        live.take_in(&self.inner);
+        let admission = match self.inner.admit(0, Class::Control) {
+            Ok(admission) => admission,
+            Err(error) => return ready(Err(error)),
         };
+        let generation = live.state.generation;
+        let record = Record::new(RecordType::Delete, id, generation, 0, 0);
         let ticket = match self.inner.append(&record, Bytes::new()) {
             Ok(ticket) => ticket,
             Err(error) => return ready(Err(error)),
         };
         live.state.deleted = true;
+        drop(live);
         registry.live.remove(&id);
-        Arc::clone(&self.inner).control_done(ticket)
+        registry.dying.insert((id, generation), shared);
+        drop(registry);
+        let done = DeleteDone {
+            inner: Arc::clone(&self.inner),
+            key: (id, generation),
+            admission,
+        };
+        Completing::boxed(ticket, done)
+    }
+
+    /// What the reclaimer has done, and the ring's space as it sees it now.
+    pub fn reclaim_stats(&self) -> ReclaimStats {
+        crate::reclaim::stats(&self.inner)
+    }
+
+    /// Runs the reclaimer's work now, on this thread, until the policy is met or nothing more
+    /// can be done (what the background thread does on its own; for embedders that run it
+    /// themselves, with `ReclaimPolicy::background` off, and for tests).
+    pub fn reclaim_now(&self) -> Result<ReclaimStats, LogDriveError> {
+        crate::reclaim::run(&self.inner, false)?;
+        Ok(self.reclaim_stats())
+    }
+
+    /// What a quarantined open found damaged: each damaged LSN range, and the LogDrive
+    /// address it held where its header survived.
+    pub fn quarantine_report(&self) -> &[DamageFound] {
+        &self.inner.quarantine
+    }
+
+    /// What is still unrepaired: per LogDrive, the addresses that read as `Damaged`.
+    pub fn damaged(&self) -> Vec<(u64, BTreeSet<u64>)> {
+        let shared: Vec<Shared> = lock(&self.inner.registry).live.values().cloned().collect();
+        let mut damaged: Vec<(u64, BTreeSet<u64>)> = shared
+            .iter()
+            .filter_map(|live| {
+                let live = lock(live);
+                let addresses = live.state.damaged_addresses();
+                (!addresses.is_empty()).then_some((live.state.id, addresses))
+            })
+            .collect();
+        damaged.sort_unstable_by_key(|(id, _)| *id);
+        damaged
     }
 }
+
+/// How many times a read follows its value to the record relocation moved it to before it
+/// gives up (a relocation step takes far longer than a read, so two moves during one read
+/// already mean the reclaimer is lapping the ring under it).
+const READ_FOLLOWS_MAX: u32 = 8;
 
 impl LocalLogDrive {
     /// The LogDrive's id.
@@ -304,40 +782,40 @@ impl LocalLogDrive {
         self.generation
     }
 
-    /// The LogDrive's state, locked, with the outcomes of dropped writes taken in.
+    /// The addresses that read as `Damaged` (a quarantined open), until repaired.
+    pub fn damaged_addresses(&self) -> Result<BTreeSet<u64>, LogDriveError> {
+        let live = self.lock()?;
+        live.state.check_live()?;
+        Ok(live.state.damaged_addresses())
+    }
+
+    /// The LogDrive's state, locked, with the outcomes completed since the last look taken
+    /// in.
     fn lock(&self) -> Result<MutexGuard<'_, Live>, LogDriveError> {
         self.inner.check_running()?;
-        let mut guard = lock(&self.live);
-        let Live { state, orphans } = &mut *guard;
-        orphans.retain(|(address, ticket)| match ticket.try_outcome() {
-            Some(outcome) => {
-                finish_write(state, *address, &outcome);
-                false
-            }
-            None => true,
-        });
-        Ok(guard)
+        let mut live = lock(&self.live);
+        live.take_in(&self.inner);
+        Ok(live)
     }
 
     fn record(&self, record_type: RecordType, value: u64, epoch: u64) -> Record {
-        Record {
-            record_type,
-            id: self.id,
-            generation: self.generation,
-            value,
-            epoch,
-        }
+        Record::new(record_type, self.id, self.generation, value, epoch)
     }
 
-    /// A seal, fence or trim: checked, queued and applied under the LogDrive's mutex. One
-    /// that changes nothing is still written, so that its acknowledgement means durable.
+    /// A seal, fence or trim: checked, queued and applied to the state as queued under the
+    /// LogDrive's mutex; applied to what reads see once durable. One that changes nothing
+    /// is still written, so that its acknowledgement means durable.
     fn control(&self, control: Control) -> OpFuture<()> {
         let mut live = match self.lock() {
             Ok(live) => live,
             Err(error) => return ready(Err(error)),
         };
-        let check = match control.check(&mut live.state) {
+        let check = match live.state.check_control(control) {
             Ok(check) => check,
+            Err(error) => return ready(Err(error)),
+        };
+        let admission = match self.inner.admit(0, Class::Control) {
+            Ok(admission) => admission,
             Err(error) => return ready(Err(error)),
         };
         let record = control.record(self.id, self.generation);
@@ -346,75 +824,80 @@ impl LocalLogDrive {
             Err(error) => return ready(Err(error)),
         };
         if check == Check::Apply {
-            control.apply(&mut live.state);
+            live.state.queue_control(control);
         }
         drop(live);
-        Arc::clone(&self.inner).control_done(ticket)
+        let done = ControlDone {
+            inner: Arc::clone(&self.inner),
+            live: Arc::clone(&self.live),
+            kind: ControlKind::Control(control, check),
+            admission,
+        };
+        Completing::boxed(ticket, done)
     }
 
-    /// The same CRC and length as the acknowledged value at `lsn`: compare the bytes.
-    fn compare(&self, address: u64, lsn: u64, payload: Bytes) -> OpFuture<()> {
-        let read = self.inner.drive.read_entry_async(lsn);
-        Box::pin(async move {
-            match read.await {
-                Ok(entry) if entry.payload[..] == payload[..] => Ok(()),
-                Ok(_) => Err(LogDriveError::Conflict { address }),
-                Err(error) => Err(read_error(error)),
-            }
-        })
-    }
-
-    /// Reads the acknowledged record at `lsn`, checking it is this LogDrive's at `address`.
-    fn read_record(&self, address: u64, lsn: u64) -> OpFuture<ReadOutcome> {
-        let read = self.inner.drive.read_entry_async(lsn);
-        let expected = self.record(RecordType::Write, address, 0);
-        Box::pin(async move {
-            match read.await {
+    /// The value at `address` from its record at `lsn`, or what happened to it: relocation
+    /// may move a value to a new record and trim the old one under a read, so a read that
+    /// finds its record trimmed looks the address up again and follows the value.
+    async fn fetch(&self, address: u64, mut lsn: u64) -> Result<Fetched, LogDriveError> {
+        for _ in 0..READ_FOLLOWS_MAX {
+            match self.inner.drive.read_entry_async(lsn).await {
                 Ok(entry) => {
-                    let found = Record::decode(entry.kind, &entry.header);
-                    match found.map(|record| Record { epoch: 0, ..record }) {
-                        Some(record) if record == expected => {
-                            Ok(ReadOutcome::Value(Bytes::from(entry.payload)))
+                    let expected = self.record(RecordType::Write, address, 0);
+                    let found = Record::decode(entry.kind, &entry.header).map(|record| Record {
+                        epoch: 0,
+                        relocated: false,
+                        ..record
+                    });
+                    if found != Some(expected) {
+                        return Ok(Fetched::Damaged);
+                    }
+                    return Ok(Fetched::Value(Bytes::from(entry.payload)));
+                }
+                Err(ReadError::Damaged { .. }) => return Ok(Fetched::Damaged),
+                Err(ReadError::Trimmed { .. }) => {
+                    let live = self.lock()?;
+                    match live.state.lookup(address)? {
+                        Lookup::Record(moved) if moved != lsn => lsn = moved,
+                        Lookup::Record(_) => {
+                            return Err(LogDriveError::Io {
+                                reason: format!(
+                                    "the record of address {address} at LSN {lsn} is trimmed \
+                                     while the address still names it"
+                                ),
+                            })
                         }
-                        _ => Ok(ReadOutcome::Damaged),
+                        other => return Ok(Fetched::Gone(other)),
                     }
                 }
-                Err(ReadError::Damaged { .. }) => Ok(ReadOutcome::Damaged),
-                Err(error) => Err(read_error(error)),
+                Err(error) => return Err(read_error(error)),
             }
+        }
+        Err(LogDriveError::Io {
+            reason: format!(
+                "the record of address {address} moved {READ_FOLLOWS_MAX} times during one read"
+            ),
         })
     }
 }
 
-/// A queued write's outcome: applies it to the slot when the record completes; dropped
-/// early, it leaves its ticket with the LogDrive.
-struct PendingWrite {
-    ticket: Option<Ticket>,
-    live: Shared,
-    address: u64,
+/// What [`LocalLogDrive::fetch`] found.
+enum Fetched {
+    /// The value.
+    Value(Bytes),
+    /// The record fails its checks, or is not this address's.
+    Damaged,
+    /// The value left the LogDrive while it was read (a seal or trim became durable): what a
+    /// lookup says now.
+    Gone(Lookup),
 }
 
-impl Future for PendingWrite {
-    type Output = Result<(), LogDriveError>;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(ticket) = self.ticket.as_mut() else {
-            panic!("a write's future polled after it completed");
-        };
-        let Poll::Ready(outcome) = Pin::new(ticket).poll(context) else {
-            return Poll::Pending;
-        };
-        self.ticket = None;
-        finish_write(&mut lock(&self.live).state, self.address, &outcome);
-        Poll::Ready(outcome.map(|_| ()).map_err(append_error))
-    }
-}
-
-impl Drop for PendingWrite {
-    fn drop(&mut self) {
-        if let Some(ticket) = self.ticket.take() {
-            lock(&self.live).orphans.push((self.address, ticket));
-        }
+fn outcome_of(lookup: Lookup) -> ReadOutcome {
+    match lookup {
+        Lookup::Trimmed { first } => ReadOutcome::Trimmed { first },
+        Lookup::Unwritten => ReadOutcome::Unwritten,
+        Lookup::Damaged => ReadOutcome::Damaged,
+        Lookup::Record(_) => unreachable!("a record is fetched, not an outcome"),
     }
 }
 
@@ -430,11 +913,30 @@ impl LogDrive for LocalLogDrive {
             Err(error) => ready(Err(error)),
             Ok(WriteCheck::Durable(lsn)) => {
                 drop(live);
-                self.compare(address, lsn, payload)
+                let handle = self.clone();
+                Box::pin(async move {
+                    match handle.fetch(address, lsn).await? {
+                        Fetched::Value(bytes) if bytes == payload => Ok(()),
+                        Fetched::Value(_) => Err(LogDriveError::Conflict { address }),
+                        // Its record failed its checks since it was acknowledged: the write
+                        // cannot be told from a conflict; the value stays unproven.
+                        Fetched::Damaged => Err(LogDriveError::Io {
+                            reason: format!(
+                                "the record of address {address} at LSN {lsn} fails its checks"
+                            ),
+                        }),
+                        // Sealed off or trimmed meanwhile: answered as the write is now.
+                        Fetched::Gone(_) => handle.write(address, epoch, payload).await,
+                    }
+                })
             }
-            // A new value, or the same as one in flight: written (again), so that the
-            // acknowledgement means durable; replay keeps the first.
+            // A new value (or a damaged one's repair), or the same as one in flight: written
+            // (again), so that the acknowledgement means durable; replay keeps the first.
             Ok(WriteCheck::Append | WriteCheck::Pending) => {
+                let admission = match self.inner.admit(len, Class::Write) {
+                    Ok(admission) => admission,
+                    Err(error) => return ready(Err(error)),
+                };
                 let record = self.record(RecordType::Write, address, epoch);
                 let ticket = match self.inner.append(&record, payload) {
                     Ok(ticket) => ticket,
@@ -442,11 +944,12 @@ impl LogDrive for LocalLogDrive {
                 };
                 live.state.queue_write(address, crc, len);
                 drop(live);
-                Box::pin(PendingWrite {
-                    ticket: Some(ticket),
+                let done = WriteDone {
                     live: Arc::clone(&self.live),
                     address,
-                })
+                    admission,
+                };
+                Completing::boxed(ticket, done)
             }
         }
     }
@@ -456,14 +959,21 @@ impl LogDrive for LocalLogDrive {
             Ok(live) => live,
             Err(error) => return ready(Err(error)),
         };
-        let first = live.state.first;
         match live.state.lookup(address) {
             Err(error) => ready(Err(error)),
-            Ok(_) if address < first => ready(Ok(ReadOutcome::Trimmed { first })),
-            Ok(None) => ready(Ok(ReadOutcome::Unwritten)),
-            Ok(Some(lsn)) => {
+            Ok(Lookup::Trimmed { first }) => ready(Ok(ReadOutcome::Trimmed { first })),
+            Ok(Lookup::Unwritten) => ready(Ok(ReadOutcome::Unwritten)),
+            Ok(Lookup::Damaged) => ready(Ok(ReadOutcome::Damaged)),
+            Ok(Lookup::Record(lsn)) => {
                 drop(live);
-                self.read_record(address, lsn)
+                let handle = self.clone();
+                Box::pin(async move {
+                    Ok(match handle.fetch(address, lsn).await? {
+                        Fetched::Value(bytes) => ReadOutcome::Value(bytes),
+                        Fetched::Damaged => ReadOutcome::Damaged,
+                        Fetched::Gone(lookup) => outcome_of(lookup),
+                    })
+                })
             }
         }
     }

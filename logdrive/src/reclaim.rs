@@ -1,0 +1,1058 @@
+//! Reclaiming the ring's space (issue 13, item 5). The engine's ring frees space only at its
+//! head, a segment at a time, once a trim passes every entry in it; LogDrives write into one
+//! ring in any interleaving, so one long-lived LogDrive's records pin the head and with it
+//! every deleted, trimmed or sealed-off record behind them. The reclaimer walks the ring
+//! from its head, as BookKeeper's compactor walks an entry log and raft-engine rewrites its
+//! oldest files: every record is judged against the LogDrives' state (as known durable), and
+//!
+//! - a record nothing needs any more (a deleted LogDrive's, a trimmed or sealed-off address,
+//!   a rewrite of the same bytes, a superseded fence) is passed over;
+//! - a record a live LogDrive needs (an address's value, its creation, the record holding its
+//!   seal, fence or trim point, a damage its quarantined open found) is *relocated* when the
+//!   policy asks for it: copied forward as a new entry flagged as a copy ([`crate::record`]),
+//!   its LogDrive's state moved to the copy once durable; otherwise the walk stops there;
+//! - then the ring is trimmed past everything walked, and its segments are freed.
+//!
+//! The highest generation issued is carried forward with a generation record before a trim
+//! could take the last record carrying it, so that no (id, generation) is ever issued twice.
+//!
+//! When it runs: advancing the head past records nothing needs costs reads only and happens
+//! whenever there are some. Relocation copies, and runs while the ring's occupied bytes are
+//! over [`ReclaimPolicy::space_amplification_max`] times the live bytes and the ring is at
+//! least [`ReclaimPolicy::occupancy_min_fraction`] full, or while clients are refused room
+//! and there is garbage to win; paced to [`ReclaimPolicy::bandwidth_share`] of the time
+//! unless clients are refused. Its copies may use the reserve the store keeps from clients
+//! ([`crate::space`]), so a full ring can always be reclaimed.
+//!
+//! Why this is safe across crashes: a copy is made under its LogDrive's mutex, so it takes
+//! an LSN after every record that LogDrive had queued, and replay applies it after them; the
+//! head moves only once every copy is durable; a record is garbage only by what is known
+//! durable (a deletion still in flight holds the walk, a durable record whose completion is
+//! not yet taken in is needed), so no trim can take a record a crash could make needed again.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use sealog::{Drive, LogEntry, ReadError, Ticket};
+
+use crate::api::LogDriveError;
+use crate::record::{Record, RecordType};
+use crate::space::{Admission, Class};
+use crate::state::{Control, Suspect, RECORD_HEADER_BYTES};
+use crate::store::{append_error, lock, read_error, Inner, Shared};
+
+/// When and how fast the ring's space is reclaimed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReclaimPolicy {
+    /// Relocate while the ring's occupied bytes are over this many times the live bytes
+    /// (the records live LogDrives need, headers included). At least 1.
+    pub space_amplification_max: f64,
+    /// ... and the ring is at least this full (relocating a mostly empty ring buys nothing).
+    /// Between 0 and 1.
+    pub occupancy_min_fraction: f64,
+    /// The share of the reclaimer's time it may spend relocating while no client is refused
+    /// room: after a step that took t, it pauses t * (1 - share) / share. 1 runs flat out.
+    pub bandwidth_share: f64,
+    /// Ring bytes kept for relocation; `None` for the least this ring needs (one segment,
+    /// two batches and the in-flight window). An explicit value below that is refused.
+    pub reserve_bytes: Option<u64>,
+    /// Ring bytes one step walks before it trims; `None` for a quarter of a segment, at
+    /// least a batch and at most 8 MiB.
+    pub step_bytes: Option<u64>,
+    /// Run the reclaimer on a thread of its own; off, it runs only in
+    /// [`LogDriveStore::reclaim_now`](crate::LogDriveStore::reclaim_now).
+    pub background: bool,
+    /// How often the background reclaimer looks when nothing wakes it.
+    pub interval: Duration,
+}
+
+impl Default for ReclaimPolicy {
+    fn default() -> ReclaimPolicy {
+        ReclaimPolicy {
+            space_amplification_max: 2.0,
+            occupancy_min_fraction: 0.5,
+            bandwidth_share: 0.25,
+            reserve_bytes: None,
+            step_bytes: None,
+            background: true,
+            interval: Duration::from_millis(50),
+        }
+    }
+}
+
+impl ReclaimPolicy {
+    /// This policy with relocation's trigger at `space_amplification_max`.
+    pub fn space_amplification_max(mut self, space_amplification_max: f64) -> ReclaimPolicy {
+        self.space_amplification_max = space_amplification_max;
+        self
+    }
+
+    /// This policy with relocation waiting for the ring to be `fraction` full.
+    pub fn occupancy_min_fraction(mut self, fraction: f64) -> ReclaimPolicy {
+        self.occupancy_min_fraction = fraction;
+        self
+    }
+
+    /// This policy with relocation paced to `share` of its time.
+    pub fn bandwidth_share(mut self, share: f64) -> ReclaimPolicy {
+        self.bandwidth_share = share;
+        self
+    }
+
+    /// This policy with `reserve_bytes` kept for relocation.
+    pub fn reserve_bytes(mut self, reserve_bytes: Option<u64>) -> ReclaimPolicy {
+        self.reserve_bytes = reserve_bytes;
+        self
+    }
+
+    /// This policy walking `step_bytes` per step.
+    pub fn step_bytes(mut self, step_bytes: Option<u64>) -> ReclaimPolicy {
+        self.step_bytes = step_bytes;
+        self
+    }
+
+    /// This policy with the reclaimer on its own thread (or not).
+    pub fn background(mut self, background: bool) -> ReclaimPolicy {
+        self.background = background;
+        self
+    }
+
+    /// Checks the policy's numbers.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let amplification = self.space_amplification_max;
+        if amplification.is_nan() || amplification < 1.0 {
+            return Err(format!(
+                "a space amplification bound of {amplification} is below 1"
+            ));
+        }
+        let occupancy = self.occupancy_min_fraction;
+        if !(0.0..=1.0).contains(&occupancy) {
+            return Err(format!(
+                "an occupancy fraction of {occupancy} is not in 0..=1"
+            ));
+        }
+        let share = self.bandwidth_share;
+        if share.is_nan() || share <= 0.0 || share > 1.0 {
+            return Err(format!("a bandwidth share of {share} is not in (0, 1]"));
+        }
+        if self.step_bytes == Some(0) {
+            return Err("a step of 0 bytes walks nothing".to_string());
+        }
+        Ok(())
+    }
+}
+
+/// While clients are refused room, relocation runs while at least this share of the ring's
+/// occupied bytes is garbage (whatever the bound): a client waiting for room gains from any
+/// real amount, but not from rewriting a ring that is all live.
+const PRESSURE_GARBAGE_MIN: f64 = 1.0 / 16.0;
+
+/// What the reclaimer has done, and the ring's space as it sees it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReclaimStats {
+    /// The ring's bytes for the log.
+    pub capacity_bytes: u64,
+    /// The ring's bytes from its head to its write position.
+    pub occupied_bytes: u64,
+    /// The ring's bytes the writer can still take.
+    pub usable_bytes: u64,
+    /// The ring bytes of the records the live LogDrives need (headers included).
+    pub live_bytes: u64,
+    /// The ring bytes of the store's records queued and not yet complete.
+    pub queued_bytes: u64,
+    /// Occupied over live bytes (1 when nothing is live and nothing occupied).
+    pub space_amplification: f64,
+    /// The bytes kept for relocation, and for control records below client writes.
+    pub reserve_bytes: u64,
+    /// The bytes kept for control records.
+    pub control_reserve_bytes: u64,
+    /// The ring's first live LSN.
+    pub head_lsn: u64,
+    /// Steps taken (each walks part of the ring from its head), and of those, relocating.
+    pub steps: u64,
+    /// Steps that relocated.
+    pub relocation_steps: u64,
+    /// Records relocated, and their ring bytes (headers included).
+    pub relocated_records: u64,
+    /// The relocated records' ring bytes.
+    pub relocated_bytes: u64,
+    /// Records walked and passed over as garbage.
+    pub garbage_records: u64,
+    /// Trims of the ring the reclaimer made.
+    pub ring_trims: u64,
+    /// Generation records written to carry the highest generation forward.
+    pub generation_records: u64,
+    /// Client writes, control records and copies refused room.
+    pub refused_writes: u64,
+    /// Control records refused room.
+    pub refused_controls: u64,
+    /// Relocated copies refused room (the reserve exhausted: a policy too small).
+    pub refused_copies: u64,
+    /// Seconds spent in relocating steps.
+    pub relocation_seconds: f64,
+    /// Why reclaiming last stopped short, if it did (a damaged record it cannot attribute,
+    /// an engine error).
+    pub last_error: Option<String>,
+}
+
+/// The metric names the reclaimer reports through the `metrics` facade, labelled `drive`.
+pub mod metrics {
+    /// Records relocated (counter).
+    pub const RELOCATED_RECORDS_TOTAL: &str = "sealog_logdrive_relocated_records_total";
+    /// Ring bytes of the records relocated (counter, bytes).
+    pub const RELOCATED_BYTES_TOTAL: &str = "sealog_logdrive_relocated_bytes_total";
+    /// Records passed over as garbage (counter).
+    pub const GARBAGE_RECORDS_TOTAL: &str = "sealog_logdrive_garbage_records_total";
+    /// Trims of the ring the reclaimer made (counter).
+    pub const RING_TRIMS_TOTAL: &str = "sealog_logdrive_ring_trims_total";
+    /// Records refused room, by `class` (write, control, relocation) (counter).
+    pub const REFUSED_TOTAL: &str = "sealog_logdrive_refused_total";
+    /// The ring bytes of the records live LogDrives need (gauge, bytes).
+    pub const LIVE_BYTES: &str = "sealog_logdrive_live_bytes";
+    /// Occupied over live bytes (gauge).
+    pub const SPACE_AMPLIFICATION: &str = "sealog_logdrive_space_amplification";
+}
+
+/// The reclaimer's metric handles.
+struct Handles {
+    relocated_records: ::metrics::Counter,
+    relocated_bytes: ::metrics::Counter,
+    garbage_records: ::metrics::Counter,
+    ring_trims: ::metrics::Counter,
+    refused: [::metrics::Counter; 3],
+    live_bytes: ::metrics::Gauge,
+    space_amplification: ::metrics::Gauge,
+}
+
+impl Handles {
+    fn new(drive: &Drive) -> Handles {
+        use self::metrics::*;
+        let label = drive.path().display().to_string();
+        let counter = |name: &'static str| ::metrics::counter!(name, "drive" => label.clone());
+        let gauge = |name: &'static str| ::metrics::gauge!(name, "drive" => label.clone());
+        let refused = |class: &'static str| ::metrics::counter!(REFUSED_TOTAL, "drive" => label.clone(), "class" => class);
+        Handles {
+            relocated_records: counter(RELOCATED_RECORDS_TOTAL),
+            relocated_bytes: counter(RELOCATED_BYTES_TOTAL),
+            garbage_records: counter(GARBAGE_RECORDS_TOTAL),
+            ring_trims: counter(RING_TRIMS_TOTAL),
+            refused: [refused("write"), refused("control"), refused("relocation")],
+            live_bytes: gauge(LIVE_BYTES),
+            space_amplification: gauge(SPACE_AMPLIFICATION),
+        }
+    }
+}
+
+/// The counters behind [`ReclaimStats`].
+#[derive(Default)]
+struct Counters {
+    steps: AtomicU64,
+    relocation_steps: AtomicU64,
+    relocated_records: AtomicU64,
+    relocated_bytes: AtomicU64,
+    garbage_records: AtomicU64,
+    ring_trims: AtomicU64,
+    generation_records: AtomicU64,
+    relocation_micros: AtomicU64,
+    live_bytes: AtomicU64,
+}
+
+/// Where the last walk that could not go on stopped, and why, so that the next look needs
+/// no read while nothing changed there.
+#[derive(Clone, Debug)]
+enum Pin {
+    /// A record a live LogDrive needs (judged again under its mutex): holds an advancing
+    /// walk only.
+    Needed {
+        lsn: u64,
+        record: Record,
+        payload: (u32, u32),
+    },
+    /// A damaged record a LogDrive's state accounts for: holds an advancing walk only.
+    Damage { lsn: u64 },
+    /// A record of a LogDrive whose deletion is not yet known durable.
+    Dying { lsn: u64, key: (u64, u64) },
+    /// A damaged record no state accounts for: the walk never passes it (a quarantined
+    /// reopen will account for it).
+    Unknown { lsn: u64 },
+}
+
+impl Pin {
+    fn lsn(&self) -> u64 {
+        match self {
+            Pin::Needed { lsn, .. }
+            | Pin::Damage { lsn }
+            | Pin::Dying { lsn, .. }
+            | Pin::Unknown { lsn } => *lsn,
+        }
+    }
+}
+
+/// The last generation record relocation wrote: its LSN and the generation it carries.
+#[derive(Clone, Copy, Debug)]
+struct Marker {
+    lsn: u64,
+    generation: u64,
+}
+
+#[derive(Default)]
+struct Signal {
+    woken: bool,
+    stopped: bool,
+}
+
+/// The reclaimer's shared state: its signals, counters, pin and metrics.
+pub(crate) struct Reclaimer {
+    signal: Mutex<Signal>,
+    condvar: Condvar,
+    /// One walk at a time (the background thread, or a caller's `reclaim_now`).
+    walking: Mutex<()>,
+    /// A client was refused room since the last look.
+    pressure: AtomicBool,
+    counters: Counters,
+    pin: Mutex<Option<Pin>>,
+    marker: Mutex<Option<Marker>>,
+    last_error: Mutex<Option<String>>,
+    handles: Handles,
+}
+
+impl Reclaimer {
+    pub(crate) fn new(drive: &Drive) -> Arc<Reclaimer> {
+        Arc::new(Reclaimer {
+            signal: Mutex::new(Signal::default()),
+            condvar: Condvar::new(),
+            walking: Mutex::new(()),
+            pressure: AtomicBool::new(false),
+            counters: Counters::default(),
+            pin: Mutex::new(None),
+            marker: Mutex::new(None),
+            last_error: Mutex::new(None),
+            handles: Handles::new(drive),
+        })
+    }
+
+    /// Something changed that may let the head move (a deletion, a trim, a seal, a client
+    /// refused room).
+    pub(crate) fn wake(&self) {
+        lock(&self.signal).woken = true;
+        self.condvar.notify_one();
+    }
+
+    /// A record of `class` was refused room: counted, and for a client's record, reclaim
+    /// now, unpaced.
+    pub(crate) fn refused(&self, class: Class) {
+        self.handles.refused[class as usize].increment(1);
+        if class != Class::Relocation {
+            self.pressure.store(true, Ordering::Release);
+            self.wake();
+        }
+    }
+
+    pub(crate) fn stop(&self) {
+        lock(&self.signal).stopped = true;
+        self.condvar.notify_all();
+    }
+
+    fn stopped(&self) -> bool {
+        lock(&self.signal).stopped
+    }
+
+    /// Waits up to `timeout` for a wake; false once stopped.
+    fn wait(&self, timeout: Duration) -> bool {
+        let signal = lock(&self.signal);
+        let (mut signal, _) = self
+            .condvar
+            .wait_timeout_while(signal, timeout, |signal| !signal.woken && !signal.stopped)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        signal.woken = false;
+        !signal.stopped
+    }
+
+    /// Pauses for `pause` (relocation's pacing), cut short by a stop or a client refused.
+    fn pace(&self, pause: Duration) {
+        let until = Instant::now() + pause;
+        let signal = lock(&self.signal);
+        let _ = self
+            .condvar
+            .wait_timeout_while(signal, pause, |signal| {
+                !signal.stopped && !self.pressure.load(Ordering::Acquire) && Instant::now() < until
+            })
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+
+    fn note_error(&self, error: String) {
+        tracing::warn!(reason = %error, "reclaiming the ring stopped short");
+        *lock(&self.last_error) = Some(error);
+    }
+}
+
+/// Starts the background reclaimer of `inner`'s store.
+pub(crate) fn spawn(inner: &Arc<Inner>) -> std::io::Result<JoinHandle<()>> {
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    let reclaimer = Arc::clone(&inner.reclaimer);
+    let interval = inner.options.reclaim.interval;
+    let name = format!("sealog-reclaim {}", inner.drive.path().display());
+    std::thread::Builder::new().name(name).spawn(move || {
+        while reclaimer.wait(interval) {
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            if let Err(error) = run(&inner, true) {
+                if inner.check_running().is_err() {
+                    return;
+                }
+                reclaimer.note_error(error.to_string());
+            }
+        }
+    })
+}
+
+/// What a look at the ring found.
+struct Survey {
+    live_bytes: u64,
+    capacity_bytes: u64,
+    occupied_bytes: u64,
+}
+
+impl Survey {
+    fn amplification(&self) -> f64 {
+        if self.live_bytes == 0 {
+            return if self.occupied_bytes == 0 {
+                1.0
+            } else {
+                f64::INFINITY
+            };
+        }
+        self.occupied_bytes as f64 / self.live_bytes as f64
+    }
+}
+
+/// Takes in every outcome that completed and sums the live bytes.
+fn survey(inner: &Inner) -> Survey {
+    let (live, dying): (Vec<Shared>, Vec<Shared>) = {
+        let mut registry = lock(&inner.registry);
+        registry.take_in();
+        (
+            registry.live.values().cloned().collect(),
+            registry.dying.values().cloned().collect(),
+        )
+    };
+    let mut live_bytes = 0;
+    for shared in &live {
+        let mut live = lock(shared);
+        live.take_in(inner);
+        live_bytes += live.state.live_bytes();
+    }
+    for shared in &dying {
+        lock(shared).take_in(inner);
+    }
+    let shape = inner.drive.shape();
+    let reclaimer = &inner.reclaimer;
+    reclaimer
+        .counters
+        .live_bytes
+        .store(live_bytes, Ordering::Relaxed);
+    let survey = Survey {
+        live_bytes,
+        capacity_bytes: shape.capacity_bytes,
+        occupied_bytes: shape.occupied_bytes,
+    };
+    reclaimer.handles.live_bytes.set(live_bytes as f64);
+    let amplification = survey.amplification();
+    if amplification.is_finite() {
+        reclaimer.handles.space_amplification.set(amplification);
+    }
+    survey
+}
+
+/// How a step walks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Pass garbage only; stop at the first needed record.
+    Advance,
+    /// Relocate needed records too.
+    Relocate,
+}
+
+fn mode(policy: &ReclaimPolicy, survey: &Survey, pressure: bool) -> Mode {
+    let occupied = survey.occupied_bytes as f64;
+    let live = survey.live_bytes as f64;
+    let full_enough = occupied >= policy.occupancy_min_fraction * survey.capacity_bytes as f64;
+    let amplified = occupied > policy.space_amplification_max * live;
+    let garbage = occupied - live > PRESSURE_GARBAGE_MIN * occupied;
+    if (amplified && full_enough) || (pressure && garbage) {
+        Mode::Relocate
+    } else {
+        Mode::Advance
+    }
+}
+
+/// Runs steps until the policy is met or nothing more can be done; `paced` pauses after
+/// relocating steps as the bandwidth share says (the background thread).
+pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
+    let reclaimer = &inner.reclaimer;
+    let _walking = lock(&reclaimer.walking);
+    let policy = &inner.options.reclaim;
+    // A pass rewrites the live data at most once: past that, relocating more cannot lower
+    // the amplification until something changes (what is left is the ring's own overhead).
+    let mut relocated_this_pass = 0;
+    loop {
+        if reclaimer.stopped() {
+            return Ok(());
+        }
+        inner.check_running()?;
+        let survey = survey(inner);
+        let pressure = reclaimer.pressure.swap(false, Ordering::AcqRel);
+        let mut mode = mode(policy, &survey, pressure);
+        if mode == Mode::Relocate && relocated_this_pass > survey.live_bytes {
+            mode = Mode::Advance;
+        }
+        let started = Instant::now();
+        let walked = step(inner, mode, pressure)?;
+        relocated_this_pass += walked.relocated_bytes;
+        if !walked.progress {
+            return Ok(());
+        }
+        if walked.relocated_bytes > 0 {
+            let elapsed = started.elapsed();
+            let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+            reclaimer
+                .counters
+                .relocation_micros
+                .fetch_add(micros, Ordering::Relaxed);
+            let share = policy.bandwidth_share;
+            if paced && share < 1.0 && !reclaimer.pressure.load(Ordering::Acquire) {
+                reclaimer.pace(elapsed.mul_f64((1.0 - share) / share));
+            }
+        }
+    }
+}
+
+/// What one step did.
+#[derive(Debug, Default)]
+struct Walked {
+    /// The head moved, or a copy was made.
+    progress: bool,
+    relocated_bytes: u64,
+}
+
+/// A record judged.
+enum Verdict {
+    /// Nothing needs it.
+    Garbage,
+    /// Copied; its copies are in flight.
+    Copied(Vec<Copy>),
+    /// Needed, and not copied (advancing only): the walk stops here.
+    Needed(Pin),
+    /// The walk cannot pass it now.
+    Hold(Pin),
+    /// Its copy found no room (the copies it made before are in flight).
+    Full(Vec<Copy>),
+}
+
+/// What a copy carries forward, to apply to its LogDrive once durable.
+#[derive(Clone, Debug)]
+enum Carried {
+    Write { address: u64 },
+    Create,
+    Control(Control),
+    Damaged { address: u64 },
+    Suspect,
+    Generation(u64),
+}
+
+/// A relocated copy in flight.
+struct Copy {
+    /// The LogDrive it belongs to (none for a generation record).
+    live: Option<Shared>,
+    /// The LSN of the record copied.
+    from: u64,
+    carried: Carried,
+    ticket: Ticket,
+    bytes: u64,
+    _admission: Admission,
+}
+
+/// Walks part of the ring from its head, then trims past what it walked.
+fn step(inner: &Inner, mode: Mode, pressure: bool) -> Result<Walked, LogDriveError> {
+    let reclaimer = &inner.reclaimer;
+    let drive = &inner.drive;
+    let head = drive.first_live_lsn();
+    if head > drive.durable_lsn() {
+        return Ok(Walked::default());
+    }
+    // Under pressure an advancing walk still trims the garbage before its pin.
+    if still_pinned(inner, head, mode) && !(pressure && mode == Mode::Advance) {
+        return Ok(Walked::default());
+    }
+    let geometry = drive.geometry();
+    let budget = inner.options.reclaim.step_bytes.unwrap_or_else(|| {
+        let batch = u64::from(geometry.batch_size_max_bytes);
+        (geometry.segment_size_bytes / 4).clamp(batch, (8 << 20).max(batch))
+    });
+    let mut copies: Vec<Copy> = Vec::new();
+    let mut passed: Option<u64> = None;
+    let mut walked_bytes = 0;
+    let mut garbage = 0;
+    let mut pin = None;
+    let mut iterator = drive.iter_from(head);
+    while walked_bytes < budget {
+        let (lsn, bytes, verdict) = match iterator.next() {
+            None => break,
+            Some(Ok(entry)) => {
+                let bytes = RECORD_HEADER_BYTES + entry.payload.len() as u64;
+                (entry.lsn, bytes, judge(inner, entry, mode))
+            }
+            Some(Err(ReadError::Damaged { lsn, header, .. })) => (
+                lsn,
+                RECORD_HEADER_BYTES,
+                judge_damaged(inner, lsn, header, mode),
+            ),
+            // The head moved under the walk (an embedder trimmed the drive itself).
+            Some(Err(ReadError::Trimmed { .. })) => break,
+            Some(Err(error)) => return Err(read_error(error)),
+        };
+        match verdict {
+            Verdict::Garbage => garbage += 1,
+            Verdict::Copied(made) => copies.extend(made),
+            Verdict::Needed(at) | Verdict::Hold(at) => {
+                pin = Some(at);
+                break;
+            }
+            Verdict::Full(made) => {
+                copies.extend(made);
+                break;
+            }
+        }
+        passed = Some(lsn);
+        walked_bytes += bytes;
+    }
+    drop(iterator);
+    *lock(&reclaimer.pin) = pin;
+    let Some(mut trim_to) = passed else {
+        return Ok(Walked::default());
+    };
+    // Advancing trims only once it frees a meaningful share of a segment (segments are
+    // reused whole, and every trim is a control block written and flushed), unless
+    // clients wait for room.
+    let granule = geometry.segment_size_bytes / 8;
+    if mode == Mode::Advance && copies.is_empty() && walked_bytes < granule && !pressure {
+        return Ok(Walked::default());
+    }
+    match generation_record(inner, trim_to) {
+        Some(Ok(marker)) => copies.push(marker),
+        Some(Err(())) => trim_to = head - 1,
+        None => {}
+    }
+    let mut relocated_bytes = 0;
+    let mut relocated_records = 0;
+    for copy in copies {
+        let from = copy.from;
+        match copy.ticket.wait() {
+            Ok(to) => {
+                apply(inner, &copy.live, from, &copy.carried, to);
+                if !matches!(copy.carried, Carried::Generation(_)) {
+                    relocated_bytes += copy.bytes;
+                    relocated_records += 1;
+                }
+            }
+            // Not written (the reserve ran out despite the admission): the head stops
+            // before it; the walk resumes there.
+            Err(sealog::AppendError::RingFull { .. }) => trim_to = trim_to.min(from - 1),
+            Err(error) => return Err(append_error(error)),
+        }
+    }
+    let counters = &reclaimer.counters;
+    counters.steps.fetch_add(1, Ordering::Relaxed);
+    counters
+        .garbage_records
+        .fetch_add(garbage, Ordering::Relaxed);
+    reclaimer.handles.garbage_records.increment(garbage);
+    if relocated_records > 0 {
+        counters.relocation_steps.fetch_add(1, Ordering::Relaxed);
+        counters
+            .relocated_records
+            .fetch_add(relocated_records, Ordering::Relaxed);
+        counters
+            .relocated_bytes
+            .fetch_add(relocated_bytes, Ordering::Relaxed);
+        reclaimer
+            .handles
+            .relocated_records
+            .increment(relocated_records);
+        reclaimer.handles.relocated_bytes.increment(relocated_bytes);
+    }
+    if trim_to >= head {
+        drive.trim(trim_to).map_err(|error| LogDriveError::Io {
+            reason: format!("trimming the ring to LSN {trim_to}: {error}"),
+        })?;
+        counters.ring_trims.fetch_add(1, Ordering::Relaxed);
+        reclaimer.handles.ring_trims.increment(1);
+    }
+    Ok(Walked {
+        progress: trim_to >= head || relocated_records > 0,
+        relocated_bytes,
+    })
+}
+
+/// Whether the walk last stopped at or past the ring's head at a record that still stops a
+/// walk of this mode (what lies before it stays garbage): no read needed to know the head
+/// cannot move.
+fn still_pinned(inner: &Inner, head: u64, mode: Mode) -> bool {
+    let Some(pin) = lock(&inner.reclaimer.pin).clone() else {
+        return false;
+    };
+    if pin.lsn() < head {
+        return false;
+    }
+    match pin {
+        Pin::Unknown { .. } => true,
+        Pin::Dying { key, .. } => lock(&inner.registry).dying.contains_key(&key),
+        Pin::Damage { .. } => mode == Mode::Advance,
+        Pin::Needed { .. } if mode == Mode::Relocate => false,
+        Pin::Needed {
+            lsn,
+            record,
+            payload,
+        } => match logdrive_of(inner, &record) {
+            Owner::Live(shared) => {
+                let mut live = lock(&shared);
+                live.take_in(inner);
+                live.state.needs(lsn, &record, payload)
+            }
+            Owner::Dying(_) => true,
+            Owner::None => false,
+        },
+    }
+}
+
+/// Who a record belongs to.
+enum Owner {
+    Live(Shared),
+    Dying((u64, u64)),
+    None,
+}
+
+fn logdrive_of(inner: &Inner, record: &Record) -> Owner {
+    let registry = lock(&inner.registry);
+    let key = (record.id, record.generation);
+    if registry.dying.contains_key(&key) {
+        return Owner::Dying(key);
+    }
+    match registry.live.get(&record.id) {
+        Some(shared) => Owner::Live(Arc::clone(shared)),
+        None => Owner::None,
+    }
+}
+
+/// Judges a record at the head of the walk, and copies it when it is needed and the step
+/// relocates.
+fn judge(inner: &Inner, entry: LogEntry, mode: Mode) -> Verdict {
+    let Some(record) = Record::decode(entry.kind, &entry.header) else {
+        return Verdict::Garbage;
+    };
+    if matches!(
+        record.record_type,
+        RecordType::Delete | RecordType::Generation
+    ) {
+        return Verdict::Garbage;
+    }
+    let payload = (
+        crc32c::crc32c(&entry.payload),
+        crate::state::slot_len(entry.payload.len() as u64),
+    );
+    let shared = match logdrive_of(inner, &record) {
+        Owner::Live(shared) => shared,
+        Owner::Dying(key) => {
+            return Verdict::Hold(Pin::Dying {
+                lsn: entry.lsn,
+                key,
+            })
+        }
+        Owner::None => return Verdict::Garbage,
+    };
+    let mut live = lock(&shared);
+    live.take_in(inner);
+    if !live.state.needs(entry.lsn, &record, payload) {
+        return Verdict::Garbage;
+    }
+    let pin = Pin::Needed {
+        lsn: entry.lsn,
+        record,
+        payload,
+    };
+    if mode == Mode::Advance {
+        return Verdict::Needed(pin);
+    }
+    // A deletion queued and not yet durable: copying now would put a creation after it.
+    if live.state.deleted {
+        return Verdict::Hold(pin);
+    }
+    let (carried, copy) = match record.record_type {
+        RecordType::Write => (
+            Carried::Write {
+                address: record.value,
+            },
+            record,
+        ),
+        RecordType::Create => (Carried::Create, record),
+        RecordType::Seal | RecordType::Fence | RecordType::Trim => {
+            let control = Control::of(&record).expect("a control record");
+            (Carried::Control(control), record)
+        }
+        RecordType::Damaged => (
+            Carried::Damaged {
+                address: record.value,
+            },
+            record,
+        ),
+        RecordType::Suspect => (Carried::Suspect, record),
+        RecordType::Delete | RecordType::Generation => unreachable!("garbage above"),
+    };
+    let payload = match carried {
+        Carried::Write { .. } => Bytes::from(entry.payload),
+        _ => Bytes::new(),
+    };
+    match queue_copy(
+        inner,
+        Some(&shared),
+        entry.lsn,
+        copy.relocated(),
+        payload,
+        carried,
+    ) {
+        Some(copy) => Verdict::Copied(vec![copy]),
+        None => Verdict::Full(Vec::new()),
+    }
+}
+
+/// Judges a damaged record at the head of the walk: the damage a quarantined open accounted
+/// for is carried forward as a damaged or suspect record; damage nothing accounts for holds
+/// the walk (reads of it already answer `Damaged`; a quarantined reopen will account for it).
+fn judge_damaged(
+    inner: &Inner,
+    lsn: u64,
+    header: Option<sealog::EmbedderHeader>,
+    mode: Mode,
+) -> Verdict {
+    let unknown = || {
+        inner.reclaimer.note_error(format!(
+            "the record at LSN {lsn} is damaged and no LogDrive state accounts for it: the \
+             ring's head stays before it until a quarantined reopen accounts for it"
+        ));
+        Verdict::Hold(Pin::Unknown { lsn })
+    };
+    let Some(header) = header else {
+        return carry_suspects(inner, lsn, mode).unwrap_or_else(unknown);
+    };
+    // The header survived: which record it was is known.
+    let decoded = [sealog::Kind::Data, sealog::Kind::Seal, sealog::Kind::Fence]
+        .into_iter()
+        .chain([sealog::Kind::Trim])
+        .find_map(|kind| Record::decode(kind, &header));
+    let Some(record) = decoded else {
+        return Verdict::Garbage;
+    };
+    let shared = match logdrive_of(inner, &record) {
+        Owner::Live(shared) => shared,
+        Owner::Dying(key) => return Verdict::Hold(Pin::Dying { lsn, key }),
+        Owner::None => return Verdict::Garbage,
+    };
+    let mut live = lock(&shared);
+    live.take_in(inner);
+    if live.state.generation != record.generation {
+        return Verdict::Garbage;
+    }
+    let Some((address, crc, len)) = live.state.damage_at(lsn) else {
+        // A damaged rewrite of a value held intact elsewhere: nothing to carry.
+        if record.record_type == RecordType::Write && live.state.record_of(record.value).is_some() {
+            return Verdict::Garbage;
+        }
+        drop(live);
+        return unknown();
+    };
+    let pin = Pin::Damage { lsn };
+    if mode == Mode::Advance {
+        return Verdict::Needed(pin);
+    }
+    if live.state.deleted {
+        return Verdict::Hold(pin);
+    }
+    let marker = Record::damaged(record.id, record.generation, address, crc, len);
+    let carried = Carried::Damaged { address };
+    match queue_copy(inner, Some(&shared), lsn, marker, Bytes::new(), carried) {
+        Some(copy) => Verdict::Copied(vec![copy]),
+        None => Verdict::Full(Vec::new()),
+    }
+}
+
+/// A header-less damaged record at `lsn`: the suspect ranges it left on LogDrives, carried
+/// forward, each copy queued under its LogDrive's mutex (`None` when no LogDrive accounts
+/// for it).
+fn carry_suspects(inner: &Inner, lsn: u64, mode: Mode) -> Option<Verdict> {
+    let shared: Vec<Shared> = lock(&inner.registry).live.values().cloned().collect();
+    let holders: Vec<Shared> = shared
+        .into_iter()
+        .filter(|live| {
+            let live = lock(live);
+            !live.state.deleted && live.state.open_suspects().any(|suspect| suspect.lsn == lsn)
+        })
+        .collect();
+    if holders.is_empty() {
+        // A later damaged record of a range whose first LSN names its suspects, or one of a
+        // range nothing was suspected of (every LogDrive sealed): nothing to carry.
+        return was_damage_range(inner, lsn).then_some(Verdict::Garbage);
+    }
+    if mode == Mode::Advance {
+        return Some(Verdict::Needed(Pin::Damage { lsn }));
+    }
+    // Several LogDrives may hold suspects from one damaged range: a record each.
+    let mut copies = Vec::new();
+    for live in holders {
+        let guard = lock(&live);
+        let (id, generation) = (guard.state.id, guard.state.generation);
+        let suspects: Vec<Suspect> = guard
+            .state
+            .open_suspects()
+            .filter(|suspect| suspect.lsn == lsn)
+            .cloned()
+            .collect();
+        for suspect in suspects {
+            let record = Record::new(
+                RecordType::Suspect,
+                id,
+                generation,
+                suspect.addresses.start,
+                suspect.addresses.end,
+            )
+            .relocated();
+            let carried = Carried::Suspect;
+            match queue_copy(inner, Some(&live), lsn, record, Bytes::new(), carried) {
+                Some(copy) => copies.push(copy),
+                // The copies queued so far are waited for and applied; the head stays
+                // before this record.
+                None => return Some(Verdict::Full(copies)),
+            }
+        }
+        drop(guard);
+    }
+    Some(Verdict::Copied(copies))
+}
+
+/// Whether `lsn` lies inside a header-less damaged range the open accounted for.
+fn was_damage_range(inner: &Inner, lsn: u64) -> bool {
+    inner
+        .quarantine
+        .iter()
+        .any(|range| range.header.is_none() && range.lsns.contains(&lsn))
+}
+
+/// Queues a relocated copy under its LogDrive's mutex (held by the caller for LogDrive
+/// records): `None` when it found no room.
+fn queue_copy(
+    inner: &Inner,
+    live: Option<&Shared>,
+    from: u64,
+    record: Record,
+    payload: Bytes,
+    carried: Carried,
+) -> Option<Copy> {
+    let bytes = RECORD_HEADER_BYTES + payload.len() as u64;
+    let admission = inner.admit(payload.len() as u64, Class::Relocation).ok()?;
+    let ticket = inner.append(&record, payload).ok()?;
+    Some(Copy {
+        live: live.cloned(),
+        from,
+        carried,
+        ticket,
+        bytes,
+        _admission: admission,
+    })
+}
+
+/// A copy is durable at `to`: its LogDrive's state (or the generation marker) moves to it.
+fn apply(inner: &Inner, live: &Option<Shared>, from: u64, carried: &Carried, to: u64) {
+    if let Carried::Generation(generation) = carried {
+        *lock(&inner.reclaimer.marker) = Some(Marker {
+            lsn: to,
+            generation: *generation,
+        });
+        return;
+    }
+    let Some(live) = live else {
+        return;
+    };
+    let mut live = lock(live);
+    let state = &mut live.state;
+    match carried {
+        Carried::Write { address } => state.relocated_write(*address, from, to),
+        Carried::Create => state.holders.hold_create(to),
+        Carried::Control(control) => state.relocated_control(*control, to),
+        Carried::Damaged { address } => state.relocated_damage(*address, from, to),
+        Carried::Suspect => state.relocated_suspect(from, to),
+        Carried::Generation(_) => {}
+    }
+}
+
+/// The generation record a trim to `trim_to` needs written first, if any (unless the last
+/// one carries the highest generation issued and lies past the trim); `Err` when it found
+/// no room, and the trim must wait.
+fn generation_record(inner: &Inner, trim_to: u64) -> Option<Result<Copy, ()>> {
+    let generation = lock(&inner.registry).generation_max;
+    if generation == 0 {
+        return None;
+    }
+    let marker = *lock(&inner.reclaimer.marker);
+    if marker.is_some_and(|marker| marker.generation == generation && marker.lsn > trim_to) {
+        return None;
+    }
+    let record = Record::new(RecordType::Generation, 0, generation, generation, 0);
+    let carried = Carried::Generation(generation);
+    let copy = queue_copy(inner, None, 0, record, Bytes::new(), carried).ok_or(());
+    if copy.is_ok() {
+        let counters = &inner.reclaimer.counters;
+        counters.generation_records.fetch_add(1, Ordering::Relaxed);
+    }
+    Some(copy)
+}
+
+/// The reclaimer's figures and the ring's space now.
+pub(crate) fn stats(inner: &Inner) -> ReclaimStats {
+    let reclaimer = &inner.reclaimer;
+    let counters = &reclaimer.counters;
+    let shape = inner.drive.shape();
+    let live_bytes = counters.live_bytes.load(Ordering::Relaxed);
+    let survey = Survey {
+        live_bytes,
+        capacity_bytes: shape.capacity_bytes,
+        occupied_bytes: shape.occupied_bytes,
+    };
+    let refusals = inner.space.refusals();
+    let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+    ReclaimStats {
+        capacity_bytes: shape.capacity_bytes,
+        occupied_bytes: shape.occupied_bytes,
+        usable_bytes: shape.usable_bytes,
+        live_bytes,
+        queued_bytes: inner.space.queued_bytes(),
+        space_amplification: survey.amplification(),
+        reserve_bytes: inner.space.reserve_bytes,
+        control_reserve_bytes: inner.space.control_reserve_bytes,
+        head_lsn: shape.first_live_lsn,
+        steps: load(&counters.steps),
+        relocation_steps: load(&counters.relocation_steps),
+        relocated_records: load(&counters.relocated_records),
+        relocated_bytes: load(&counters.relocated_bytes),
+        garbage_records: load(&counters.garbage_records),
+        ring_trims: load(&counters.ring_trims),
+        generation_records: load(&counters.generation_records),
+        refused_writes: refusals[0],
+        refused_controls: refusals[1],
+        refused_copies: refusals[2],
+        relocation_seconds: load(&counters.relocation_micros) as f64 / 1e6,
+        last_error: lock(&reclaimer.last_error).clone(),
+    }
+}
