@@ -50,8 +50,10 @@ pub struct ReclaimPolicy {
     /// Relocate while the ring's occupied bytes are over this many times the live bytes
     /// (the records live LogDrives need, headers included). At least 1.
     pub space_amplification_max: f64,
-    /// ... and the ring is at least this full (relocating a mostly empty ring buys nothing).
-    /// Between 0 and 1.
+    /// ... and the ring is at least this full (0, the default: whenever the bound is
+    /// passed; relocation then copies less than it frees). Between 0 and 1. Whatever it
+    /// says, relocation waits for a segment's worth of garbage: segments are freed whole,
+    /// so less wins nothing.
     pub occupancy_min_fraction: f64,
     /// The share of the reclaimer's time it may spend relocating while no client is refused
     /// room: after a step that took t, it pauses t * (1 - share) / share. 1 runs flat out.
@@ -73,7 +75,7 @@ impl Default for ReclaimPolicy {
     fn default() -> ReclaimPolicy {
         ReclaimPolicy {
             space_amplification_max: 2.0,
-            occupancy_min_fraction: 0.5,
+            occupancy_min_fraction: 0.0,
             bandwidth_share: 0.25,
             reserve_bytes: None,
             step_bytes: None,
@@ -257,7 +259,6 @@ struct Counters {
     ring_trims: AtomicU64,
     generation_records: AtomicU64,
     relocation_micros: AtomicU64,
-    live_bytes: AtomicU64,
 }
 
 /// Where the last walk that could not go on stopped, and why, so that the next look needs
@@ -451,10 +452,6 @@ fn survey(inner: &Inner) -> Survey {
     }
     let shape = inner.drive.shape();
     let reclaimer = &inner.reclaimer;
-    reclaimer
-        .counters
-        .live_bytes
-        .store(live_bytes, Ordering::Relaxed);
     let survey = Survey {
         live_bytes,
         capacity_bytes: shape.capacity_bytes,
@@ -477,12 +474,16 @@ enum Mode {
     Relocate,
 }
 
-fn mode(policy: &ReclaimPolicy, survey: &Survey, pressure: bool) -> Mode {
+fn mode(policy: &ReclaimPolicy, survey: &Survey, segment_bytes: u64, pressure: bool) -> Mode {
     let occupied = survey.occupied_bytes as f64;
     let live = survey.live_bytes as f64;
+    let garbage_bytes = survey.occupied_bytes.saturating_sub(survey.live_bytes);
+    if garbage_bytes < segment_bytes {
+        return Mode::Advance;
+    }
     let full_enough = occupied >= policy.occupancy_min_fraction * survey.capacity_bytes as f64;
     let amplified = occupied > policy.space_amplification_max * live;
-    let garbage = occupied - live > PRESSURE_GARBAGE_MIN * occupied;
+    let garbage = garbage_bytes as f64 > PRESSURE_GARBAGE_MIN * occupied;
     if (amplified && full_enough) || (pressure && garbage) {
         Mode::Relocate
     } else {
@@ -506,7 +507,8 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
         inner.check_running()?;
         let survey = survey(inner);
         let pressure = reclaimer.pressure.swap(false, Ordering::AcqRel);
-        let mut mode = mode(policy, &survey, pressure);
+        let segment_bytes = inner.drive.geometry().segment_size_bytes;
+        let mut mode = mode(policy, &survey, segment_bytes, pressure);
         if mode == Mode::Relocate && relocated_this_pass > survey.live_bytes {
             mode = Mode::Advance;
         }
@@ -581,7 +583,11 @@ fn step(inner: &Inner, mode: Mode, pressure: bool) -> Result<Walked, LogDriveErr
     let reclaimer = &inner.reclaimer;
     let drive = &inner.drive;
     let head = drive.first_live_lsn();
-    if head > drive.durable_lsn() {
+    // The walk ends at the durable tail as of its start: the copies it makes take LSNs past
+    // it, and the state learns of them only once the walk is over, so the walk must never
+    // meet them (it would take them for garbage and trim them).
+    let end = drive.durable_lsn();
+    if head > end {
         return Ok(Walked::default());
     }
     // Under pressure an advancing walk still trims the garbage before its pin.
@@ -602,6 +608,8 @@ fn step(inner: &Inner, mode: Mode, pressure: bool) -> Result<Walked, LogDriveErr
     while walked_bytes < budget {
         let (lsn, bytes, verdict) = match iterator.next() {
             None => break,
+            Some(Ok(entry)) if entry.lsn > end => break,
+            Some(Err(ReadError::Damaged { lsn, .. })) if lsn > end => break,
             Some(Ok(entry)) => {
                 let bytes = RECORD_HEADER_BYTES + entry.payload.len() as u64;
                 (entry.lsn, bytes, judge(inner, entry, mode))
@@ -1023,18 +1031,14 @@ fn generation_record(inner: &Inner, trim_to: u64) -> Option<Result<Copy, ()>> {
 pub(crate) fn stats(inner: &Inner) -> ReclaimStats {
     let reclaimer = &inner.reclaimer;
     let counters = &reclaimer.counters;
+    let survey = survey(inner);
     let shape = inner.drive.shape();
-    let live_bytes = counters.live_bytes.load(Ordering::Relaxed);
-    let survey = Survey {
-        live_bytes,
-        capacity_bytes: shape.capacity_bytes,
-        occupied_bytes: shape.occupied_bytes,
-    };
+    let live_bytes = survey.live_bytes;
     let refusals = inner.space.refusals();
     let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
     ReclaimStats {
-        capacity_bytes: shape.capacity_bytes,
-        occupied_bytes: shape.occupied_bytes,
+        capacity_bytes: survey.capacity_bytes,
+        occupied_bytes: survey.occupied_bytes,
         usable_bytes: shape.usable_bytes,
         live_bytes,
         queued_bytes: inner.space.queued_bytes(),

@@ -218,6 +218,10 @@ pub(crate) struct LogState {
     contiguous: u64,
     /// The ring bytes of the acknowledged records the slots name.
     slot_bytes: u64,
+    /// The ring bytes of the records queued for slots none of whose records is known
+    /// acknowledged yet (they will be live: counted so that a burst of writes in flight does
+    /// not look like garbage).
+    pending_bytes: u64,
     suspects: Vec<Suspect>,
 }
 
@@ -237,6 +241,7 @@ impl LogState {
             slots: BTreeMap::new(),
             contiguous: 0,
             slot_bytes: 0,
+            pending_bytes: 0,
             suspects: Vec::new(),
         }
     }
@@ -300,12 +305,16 @@ impl LogState {
 
     /// A write's record queued.
     pub fn queue_write(&mut self, address: u64, crc: u32, len: u64) {
-        let slot = self.slots.entry(address).or_insert(Slot {
-            lsn: None,
-            crc,
-            len: slot_len(len),
-            pending: 0,
-            damaged: false,
+        let slot = self.slots.entry(address).or_insert_with(|| {
+            let slot = Slot {
+                lsn: None,
+                crc,
+                len: slot_len(len),
+                pending: 0,
+                damaged: false,
+            };
+            self.pending_bytes += slot.bytes();
+            slot
         });
         slot.pending += 1;
     }
@@ -325,18 +334,19 @@ impl LogState {
                 slot.lsn = Some(lsn);
                 self.slot_bytes += slot.bytes();
             }
-            Some(lsn) => match slot.lsn {
-                None => {
+            // Once the slot names a record, that stays its record: relocation may already
+            // have judged every other record of the value garbage (a rewrite while the first
+            // was in flight, or the original a relocated copy took over from) and trimmed
+            // it. Replay keeps the first it meets: the same bytes.
+            Some(lsn) => {
+                if slot.lsn.is_none() {
                     slot.lsn = Some(lsn);
+                    self.pending_bytes -= slot.bytes();
                     self.slot_bytes += slot.bytes();
                 }
-                // The record the slot names stays its record: relocation may already have
-                // judged every other record of the value garbage (a rewrite while the first
-                // was in flight, or the original a relocated copy took over from) and
-                // trimmed it. Replay keeps the first it meets: the same bytes.
-                Some(_) => {}
-            },
+            }
             None if slot.pending == 0 && !slot.acknowledged() => {
+                self.pending_bytes -= slot.bytes();
                 self.slots.remove(&address);
             }
             None => {}
@@ -373,15 +383,21 @@ impl LogState {
         if !self.takes_copy(address, crc, len) {
             return false;
         }
-        let slot = self.slots.entry(address).or_insert(Slot {
-            lsn: None,
-            crc,
-            len,
-            pending: 0,
-            damaged: false,
+        let slot = self.slots.entry(address).or_insert_with(|| {
+            let slot = Slot {
+                lsn: None,
+                crc,
+                len,
+                pending: 0,
+                damaged: false,
+            };
+            self.pending_bytes += slot.bytes();
+            slot
         });
         if slot.acknowledged() {
             self.slot_bytes -= slot.bytes();
+        } else {
+            self.pending_bytes -= slot.bytes();
         }
         slot.lsn = Some(lsn);
         slot.damaged = false;
@@ -399,6 +415,7 @@ impl LogState {
             return;
         }
         if !slot.acknowledged() {
+            self.pending_bytes -= slot.bytes();
             self.slot_bytes += slot.bytes();
         }
         slot.lsn = Some(to);
@@ -416,6 +433,8 @@ impl LogState {
             Some(slot) => {
                 if slot.acknowledged() {
                     self.slot_bytes -= slot.bytes();
+                } else {
+                    self.pending_bytes -= slot.bytes();
                 }
                 slot.lsn = Some(lsn);
                 slot.damaged = true;
@@ -643,6 +662,8 @@ impl LogState {
             if let Some(slot) = self.slots.remove(&address) {
                 if slot.acknowledged() {
                     self.slot_bytes -= slot.bytes();
+                } else {
+                    self.pending_bytes -= slot.bytes();
                 }
             }
         }
@@ -785,10 +806,10 @@ impl LogState {
         })
     }
 
-    /// The ring bytes of the records this LogDrive needs: its acknowledged values (headers
-    /// included) and the records holding its control state.
+    /// The ring bytes of the records this LogDrive needs: its values (headers included),
+    /// acknowledged or on their way, and the records holding its control state.
     pub fn live_bytes(&self) -> u64 {
-        self.slot_bytes + RECORD_HEADER_BYTES * self.holders.count()
+        self.slot_bytes + self.pending_bytes + RECORD_HEADER_BYTES * self.holders.count()
     }
 }
 

@@ -15,6 +15,16 @@ pub struct Ring {
     pub path: PathBuf,
 }
 
+impl Ring {
+    /// A ring formatted at `path` inside `directory`, which it keeps.
+    pub fn from_parts(directory: tempfile::TempDir, path: PathBuf) -> Ring {
+        Ring {
+            _directory: directory,
+            path,
+        }
+    }
+}
+
 /// A freshly formatted ring.
 pub fn ring() -> Ring {
     let directory = tempfile::tempdir().expect("temporary directory");

@@ -1,0 +1,499 @@
+//! Reclaiming the ring's space: the head advances past what no live LogDrive needs (deleted
+//! LogDrives, trimmed and sealed-off addresses) without copying; a long-lived LogDrive that
+//! pins the head has its records relocated forward (the ledger workload: 1,000 LogDrives,
+//! eight pipelining writers, all but one old LogDrive deleted, the ring's space reclaimed to
+//! within the configured bound); creations, seals, fences and trim points are carried
+//! forward and survive restarts; generations are never issued twice even once every record
+//! of the old ones has left the ring; readers follow values relocation moves under them; and
+//! a ring that clients filled is reclaimed (relocation keeps its reserve) lap after lap.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::read;
+use sealog::{DriveOptions, FormatOptions};
+use sealog_logdrive::{
+    wait, LocalLogDrive, LogDrive, LogDriveError, LogDriveStore, ReadOutcome, ReclaimPolicy,
+    ReclaimStats, StoreOpenError, StoreOptions,
+};
+
+/// A file ring of `size` bytes in `segment`-byte segments, batches up to `batch` bytes.
+fn ring_of(size: u64, segment: u64, batch: u32) -> common::Ring {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("ring");
+    let options = FormatOptions::new(size)
+        .segment_size_bytes(segment)
+        .batch_size_max_bytes(batch);
+    sealog::format(&path, &options).expect("format");
+    common::Ring::from_parts(directory, path)
+}
+
+fn open_with(ring: &common::Ring, reclaim: ReclaimPolicy) -> LogDriveStore {
+    let options = StoreOptions::default().reclaim(reclaim);
+    LogDriveStore::open_with_options(&ring.path, options).expect("open")
+}
+
+/// A policy run by hand ([`LogDriveStore::reclaim_now`]), relocating above `bound`.
+fn by_hand(bound: f64) -> ReclaimPolicy {
+    ReclaimPolicy::default()
+        .background(false)
+        .space_amplification_max(bound)
+        .bandwidth_share(1.0)
+}
+
+fn create(store: &LogDriveStore, id: u64) -> LocalLogDrive {
+    wait(store.create(id, 1 << 40)).expect("create")
+}
+
+/// A 4 KiB payload naming its LogDrive and address.
+fn page(id: u64, address: u64) -> Bytes {
+    let mut bytes = vec![(id * 31 + address) as u8; 4096];
+    let name = format!("logdrive {id} address {address}");
+    bytes[..name.len()].copy_from_slice(name.as_bytes());
+    Bytes::from(bytes)
+}
+
+/// Writes `addresses` of `drive`, all in flight at once.
+fn write_all(drive: &LocalLogDrive, addresses: impl IntoIterator<Item = u64>) {
+    let futures: Vec<_> = addresses
+        .into_iter()
+        .map(|address| drive.write(address, 1, page(drive.id(), address)))
+        .collect();
+    for future in futures {
+        wait(future).expect("write");
+    }
+}
+
+fn check_pages(drive: &dyn LogDrive, id: u64, addresses: impl IntoIterator<Item = u64>) {
+    for address in addresses {
+        assert_eq!(
+            read(drive, address),
+            ReadOutcome::Value(page(id, address)),
+            "LogDrive {id} address {address}"
+        );
+    }
+}
+
+fn reopen(ring: &common::Ring, store: LogDriveStore, reclaim: ReclaimPolicy) -> LogDriveStore {
+    store.close();
+    drop(store);
+    open_with(ring, reclaim)
+}
+
+fn print(what: &str, stats: &ReclaimStats) {
+    println!(
+        "{what}: occupied {} of {} bytes, live {}, amplification {:.2}, {} steps ({} \
+         relocating), {} records relocated ({} bytes), {} garbage records passed, {} ring \
+         trims, {} generation records, refused {} writes {} controls {} copies",
+        stats.occupied_bytes,
+        stats.capacity_bytes,
+        stats.live_bytes,
+        stats.space_amplification,
+        stats.steps,
+        stats.relocation_steps,
+        stats.relocated_records,
+        stats.relocated_bytes,
+        stats.garbage_records,
+        stats.ring_trims,
+        stats.generation_records,
+        stats.refused_writes,
+        stats.refused_controls,
+        stats.refused_copies,
+    );
+}
+
+#[test]
+fn deleted_logdrives_free_the_head_without_relocation() {
+    let ring = ring_of(32 << 20, 1 << 20, 256 << 10);
+    let store = open_with(&ring, by_hand(2.0));
+    let drives: Vec<_> = (0..40)
+        .map(|id| {
+            let drive = create(&store, id);
+            write_all(&drive, 0..32);
+            drive
+        })
+        .collect();
+    let before = store.reclaim_stats();
+    for id in 0..39 {
+        wait(store.delete(id)).unwrap();
+    }
+    // The survivor's records lie at the ring's end: nothing before them is needed.
+    let after = store.reclaim_now().unwrap();
+    print("after the deletions", &after);
+    assert_eq!(after.relocated_records, 0);
+    assert!(after.ring_trims > 0);
+    assert!(
+        after.occupied_bytes < before.occupied_bytes / 10,
+        "{} of {} bytes still occupied",
+        after.occupied_bytes,
+        before.occupied_bytes
+    );
+    check_pages(&drives[39], 39, 0..32);
+    drop(drives);
+    let store = reopen(&ring, store, by_hand(2.0));
+    assert_eq!(store.ids(), [39]);
+    check_pages(&store.get(39).unwrap(), 39, 0..32);
+    // The deletions' records, after the survivor's, are all replay passes over.
+    assert_eq!(store.skipped_records(), 39);
+}
+
+/// The ledger workload of the issue: LogDrive 0 is old and lives on (its records written
+/// first and then once a round between everyone else's), 999 more are written by eight
+/// writers pipelining, then every one but LogDrive 0 is deleted; the background reclaimer
+/// brings the ring's occupied bytes within the configured bound of the live bytes.
+#[test]
+fn the_ledger_workload_reclaims_the_ring_to_within_the_bound() {
+    const DRIVES: u64 = 1_000;
+    const WRITERS: usize = 8;
+    const ROUNDS: u64 = 10;
+    let bound = 1.5;
+    let policy = ReclaimPolicy::default().space_amplification_max(bound);
+    let ring = ring_of(96 << 20, 2 << 20, 1 << 20);
+    let store = open_with(&ring, policy.clone());
+    let drives: Vec<_> = (0..DRIVES).map(|id| create(&store, id)).collect();
+    let old = drives[0].clone();
+    write_all(&old, 0..64);
+    let mut old_written = 64;
+    for round in 0..ROUNDS {
+        std::thread::scope(|scope| {
+            for share in drives[1..].chunks(drives.len() / WRITERS + 1) {
+                scope.spawn(move || {
+                    let futures: Vec<_> = share
+                        .iter()
+                        .map(|drive| drive.write(round, 1, page(drive.id(), round)))
+                        .collect();
+                    for future in futures {
+                        wait(future).expect("write");
+                    }
+                });
+            }
+        });
+        write_all(&old, old_written..old_written + 8);
+        old_written += 8;
+    }
+    let full = store.reclaim_stats();
+    print("written", &full);
+    let deletions: Vec<_> = (1..DRIVES).map(|id| store.delete(id)).collect();
+    for deletion in deletions {
+        wait(deletion).unwrap();
+    }
+    drop(drives);
+    let started = Instant::now();
+    let stats = loop {
+        let stats = store.reclaim_stats();
+        let within =
+            stats.live_bytes > 0 && stats.occupied_bytes as f64 <= bound * stats.live_bytes as f64;
+        if within || started.elapsed() > Duration::from_secs(60) {
+            break stats;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    print(&format!("reclaimed in {:?}", started.elapsed()), &stats);
+    let live_pages = old_written * (4096 + sealog::ENTRY_HEADER_SIZE as u64);
+    assert!(stats.live_bytes >= live_pages, "{stats:?}");
+    assert!(
+        stats.occupied_bytes as f64 <= bound * stats.live_bytes as f64,
+        "occupied {} bytes for {} live after {:?}",
+        stats.occupied_bytes,
+        stats.live_bytes,
+        started.elapsed()
+    );
+    assert!(stats.relocated_records >= old_written - 8, "{stats:?}");
+    assert_eq!(stats.refused_copies, 0);
+    check_pages(&old, 0, 0..old_written);
+    drop(old);
+    let store = reopen(&ring, store, policy);
+    assert_eq!(store.ids(), [0]);
+    check_pages(&store.get(0).unwrap(), 0, 0..old_written);
+    println!(
+        "reopened: replay skipped {} records the reclaimer left between the copies",
+        store.skipped_records()
+    );
+}
+
+/// What a LogDrive answers, through the trait.
+fn answers(drive: &dyn LogDrive, addresses: u64) -> (sealog_logdrive::Length, Vec<ReadOutcome>) {
+    let length = wait(drive.length()).unwrap();
+    let reads = (0..addresses).map(|a| read(drive, a)).collect();
+    (length, reads)
+}
+
+/// Writes garbage: a LogDrive of 4 KiB pages created, filled and deleted, `pages` of them.
+fn churn(store: &LogDriveStore, id: u64, pages: u64) {
+    let drive = create(store, id);
+    write_all(&drive, 0..pages);
+    drop(drive);
+    wait(store.delete(id)).unwrap();
+}
+
+#[test]
+fn creations_seals_fences_and_trims_are_carried_forward_lap_after_lap() {
+    let ring = ring_of(16 << 20, 1 << 20, 256 << 10);
+    let policy = by_hand(1.0);
+    let store = open_with(&ring, policy.clone());
+    // Three LogDrives whose control records sit at the ring's head.
+    let sealed = create(&store, 1);
+    write_all(&sealed, 0..12);
+    wait(sealed.seal(9)).unwrap();
+    let fenced = create(&store, 2);
+    write_all(&fenced, 0..5);
+    wait(fenced.fence(4)).unwrap();
+    wait(fenced.write(5, 7, page(2, 5))).unwrap();
+    let trimmed = create(&store, 3);
+    write_all(&trimmed, 0..10);
+    wait(trimmed.trim(6)).unwrap();
+    let empty = create(&store, 4);
+    let expected: BTreeMap<u64, _> = [(1, &sealed), (2, &fenced), (3, &trimmed), (4, &empty)]
+        .into_iter()
+        .map(|(id, drive)| (id, answers(drive, 14)))
+        .collect();
+    drop((sealed, fenced, trimmed, empty));
+    // Four laps of the ring in garbage, the reclaimer relocating as it goes.
+    let mut store = store;
+    for lap in 0..4u64 {
+        for round in 0..12 {
+            churn(&store, 100 + lap * 100 + round, 64);
+            store.reclaim_now().unwrap();
+        }
+        for (id, answered) in &expected {
+            assert_eq!(
+                &answers(&store.get(*id).unwrap(), 14),
+                answered,
+                "lap {lap}"
+            );
+        }
+        store = reopen(&ring, store, policy.clone());
+        for (id, answered) in &expected {
+            assert_eq!(
+                &answers(&store.get(*id).unwrap(), 14),
+                answered,
+                "lap {lap}, reopened"
+            );
+        }
+        assert_eq!(store.ids(), [1, 2, 3, 4]);
+    }
+    let stats = store.reclaim_stats();
+    print("after four laps", &stats);
+    // The fence and the seal still refuse what they refused.
+    let fenced = store.get(2).unwrap();
+    assert_eq!(
+        wait(fenced.write(8, 3, page(2, 8))),
+        Err(LogDriveError::Fenced { current: 4 })
+    );
+    assert_eq!(
+        wait(store.get(1).unwrap().write(9, 9, page(1, 9))),
+        Err(LogDriveError::Sealed { length: 9 })
+    );
+}
+
+#[test]
+fn generations_are_never_issued_twice_once_their_records_left_the_ring() {
+    let ring = ring_of(16 << 20, 1 << 20, 256 << 10);
+    let policy = by_hand(1.0);
+    let store = open_with(&ring, policy.clone());
+    let mut generation = 0;
+    for _ in 0..5 {
+        let drive = create(&store, 5);
+        assert!(drive.generation() > generation);
+        generation = drive.generation();
+        write_all(&drive, 0..4);
+        drop(drive);
+        wait(store.delete(5)).unwrap();
+    }
+    let last_delete = store.drive().durable_lsn();
+    // A lap and more of garbage that other ids write and delete: the head passes every
+    // record of id 5's generations, and of the garbage's own creations.
+    let mut store = store;
+    for round in 0..40 {
+        churn(&store, 1000 + round, 32);
+        store.reclaim_now().unwrap();
+    }
+    let stats = store.reclaim_stats();
+    print("after the garbage", &stats);
+    assert!(stats.head_lsn > last_delete, "{stats:?}");
+    assert!(stats.generation_records > 0, "{stats:?}");
+    store = reopen(&ring, store, policy);
+    let again = create(&store, 5);
+    assert!(
+        again.generation() > generation + 40,
+        "generation {} after {} and 40 more",
+        again.generation(),
+        generation
+    );
+}
+
+#[test]
+fn readers_follow_values_relocation_moves_under_them() {
+    let ring = ring_of(16 << 20, 1 << 20, 256 << 10);
+    let policy = ReclaimPolicy::default()
+        .space_amplification_max(1.0)
+        .bandwidth_share(1.0);
+    let store = open_with(&ring, policy);
+    let old = create(&store, 0);
+    write_all(&old, 0..256);
+    let stop = AtomicBool::new(false);
+    let reads = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..4u64)
+            .map(|reader| {
+                let (old, stop) = (old.clone(), &stop);
+                scope.spawn(move || {
+                    let mut reads = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let address = (reads * 7 + reader * 64) % 256;
+                        let outcome = wait(old.read(address)).expect("read");
+                        assert_eq!(outcome, ReadOutcome::Value(page(0, address)));
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for round in 0..60 {
+            churn(&store, 10 + round, 48);
+        }
+        // Let the reclaimer finish with the readers still reading.
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, Ordering::Relaxed);
+        readers.into_iter().map(|r| r.join().unwrap()).sum::<u64>()
+    });
+    let stats = store.reclaim_stats();
+    print(&format!("{reads} reads beside relocation"), &stats);
+    assert!(stats.relocated_records >= 256, "{stats:?}");
+    check_pages(&old, 0, 0..256);
+    // Rewriting a relocated value is still idempotent, and a different one a conflict.
+    wait(old.write(3, 1, page(0, 3))).unwrap();
+    assert_eq!(
+        wait(old.write(3, 1, page(0, 4))),
+        Err(LogDriveError::Conflict { address: 3 })
+    );
+}
+
+/// Clients fill the ring (writes refused as RingFull) while an old LogDrive pins its head:
+/// the reclaimer, copying into the reserve kept for it, frees room lap after lap, and the
+/// writers go on; nothing deadlocks and nothing is lost.
+#[test]
+fn a_ring_clients_filled_is_reclaimed_lap_after_lap() {
+    let ring = ring_of(8 << 20, 512 << 10, 128 << 10);
+    let policy = ReclaimPolicy::default();
+    let store = open_with(&ring, policy.clone());
+    let old = create(&store, 0);
+    let mut old_written = 0;
+    let mut refused = 0u64;
+    let mut written = 0u64;
+    let started = Instant::now();
+    let mut next_id = 1;
+    // About six laps of the ring.
+    while written < 6 * (8 << 20) {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no progress: {:?}",
+            store.reclaim_stats()
+        );
+        let drive = match wait(store.create(next_id, 1 << 40)) {
+            Ok(drive) => drive,
+            Err(LogDriveError::RingFull) => {
+                refused += 1;
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            Err(error) => panic!("create: {error}"),
+        };
+        let mut address = 0;
+        while address < 16 {
+            match wait(drive.write(address, 1, page(next_id, address))) {
+                Ok(()) => {
+                    address += 1;
+                    written += 4096;
+                }
+                Err(LogDriveError::RingFull) => {
+                    refused += 1;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(error) => panic!("write: {error}"),
+            }
+        }
+        loop {
+            match wait(old.write(old_written, 1, page(0, old_written))) {
+                Ok(()) => break,
+                Err(LogDriveError::RingFull) => {
+                    refused += 1;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(error) => panic!("old write: {error}"),
+            }
+        }
+        old_written += 1;
+        drop(drive);
+        // Deletions use the control reserve: refused only while relocation has the ring's
+        // last room (until the head's segment frees).
+        loop {
+            match wait(store.delete(next_id)) {
+                Ok(()) => break,
+                Err(LogDriveError::RingFull) => {
+                    refused += 1;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(error) => panic!("delete: {error}"),
+            }
+        }
+        next_id += 1;
+    }
+    let stats = store.reclaim_stats();
+    print(
+        &format!(
+            "{written} bytes written in {:?}, {refused} refusals",
+            started.elapsed()
+        ),
+        &stats,
+    );
+    assert!(refused > 0, "the ring never filled");
+    assert!(stats.relocated_records > 0);
+    assert_eq!(stats.refused_copies, 0);
+    check_pages(&old, 0, 0..old_written);
+    drop(old);
+    let store = reopen(&ring, store, policy);
+    check_pages(&store.get(0).unwrap(), 0, 0..old_written);
+    assert_eq!(store.ids(), [0]);
+}
+
+#[test]
+fn a_reserve_too_small_for_relocation_is_refused() {
+    let ring = ring_of(8 << 20, 512 << 10, 128 << 10);
+    let policy = ReclaimPolicy::default().reserve_bytes(Some(64 << 10));
+    let options = StoreOptions::default().reclaim(policy);
+    let error = LogDriveStore::open_with_options(&ring.path, options).unwrap_err();
+    assert!(matches!(error, StoreOpenError::Policy { .. }), "{error}");
+    assert!(error.to_string().contains("below"), "{error}");
+    let bad = ReclaimPolicy::default().space_amplification_max(0.5);
+    let options = StoreOptions::default().reclaim(bad);
+    let error = LogDriveStore::open_with_options(&ring.path, options).unwrap_err();
+    assert!(error.to_string().contains("below 1"), "{error}");
+    // And the store opens with a sound one.
+    drop(LogDriveStore::open(&ring.path, DriveOptions::default()).unwrap());
+}
+
+#[test]
+fn a_trimmed_prefix_and_a_sealed_off_tail_are_garbage() {
+    let ring = ring_of(16 << 20, 1 << 20, 256 << 10);
+    let store = open_with(&ring, by_hand(1.0));
+    let drive = create(&store, 1);
+    write_all(&drive, 0..400);
+    wait(drive.trim(380)).unwrap();
+    let sealed = create(&store, 2);
+    write_all(&sealed, 0..400);
+    wait(sealed.seal(20)).unwrap();
+    let stats = store.reclaim_now().unwrap();
+    print("after a trim and a seal", &stats);
+    // What is left: 20 pages of each, their creations and controls.
+    let pages = 40 * (4096 + sealog::ENTRY_HEADER_SIZE as u64);
+    assert!(stats.live_bytes < pages + 4096, "{stats:?}");
+    assert!(stats.occupied_bytes < 3 * pages, "{stats:?}");
+    check_pages(&drive, 1, 380..400);
+    check_pages(&sealed, 2, 0..20);
+    assert_eq!(read(&sealed, 25), ReadOutcome::Unwritten);
+    assert_eq!(read(&drive, 3), ReadOutcome::Trimmed { first: 380 });
+}
