@@ -790,7 +790,16 @@ impl LogState {
         if n - t > k {
             return Err(LogDriveError::WindowViolated { n, t, k });
         }
-        let holes: BTreeSet<u64> = (t..n).filter(|a| !self.acknowledged(*a)).collect();
+        // The holes are [T, N) less the acknowledged slots in it: one ordered pass over them.
+        let mut holes = BTreeSet::new();
+        let mut next = t;
+        for (address, slot) in self.slots.range(t..n) {
+            if slot.acknowledged() {
+                holes.extend(next..*address);
+                next = address + 1;
+            }
+        }
+        holes.extend(next..n);
         Ok(TailDesc { n, holes })
     }
 
