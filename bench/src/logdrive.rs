@@ -42,7 +42,8 @@ use crate::rounds::interleave;
 
 /// The payload of every write and read of the section: 4 KiB, the raw cells' size.
 pub const PAYLOAD_BYTES: usize = 4096;
-/// Interleaved rounds of each comparison.
+/// Interleaved rounds of the reads (the writes run as many rounds as they have engines, so
+/// that each engine runs once in every position).
 pub const ROUNDS: usize = 3;
 /// The throughput comparison's writers and writes in flight per writer: 256 in all, the
 /// deep cells' order of magnitude.
@@ -93,7 +94,11 @@ pub fn logdrive_section(plan: &Plan<'_>) -> Result<LogDriveFigures, String> {
         plan,
         "latency",
         (1, 1),
-        &[WriteEngine::Raw, WriteEngine::LogDrives(1)],
+        &[
+            WriteEngine::Raw,
+            WriteEngine::RawControl,
+            WriteEngine::LogDrives(1),
+        ],
     )?;
     let throughput = write_comparison(
         plan,
@@ -101,6 +106,7 @@ pub fn logdrive_section(plan: &Plan<'_>) -> Result<LogDriveFigures, String> {
         (THROUGHPUT_WRITERS, THROUGHPUT_IN_FLIGHT),
         &[
             WriteEngine::Raw,
+            WriteEngine::RawControl,
             WriteEngine::LogDrives(1),
             WriteEngine::LogDrives(MANY_LOGDRIVES),
         ],
@@ -114,8 +120,8 @@ pub fn logdrive_section(plan: &Plan<'_>) -> Result<LogDriveFigures, String> {
     })
 }
 
-/// One write comparison: `engines` (the raw engine first) under `(writers, in_flight)`, in
-/// [`ROUNDS`] interleaved rounds.
+/// One write comparison: `engines` (the raw engine first, then its control) under `(writers,
+/// in_flight)`, in as many interleaved rounds as engines.
 fn write_comparison(
     plan: &Plan<'_>,
     name: &'static str,
@@ -130,9 +136,10 @@ fn write_comparison(
         warmup: plan.warmup,
     };
     let started = Instant::now();
-    let cells = interleave(ROUNDS, engines.len(), |engine, round| {
+    let rounds = engines.len();
+    let cells = interleave(rounds, engines.len(), |engine, round| {
         crate::progress(&format!(
-            "logdrive {name}, round {}/{ROUNDS}: {}",
+            "logdrive {name}, round {}/{rounds}: {}",
             round + 1,
             engines[engine].label()
         ));
@@ -154,7 +161,7 @@ fn write_run(plan: &Plan<'_>, engine: WriteEngine, workload: Workload) -> Result
     let options = cell_options(plan.options.clone());
     let open_error = |error: sealog::OpenError| format!("{}: {error}", plan.ring.display());
     match engine {
-        WriteEngine::Raw => {
+        WriteEngine::Raw | WriteEngine::RawControl => {
             let drive = Drive::open(plan.ring, options).map_err(open_error)?;
             let cell = measure_writers(&drive, engine.engine(), workload, &RawAppends(&drive));
             empty_and_close(&drive)?;

@@ -16,6 +16,9 @@ use crate::report::{Cell, Target};
 pub const RAW_ENGINE: &str = "sealog";
 /// The engine name of the LogDrive write cells.
 pub const LOGDRIVE_ENGINE: &str = "sealog-logdrive";
+/// The engine name of the raw engine's appends run a second time in the same rounds: the
+/// control, whose ratio to the first is the comparison's noise floor.
+pub const CONTROL_ENGINE: &str = "sealog-control";
 /// The raw engine's blocking read (`Drive::read_entry`).
 pub const RAW_READ: &str = "sealog-read-entry";
 /// The raw engine's async read (`Drive::read_entry_async`, waited on as a LogDrive read is).
@@ -32,6 +35,11 @@ pub const LOGDRIVE_OVER_RAW_MAX: f64 = 1.1;
 pub enum WriteEngine {
     /// The raw engine's appends.
     Raw,
+    /// The raw engine's appends again, in the same rounds: what its ratio to [`Raw`] shows is
+    /// noise, the margin within which this run can tell two write paths apart.
+    ///
+    /// [`Raw`]: WriteEngine::Raw
+    RawControl,
     /// LogDrive writes spread over this many LogDrives.
     LogDrives(usize),
 }
@@ -41,6 +49,7 @@ impl WriteEngine {
     pub fn engine(self) -> &'static str {
         match self {
             WriteEngine::Raw => RAW_ENGINE,
+            WriteEngine::RawControl => CONTROL_ENGINE,
             WriteEngine::LogDrives(_) => LOGDRIVE_ENGINE,
         }
     }
@@ -48,7 +57,7 @@ impl WriteEngine {
     /// LogDrives written (0: the raw engine).
     pub fn logdrives(self) -> usize {
         match self {
-            WriteEngine::Raw => 0,
+            WriteEngine::Raw | WriteEngine::RawControl => 0,
             WriteEngine::LogDrives(count) => count,
         }
     }
@@ -57,6 +66,7 @@ impl WriteEngine {
     pub fn label(self) -> String {
         match self {
             WriteEngine::Raw => "the raw engine's appends".to_string(),
+            WriteEngine::RawControl => "the raw engine's appends again (control)".to_string(),
             WriteEngine::LogDrives(1) => "LogDrive writes on one LogDrive".to_string(),
             WriteEngine::LogDrives(count) => format!("LogDrive writes over {count} LogDrives"),
         }
@@ -137,11 +147,9 @@ impl WriteComparison {
         (raw > 0.0 && this > 0.0).then(|| this / raw)
     }
 
-    /// The engine writing over `logdrives` LogDrives, if this comparison ran it.
-    fn engine_of(&self, logdrives: usize) -> Option<usize> {
-        self.engines
-            .iter()
-            .position(|engine| *engine == WriteEngine::LogDrives(logdrives))
+    /// The index of `engine`, if this comparison ran it.
+    fn engine_index(&self, engine: WriteEngine) -> Option<usize> {
+        self.engines.iter().position(|ran| *ran == engine)
     }
 
     /// Fills every cell's ratios to the write section's ceilings.
@@ -389,15 +397,16 @@ fn write_lines(figures: &LogDriveFigures) -> Vec<String> {
     let mut lines = vec![
         format!(
             "logdrive writes: LogDrive writes against the raw engine's appends, {} B payloads, \
-             {} interleaved rounds, each run {:.2} s after {:.2} s of warm-up, each round \
-             starting one engine later; each figure the median over the rounds",
-            first.cells[0][0].payload_bytes,
-            first.cells.len(),
-            first.seconds_per_run,
-            first.warmup_seconds_per_run
+             as many interleaved rounds as engines, each run {:.2} s after {:.2} s of warm-up, \
+             each round starting one engine later (so each engine runs once in every \
+             position); each figure the median over the rounds",
+            first.cells[0][0].payload_bytes, first.seconds_per_run, first.warmup_seconds_per_run
         ),
         format!(
-            "{:<11} {:<16} {:>6} {:>7} {:>6} {:>10} {:>8} {:>7} {:>7} {:>8} {:>6}  {:<27} {:>5}",
+            concat!(
+                "{:<11} {:<16} {:>6} {:>7} {:>6} {:>10} {:>8} {:>7} {:>7} {:>6} {:>6} {:>5}",
+                "  {:<34} {:>5}"
+            ),
             "logdrive",
             "engine",
             "drives",
@@ -407,8 +416,9 @@ fn write_lines(figures: &LogDriveFigures) -> Vec<String> {
             "MB/s",
             "p50 us",
             "p99 us",
-            "p999 us",
             "batch",
+            "CPU us",
+            "xCPU",
             "judged: by round",
             "xraw"
         ),
@@ -420,9 +430,28 @@ fn write_lines(figures: &LogDriveFigures) -> Vec<String> {
     }
     lines.push(
         "xraw: the judged figure's median over the raw engine's (writes/s: higher is better; \
-         p50: lower is better); drives: LogDrives written (- the raw engine, which appends)"
+         p50: lower is better); drives: LogDrives written (- the raw engine, which appends); \
+         CPU us: the process's CPU per write acknowledged (writers, drive thread and kernel), \
+         xCPU: over the raw engine's; sealog-control: the raw engine's appends again in the \
+         same rounds, so its xraw is this run's noise"
             .to_string(),
     );
+    let noise: Vec<String> = figures
+        .writes
+        .iter()
+        .filter_map(|comparison| {
+            let control = comparison.engine_index(WriteEngine::RawControl)?;
+            let ratio = comparison.over_raw(control)?;
+            Some(format!("{} {ratio:.3}", comparison.name))
+        })
+        .collect();
+    if !noise.is_empty() {
+        lines.push(format!(
+            "noise floor of this run (the raw engine over itself, judged as the LogDrive rows \
+             are): {}; the 1.1x targets tell the paths apart only where these stay near 1",
+            noise.join(", ")
+        ));
+    }
     lines
 }
 
@@ -442,21 +471,20 @@ fn write_row(comparison: &WriteComparison, index: usize, engine: WriteEngine) ->
         },
         by_round.join(" ")
     );
-    let ratio = if index == 0 {
-        "-".to_string()
-    } else {
-        comparison
-            .over_raw(index)
-            .map_or("-".to_string(), |ratio| format!("{ratio:.3}"))
+    let over_raw = |ratio: Option<f64>, precision: usize| match ratio.filter(|_| index > 0) {
+        Some(ratio) => format!("{ratio:.precision$}"),
+        None => "-".to_string(),
     };
+    let raw_cpu = comparison.median(0, |cell| cell.cpu_us_per_append);
+    let cpu_ratio = (raw_cpu > 0.0).then(|| cell.cpu_us_per_append / raw_cpu);
     let drives = match engine.logdrives() {
         0 => "-".to_string(),
         count => count.to_string(),
     };
     format!(
         concat!(
-            "{:<11} {:<16} {:>6} {:>7} {:>6} {:>10.0} {:>8.1} {:>7.0} {:>7.0} {:>8.0} {:>6.1}",
-            "  {:<27} {:>5}"
+            "{:<11} {:<16} {:>6} {:>7} {:>6} {:>10.0} {:>8.1} {:>7.0} {:>7.0} {:>6.1} {:>6.1}",
+            " {:>5}  {:<34} {:>5}"
         ),
         comparison.name,
         cell.engine,
@@ -467,10 +495,11 @@ fn write_row(comparison: &WriteComparison, index: usize, engine: WriteEngine) ->
         cell.mb_per_sec,
         cell.p50_us,
         cell.p99_us,
-        cell.p999_us,
         cell.batch_entries,
+        cell.cpu_us_per_append,
+        over_raw(cpu_ratio, 2),
         judged,
-        ratio
+        over_raw(comparison.over_raw(index), 3)
     )
 }
 
@@ -560,6 +589,7 @@ fn weak_tail_lines(rows: &[WeakTailRow]) -> Vec<String> {
 fn write_cell_json(cell: &Cell, engine: WriteEngine) -> Value {
     let mut value = cell.to_json();
     value["logdrives"] = json!(engine.logdrives());
+    value["control"] = json!(engine == WriteEngine::RawControl);
     value
 }
 
@@ -619,7 +649,7 @@ pub fn to_json(figures: &LogDriveFigures) -> Value {
 pub fn targets(figures: Option<&LogDriveFigures>) -> Vec<Target> {
     let ratio = |name: &str, logdrives: usize| {
         let comparison = figures?.comparison(name)?;
-        comparison.over_raw(comparison.engine_of(logdrives)?)
+        comparison.over_raw(comparison.engine_index(WriteEngine::LogDrives(logdrives))?)
     };
     vec![
         Target {
@@ -631,14 +661,14 @@ pub fn targets(figures: Option<&LogDriveFigures>) -> Vec<Target> {
         },
         Target {
             name: "LogDrive writes on one LogDrive, 8 writers x 32 in flight x 4 KiB: writes/s \
-                   over the raw appends/s (medians of 3 interleaved rounds)",
+                   over the raw appends/s (medians of 4 interleaved rounds)",
             value: ratio("throughput", 1),
             goal: 1.0 / LOGDRIVE_OVER_RAW_MAX,
             higher_is_better: true,
         },
         Target {
             name: "LogDrive writes over 1,000 LogDrives, 8 writers x 32 in flight x 4 KiB: \
-                   writes/s over the raw appends/s (medians of 3 interleaved rounds)",
+                   writes/s over the raw appends/s (medians of 4 interleaved rounds)",
             value: ratio("throughput", crate::logdrive::MANY_LOGDRIVES),
             goal: 1.0 / LOGDRIVE_OVER_RAW_MAX,
             higher_is_better: true,
@@ -725,7 +755,41 @@ mod tests {
         assert_eq!(json["writes"][1]["runs"][3]["logdrives"], 1);
         assert_eq!(json["writes"][1]["medians"][2]["logdrives"], 1000);
         assert_eq!(json["writes"][1]["medians"][0]["over_raw"], Value::Null);
+        assert_eq!(json["writes"][1]["medians"][1]["control"], false);
         assert_eq!(lines(&figures).len(), 2 + 5 + 1 + 1);
+    }
+
+    /// The control (the raw engine run again) is judged as a LogDrive row is, and its ratio is
+    /// printed as the run's noise floor.
+    #[test]
+    fn the_control_run_gives_the_noise_floor() {
+        let mut latency = throughput([
+            [(100.0, 200.0), (100.0, 220.0), (100.0, 190.0)],
+            [(100.0, 210.0), (100.0, 200.0), (100.0, 200.0)],
+            [(100.0, 190.0), (100.0, 230.0), (100.0, 210.0)],
+        ]);
+        latency.name = "latency";
+        latency.engines = vec![
+            WriteEngine::Raw,
+            WriteEngine::RawControl,
+            WriteEngine::LogDrives(1),
+        ];
+        let control = latency.over_raw(1).expect("judged");
+        assert!((control - 220.0 / 200.0).abs() < 1e-12);
+        let figures = LogDriveFigures {
+            writes: vec![latency],
+            reads: Vec::new(),
+            weak_tail: Vec::new(),
+            seconds: 1.0,
+        };
+        let text = lines(&figures).join("\n");
+        assert!(text.contains("noise floor of this run"), "{text}");
+        assert!(text.contains("latency 1.100"), "{text}");
+        assert_eq!(
+            to_json(&figures)["writes"][0]["medians"][1]["control"],
+            true
+        );
+        assert_eq!(targets(Some(&figures))[0].value, Some(1.0));
     }
 
     /// The weak_tail cases: the window is [N - K, N) above 4,096 addresses written; with holes,

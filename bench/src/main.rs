@@ -615,13 +615,15 @@ fn sealog_workloads(context: &RunContext<'_>) -> Vec<Workload> {
 
 /// The LogDrive section on a ring of the cells' shape (recording the sync method the write
 /// section's ring chose, when it ran), its write cells' ratios to the write section's ceilings
-/// (0 when it did not run). Runs are a quarter of a cell, as the single-writer rounds'.
+/// (0 when it did not run). Write runs are a fifth of a cell (the quick run's 0.6 s: some
+/// 3,000 writes at one in flight, 60,000 at 256), so that the 25 runs of its rounds stay near
+/// the half a minute the section may add to the quick run.
 fn logdrive_section(
     context: &RunContext<'_>,
     write: Option<&WriteFigures>,
 ) -> Result<logdrive_report::LogDriveFigures, String> {
     let ring = context.ring_path("logdrive");
-    let run = context.duration / 4;
+    let run = context.duration / 5;
     let plan = logdrive::Plan {
         ring: &ring,
         shape: RingShape {

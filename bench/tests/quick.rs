@@ -156,8 +156,9 @@ fn the_quick_benchmark_writes_the_json_contract() {
 }
 
 /// Issue 13's section in the JSON: the write comparisons with every run and each engine's
-/// medians carrying the `cells` contract's fields (the raw engine's beside LogDrive writes on
-/// one and on 1,000 LogDrives), the cached and cold read rows judged against the raw read,
+/// medians carrying the `cells` contract's fields (the raw engine's and its control run beside
+/// LogDrive writes on one and on 1,000 LogDrives), the cached and cold reads judged against the
+/// raw read,
 /// the four weak_tail cases, and the three targets, each judged.
 fn check_logdrive_section(json: &serde_json::Value) {
     let logdrive = &json["logdrive"];
@@ -167,7 +168,8 @@ fn check_logdrive_section(json: &serde_json::Value) {
     for comparison in writes {
         let medians = comparison["medians"].as_array().expect("medians");
         let runs = comparison["runs"].as_array().expect("runs");
-        assert_eq!(runs.len(), 3 * medians.len(), "{comparison}");
+        // As many rounds as engines, each running every engine once.
+        assert_eq!(runs.len(), medians.len() * medians.len(), "{comparison}");
         for cell in medians.iter().chain(runs) {
             for field in [
                 "engine",
@@ -192,7 +194,10 @@ fn check_logdrive_section(json: &serde_json::Value) {
             assert!(cell["ratio_to_ceiling"].as_f64() > Some(0.0), "{cell}");
         }
         assert_eq!(medians[0]["engine"], "sealog", "{comparison}");
+        assert_eq!(medians[1]["engine"], "sealog-control", "{comparison}");
+        assert_eq!(medians[1]["control"], true, "{comparison}");
         assert!(medians[1]["over_raw"].as_f64() > Some(0.0), "{comparison}");
+        assert!(medians[2]["over_raw"].as_f64() > Some(0.0), "{comparison}");
     }
     let drives: Vec<u64> = writes[1]["medians"]
         .as_array()
@@ -200,9 +205,9 @@ fn check_logdrive_section(json: &serde_json::Value) {
         .iter()
         .filter_map(|cell| cell["logdrives"].as_u64())
         .collect();
-    assert_eq!(drives, [0, 1, 1000]);
-    assert_eq!(writes[1]["medians"][1]["writers"], 8);
-    assert_eq!(writes[1]["medians"][1]["in_flight"], 32);
+    assert_eq!(drives, [0, 0, 1, 1000]);
+    assert_eq!(writes[1]["medians"][2]["writers"], 8);
+    assert_eq!(writes[1]["medians"][2]["in_flight"], 32);
     let reads = logdrive["reads"].as_array().expect("logdrive.reads");
     for section in ["logdrive-cached", "logdrive-cold"] {
         let row = reads
