@@ -1,13 +1,15 @@
 //! sealog's cells: W writer threads, each keeping `in_flight` appends outstanding (submit,
 //! and once that many are pending, wait for the oldest), for a time after a warm-up, on a
 //! freshly formatted ring; and the recovery workload (a full ring, and the time to open it).
-//! Latency is from submission to durable acknowledgement.
+//! Latency is from submission to durable acknowledgement. The writers' loop runs over a
+//! [`WritePath`]: the engine's appends here, the LogDrive layer's writes in `logdrive.rs`.
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use hdrhistogram::Histogram;
 use nix::sys::resource::{getrusage, UsageWho};
@@ -103,61 +105,138 @@ pub fn sealog_cell(
     options: DriveOptions,
 ) -> Result<Cell, String> {
     fresh_ring(ring, shape)?;
+    let drive = Drive::open(ring, cell_options(options)).map_err(|error| error.to_string())?;
+    let cell = measure_writers(&drive, "sealog", workload, &RawAppends(&drive));
+    drive.close();
+    cell
+}
+
+/// The options a cell's drive opens with: `options`, and a writer waits for another's trim
+/// rather than fail when the ring is full.
+pub fn cell_options(options: DriveOptions) -> DriveOptions {
+    DriveOptions {
+        when_full: WhenFull::Wait(Duration::from_secs(10)),
+        ..options
+    }
+}
+
+/// What a cell's writer threads write through: the engine's drive itself ([`RawAppends`]),
+/// or a layer above it (the LogDrive section's writes). Every writer thread runs the same
+/// loop over it ([`measure_writers`]), so two paths differ only in the calls they make.
+pub trait WritePath: Sync {
+    /// What one writer thread keeps (for example which log and address it writes next).
+    type State;
+    /// One write in flight.
+    type Pending;
+    /// Writer `writer`'s state, made on its own thread.
+    fn state(&self, writer: usize) -> Self::State;
+    /// Starts one write of `payload`.
+    fn submit(&self, state: &mut Self::State, payload: Bytes) -> Result<Self::Pending, String>;
+    /// Waits until that write is durable.
+    fn finish(&self, pending: Self::Pending) -> Result<(), String>;
+}
+
+/// The raw engine's appends: `Drive::append_bytes`, waited on with `Ticket::wait`.
+pub struct RawAppends<'a>(pub &'a Drive);
+
+impl WritePath for RawAppends<'_> {
+    type State = ();
+    type Pending = sealog::Ticket;
+
+    fn state(&self, _writer: usize) {}
+
+    fn submit(&self, _state: &mut (), payload: Bytes) -> Result<sealog::Ticket, String> {
+        self.0
+            .append_bytes(payload)
+            .map_err(|error| error.to_string())
+    }
+
+    fn finish(&self, ticket: sealog::Ticket) -> Result<(), String> {
+        ticket.wait().map(|_| ()).map_err(|error| error.to_string())
+    }
+}
+
+/// What the drive and the process did over a cell's measured window.
+struct Window {
+    seconds: f64,
+    before: sealog::Stats,
+    after: sealog::Stats,
+    cpu_seconds: f64,
+}
+
+/// Runs `workload`'s writer threads through `path` on `drive` (open, its live log empty),
+/// measures them after the warm-up, and returns the cell, named `engine`. Latency is from a
+/// write's submission to its durable acknowledgement; the drive's own figures (batches,
+/// handoffs, syncs) and the process's CPU are taken over the measured window.
+pub fn measure_writers<P: WritePath>(
+    drive: &Drive,
+    engine: &str,
+    workload: Workload,
+    path: &P,
+) -> Result<Cell, String> {
     let rss_reset = reset_peak_rss();
-    let drive = Arc::new(
-        Drive::open(
-            ring,
-            DriveOptions {
-                // A writer waits for another's trim rather than fail when the ring is full.
-                when_full: WhenFull::Wait(Duration::from_secs(10)),
-                ..options
-            },
-        )
-        .map_err(|error| error.to_string())?,
-    );
-    let measuring = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let handles: Vec<_> = (0..workload.writers)
-        .map(|_| {
-            let drive = Arc::clone(&drive);
-            let measuring = Arc::clone(&measuring);
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || writer(&drive, workload, &measuring, &stop))
-        })
-        .collect();
-    std::thread::sleep(workload.warmup);
-    let before = drive.stats();
-    let cpu_before = cpu_seconds();
-    measuring.store(true, Ordering::SeqCst);
-    let started = Instant::now();
-    std::thread::sleep(workload.duration);
-    measuring.store(false, Ordering::SeqCst);
-    let seconds = started.elapsed().as_secs_f64();
-    let after = drive.stats();
-    let cpu = cpu_seconds() - cpu_before;
-    stop.store(true, Ordering::SeqCst);
+    let measuring = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    let trim = TrimBehind::new(drive, workload.payload_bytes);
+    let (window, results) = std::thread::scope(|scope| {
+        let (measuring, stop, trim) = (&measuring, &stop, &trim);
+        let handles: Vec<_> = (0..workload.writers)
+            .map(|index| scope.spawn(move || writer(path, index, workload, measuring, stop, trim)))
+            .collect();
+        std::thread::sleep(workload.warmup);
+        let before = drive.stats();
+        let cpu_before = cpu_seconds();
+        measuring.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        std::thread::sleep(workload.duration);
+        measuring.store(false, Ordering::SeqCst);
+        let seconds = started.elapsed().as_secs_f64();
+        let after = drive.stats();
+        let cpu_seconds = cpu_seconds() - cpu_before;
+        stop.store(true, Ordering::SeqCst);
+        let results: Vec<WriterResult> = handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err("a writer panicked".to_string()))
+            })
+            .collect();
+        let window = Window {
+            seconds,
+            before,
+            after,
+            cpu_seconds,
+        };
+        (window, results)
+    });
     let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
     let mut operations = 0u64;
-    for handle in handles {
-        let (count, histogram) = handle
-            .join()
-            .map_err(|_| "a writer panicked".to_string())??;
+    for result in results {
+        let (count, histogram) = result?;
         operations += count;
         latency.add(histogram).map_err(|error| error.to_string())?;
     }
-    drive.close();
     let mut cell = Cell::measured(
-        "sealog",
+        engine,
         workload.payload_bytes as u64,
         workload.writers as u64,
         workload.in_flight as u64,
         operations,
-        seconds,
+        window.seconds,
         &latency,
     );
     if rss_reset {
         cell.peak_rss_bytes = peak_rss_since_reset_bytes().unwrap_or(0);
     }
+    drive_figures(&mut cell, &window, operations);
+    Ok(cell)
+}
+
+/// Fills a cell's batching, handoff and CPU columns from the drive's statistics over its
+/// measured window.
+fn drive_figures(cell: &mut Cell, window: &Window, operations: u64) {
+    let (before, after, seconds) = (&window.before, &window.after, window.seconds);
     let batches = after.batches.saturating_sub(before.batches);
     let appends = after.appends.saturating_sub(before.appends);
     cell.batch_entries = appends as f64 / batches.max(1) as f64;
@@ -178,14 +257,13 @@ pub fn sealog_cell(
         measured(&after.enqueue_to_submit_us, &before.enqueue_to_submit_us);
     cell.handoff_wake_p50_us =
         measured(&after.completion_to_wake_us, &before.completion_to_wake_us);
-    let gigabytes = operations as f64 * workload.payload_bytes as f64 / 1e9;
+    let gigabytes = operations as f64 * cell.payload_bytes as f64 / 1e9;
     cell.cpu_seconds_per_gb = if gigabytes > 0.0 {
-        cpu / gigabytes
+        window.cpu_seconds / gigabytes
     } else {
         0.0
     };
-    cell.set_cpu_us_per_append(cpu, operations);
-    Ok(cell)
+    cell.set_cpu_us_per_append(window.cpu_seconds, operations);
 }
 
 /// What tail markers cost a writer that goes idle between appends.
@@ -246,50 +324,75 @@ pub fn tail_marker_cost(
 
 type WriterResult = Result<(u64, Histogram<u64>), String>;
 
-/// One writer: keeps `in_flight` appends outstanding; trims behind itself so the ring never
-/// fills. Counts and times only what completes while `measuring` is set.
-fn writer(
-    drive: &Drive,
+/// Keeps a cell's ring from filling: every quarter of `keep` acknowledged writes (all writers
+/// together) one writer releases all but the last `keep` entries, a quarter of the ring (a
+/// trim below the current point is a no-op).
+struct TrimBehind<'a> {
+    drive: &'a Drive,
+    keep: u64,
+    every: u64,
+    acknowledged: AtomicU64,
+}
+
+impl<'a> TrimBehind<'a> {
+    fn new(drive: &'a Drive, payload_bytes: usize) -> TrimBehind<'a> {
+        let record_bytes = (payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
+        let ring_bytes = drive.geometry().ring_size_bytes().unwrap_or(0);
+        let keep = (ring_bytes / 4 / record_bytes).max(64);
+        TrimBehind {
+            drive,
+            keep,
+            every: (keep / 4).max(1),
+            acknowledged: AtomicU64::new(0),
+        }
+    }
+
+    /// One more write acknowledged.
+    fn acknowledged(&self) -> Result<(), String> {
+        let count = self.acknowledged.fetch_add(1, Ordering::Relaxed) + 1;
+        if count % self.every == 0 {
+            let upto = self.drive.durable_lsn().saturating_sub(self.keep);
+            self.drive.trim(upto).map_err(|error| error.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// One writer: keeps `in_flight` writes outstanding through `path`, waiting for the oldest
+/// once that many are pending; trims behind itself so the ring never fills. Counts and times
+/// only what completes while `measuring` is set.
+fn writer<P: WritePath>(
+    path: &P,
+    index: usize,
     workload: Workload,
     measuring: &AtomicBool,
     stop: &AtomicBool,
+    trim: &TrimBehind<'_>,
 ) -> WriterResult {
     let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
-    // Shared bytes: each append hands the drive a reference, not a copy (the engine's
+    // Shared bytes: each write hands the drive a reference, not a copy (the engine's
     // zero-copy path; the drive copies once, into its registered buffer).
     let payload = bytes::Bytes::from(vec![0x5a; workload.payload_bytes]);
-    let record_bytes = (workload.payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
-    let ring_bytes = drive.geometry().ring_size_bytes().unwrap_or(0);
-    let keep = (ring_bytes / 4 / record_bytes).max(64);
-    let trim_every = (keep / 4).max(1);
+    let mut state = path.state(index);
     let mut pending = VecDeque::with_capacity(workload.in_flight);
     let mut count = 0u64;
     while !stop.load(Ordering::Relaxed) {
         while pending.len() < workload.in_flight {
-            let ticket = drive
-                .append_bytes(payload.clone())
-                .map_err(|error| error.to_string())?;
-            pending.push_back((Instant::now(), ticket));
+            let write = path.submit(&mut state, payload.clone())?;
+            pending.push_back((Instant::now(), write));
         }
-        let (submitted, ticket) = pending.pop_front().expect("one pending");
-        let lsn = ticket.wait().map_err(|error| error.to_string())?;
+        let (submitted, write) = pending.pop_front().expect("one pending");
+        path.finish(write)?;
         if measuring.load(Ordering::Relaxed) {
             latency
                 .record(submitted.elapsed().as_micros().max(1) as u64)
                 .ok();
             count += 1;
         }
-        // Keep the ring from filling: every quarter of `keep` LSNs some writer releases all
-        // but the last `keep` entries, a quarter of the ring (a trim below the current point
-        // is a no-op).
-        if lsn % trim_every == 0 {
-            drive
-                .trim(lsn.saturating_sub(keep))
-                .map_err(|error| error.to_string())?;
-        }
+        trim.acknowledged()?;
     }
-    for (_, ticket) in pending {
-        let _ = ticket.wait();
+    for (_, write) in pending {
+        let _ = path.finish(write);
     }
     Ok((count, latency))
 }

@@ -1,13 +1,15 @@
 //! `sealog-bench`: sealog against what the device itself can do and against its peers, in one
-//! run on one file system, in three sections (`--section` runs some alone). Write: the built-in
+//! run on one file system, in four sections (`--section` runs some alone). Write: the built-in
 //! io_uring write+datasync ceilings (4 KiB and 1 MiB, queue depth 1), fio's when it is
 //! installed, the raw paths a lone append could take (write + linked fdatasync, RWF_DSYNC, at
 //! queue depth 1) and the raw write bandwidth (no sync), the sync method the run's ring chose
 //! when it was formatted, sealog's cells (payload sizes x writers x appends in flight), and with
 //! `--features peers` raft-engine's and okaywal's cells and the single writer against them in
-//! interleaved rounds (`rounds.rs`). Read (`reads.rs`): tail reads from the recent-entry cache
-//! beside a writer, cold random point reads and a catch-up iterator over a full 1 GiB ring,
-//! against the built-in random and sequential O_DIRECT read ceilings and fio's random reads.
+//! interleaved rounds (`rounds.rs`). LogDrive (`logdrive.rs`): LogDrive writes, reads and
+//! weak_tail beside the raw engine's appends and reads, in interleaved rounds. Read
+//! (`reads.rs`): tail reads from the recent-entry cache beside a writer, cold random point
+//! reads and a catch-up iterator over a full 1 GiB ring, against the built-in random and
+//! sequential O_DIRECT read ceilings and fio's random reads.
 //! Open (`opens.rs`): the recovery of the full ring against the sequential read ceiling, and
 //! the open time of rings of 256 MiB, 1 GiB and 4 GiB holding the same small live region. Each
 //! figure with its ratio to the ceiling that bounds it, then the issues' targets with this
@@ -21,6 +23,8 @@
 
 mod ceiling;
 mod cells;
+mod logdrive;
+mod logdrive_report;
 mod machine;
 mod opens;
 #[cfg(feature = "peers")]
@@ -102,9 +106,10 @@ struct Args {
     #[arg(long = "cell", value_parser = parse_cell)]
     cells: Vec<(usize, usize, usize)>,
     /// Run only these sections (repeatable; default all): `write` (ceilings, append cells,
-    /// tail markers, peers), `read` (tail, cold and catch-up reads with their ceilings), `open`
-    /// (open times and the full ring's recovery). `--section read --section open` reruns the
-    /// read and restart figures alone.
+    /// tail markers, peers), `logdrive` (LogDrive writes, reads and weak_tail beside the raw
+    /// engine's), `read` (tail, cold and catch-up reads with their ceilings), `open` (open
+    /// times and the full ring's recovery). `--section read --section open` reruns the read
+    /// and restart figures alone.
     #[arg(long = "section", value_enum)]
     sections: Vec<Section>,
 }
@@ -210,12 +215,18 @@ fn run(args: &Args) -> Result<(), String> {
     };
     let write_seconds = started.elapsed().as_secs_f64();
     let sync_method = write.as_ref().map(|write| write.ring_sync.method());
+    let logdrive = if sections.logdrive {
+        Some(logdrive_section(&context, write.as_ref())?)
+    } else {
+        None
+    };
+    let logdrive_seconds = logdrive.as_ref().map_or(0.0, |figures| figures.seconds);
     let restart = if sections.read || sections.open {
         Some(read_and_open_sections(&context, sections, sync_method)?)
     } else {
         None
     };
-    let read_and_open_seconds = started.elapsed().as_secs_f64() - write_seconds;
+    let read_and_open_seconds = started.elapsed().as_secs_f64() - write_seconds - logdrive_seconds;
     // sealog's own peak RSS, before the peers (in this process) add theirs.
     let sealog_peak_rss_bytes = cells::peak_rss_bytes();
     if let Some(write) = write.as_mut() {
@@ -228,6 +239,12 @@ fn run(args: &Args) -> Result<(), String> {
     let mut targets = Vec::new();
     if let Some(write) = &write {
         print_write_section(&context, write, sealog_peak_rss_bytes);
+    }
+    if let Some(figures) = &logdrive {
+        println!();
+        for line in logdrive_report::lines(figures) {
+            println!("{line}");
+        }
     }
     if let Some(restart) = &restart {
         print_read_and_open_sections(&context, restart);
@@ -250,6 +267,9 @@ fn run(args: &Args) -> Result<(), String> {
             recovery.bytes_per_sec / recovery.read_ceiling_bytes_per_sec(),
         ));
     }
+    if sections.logdrive {
+        targets.extend(logdrive_report::targets(logdrive.as_ref()));
+    }
     if let Some(restart) = &restart {
         if sections.read {
             targets.extend(read_report::targets(&restart.read_rows));
@@ -270,7 +290,8 @@ fn run(args: &Args) -> Result<(), String> {
     };
     println!(
         "load average (1, 5, 15 min) at the start: {}; at the end: {}; the write section took \
-         {write_seconds:.0} s, the read and open sections {read_and_open_seconds:.0} s",
+         {write_seconds:.0} s, the logdrive section {logdrive_seconds:.0} s, the read and open \
+         sections {read_and_open_seconds:.0} s",
         load(load_at_start),
         load(load_at_end)
     );
@@ -298,6 +319,7 @@ fn run(args: &Args) -> Result<(), String> {
             "load_average_end": load_at_end,
             "section_seconds": {
                 "write": write_seconds,
+                "logdrive": logdrive_seconds,
                 "read_and_open": read_and_open_seconds,
             },
             "durability": args.durability,
@@ -315,6 +337,9 @@ fn run(args: &Args) -> Result<(), String> {
         });
         if let Some(write) = &write {
             write_json(&mut document, write, durability);
+        }
+        if let Some(figures) = &logdrive {
+            document["logdrive"] = logdrive_report::to_json(figures);
         }
         if let Some(restart) = &restart {
             read_and_open_json(&mut document, restart);
@@ -367,6 +392,10 @@ enum Section {
     /// The write ceilings, sealog's append cells, tail markers, and (with `--features peers`)
     /// the peers' cells and the single-writer rounds.
     Write,
+    /// LogDrive writes (one writer, one in flight; 8 writers x 32 in flight on one LogDrive
+    /// and over 1,000), reads (cached and cold) and weak_tail (K = 64 and 4,096), beside the
+    /// raw engine's appends and reads in interleaved rounds.
+    Logdrive,
     /// Tail reads beside a writer, cold point reads and the catch-up iterator, with their
     /// ceilings (built-in and fio's).
     Read,
@@ -379,6 +408,7 @@ enum Section {
 #[derive(Clone, Copy, Debug)]
 struct Sections {
     write: bool,
+    logdrive: bool,
     read: bool,
     open: bool,
 }
@@ -389,6 +419,7 @@ impl Sections {
         let all = named.is_empty();
         Sections {
             write: all || named.contains(&Section::Write),
+            logdrive: all || named.contains(&Section::Logdrive),
             read: all || named.contains(&Section::Read),
             open: all || named.contains(&Section::Open),
         }
@@ -398,6 +429,7 @@ impl Sections {
     fn names(self) -> Vec<&'static str> {
         [
             (self.write, "write"),
+            (self.logdrive, "logdrive"),
             (self.read, "read"),
             (self.open, "open"),
         ]
@@ -421,8 +453,7 @@ struct WriteFigures {
     fio_found: bool,
     ceiling_mb: f64,
     ceiling_p50: f64,
-    /// The 4 KiB write+datasync ceiling's p99 (the peers' cells' ratios).
-    #[cfg_attr(not(feature = "peers"), allow(dead_code))]
+    /// The 4 KiB write+datasync ceiling's p99 (the peers' and the LogDrive cells' ratios).
     ceiling_p99: f64,
     markers: cells::TailMarkerCost,
     rounds: rounds::Outcome,
@@ -580,6 +611,38 @@ fn sealog_workloads(context: &RunContext<'_>) -> Vec<Workload> {
             warmup: context.warmup,
         })
         .collect()
+}
+
+/// The LogDrive section on a ring of the cells' shape (recording the sync method the write
+/// section's ring chose, when it ran), its write cells' ratios to the write section's ceilings
+/// (0 when it did not run). Write runs are a fifth of a cell (the quick run's 0.6 s: some
+/// 3,000 writes at one in flight, 60,000 at 256), so that the 25 runs of its rounds stay near
+/// the half a minute the section may add to the quick run.
+fn logdrive_section(
+    context: &RunContext<'_>,
+    write: Option<&WriteFigures>,
+) -> Result<logdrive_report::LogDriveFigures, String> {
+    let ring = context.ring_path("logdrive");
+    let run = context.duration / 5;
+    let plan = logdrive::Plan {
+        ring: &ring,
+        shape: RingShape {
+            sync_method: write.map(|write| write.ring_sync.method()),
+            ..context.shape
+        },
+        options: drive_options(context.args, context.durability),
+        run,
+        warmup: run / 5,
+        read_window: run / 4,
+    };
+    let mut figures = logdrive::logdrive_section(&plan)?;
+    context.remove_ring(&ring);
+    if let Some(write) = write {
+        for comparison in &mut figures.writes {
+            comparison.set_ratios(write.ceiling_mb, write.ceiling_p50, write.ceiling_p99);
+        }
+    }
+    Ok(figures)
 }
 
 /// With `--features peers`: raft-engine's and okaywal's cells and the single-writer rounds,

@@ -485,9 +485,14 @@ pub fn target_line(target: &Target) -> String {
         .value
         .map_or_else(|| "-".to_string(), |value| format!("{value:.3}"));
     let relation = if target.higher_is_better { ">=" } else { "<=" };
+    // A goal such as 1/1.1 prints at the values' three decimals rather than in full.
+    let goal = match format!("{}", target.goal) {
+        plain if plain.len() <= 10 => plain,
+        _ => format!("{:.3}", target.goal),
+    };
     format!(
-        "{verdict:>12}  {value:>10} {relation} {:<10}  {}",
-        target.goal, target.name
+        "{verdict:>12}  {value:>10} {relation} {goal:<10}  {}",
+        target.name
     )
 }
 
@@ -588,6 +593,22 @@ mod tests {
         assert_eq!(measured.cpu_us_per_append, 7.5);
         measured.set_cpu_us_per_append(1.5, 0);
         assert_eq!(measured.cpu_us_per_append, 0.0);
+    }
+
+    /// A goal prints as written unless that is long (1/1.1), then at three decimals.
+    #[test]
+    fn target_lines_print_long_goals_at_three_decimals() {
+        let target = |goal: f64| Target {
+            name: "a target",
+            value: Some(0.95),
+            goal,
+            higher_is_better: true,
+        };
+        let line = target_line(&target(1.0 / 1.1));
+        assert!(line.contains(">= 0.909       a target"), "{line}");
+        assert!(line.starts_with("        held"), "{line}");
+        let line = target_line(&target(1_000_000.0));
+        assert!(line.contains(">= 1000000     a target"), "{line}");
     }
 
     /// The 32-writer targets: over the better (faster) peer, not the slower one, and CPU per

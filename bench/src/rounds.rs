@@ -98,22 +98,22 @@ pub fn measure(
 }
 
 /// Runs `rounds` rounds of `engines` engines, each round in [`round_order`], by calling
-/// `measure(engine, round)`; returns the cells by round, then by engine (in [`ENGINES`]'s
-/// order, not the order they ran in).
-#[cfg(any(feature = "peers", test))]
-pub fn interleave(
+/// `measure(engine, round)`; returns the figures (cells, read rows) by round, then by engine
+/// (in the engines' own order, not the order they ran in). The LogDrive section interleaves
+/// its raw and LogDrive runs with it too.
+pub fn interleave<T>(
     rounds: usize,
     engines: usize,
-    mut measure: impl FnMut(usize, usize) -> Result<Cell, String>,
-) -> Result<Vec<Vec<Cell>>, String> {
+    mut measure: impl FnMut(usize, usize) -> Result<T, String>,
+) -> Result<Vec<Vec<T>>, String> {
     let mut by_round = Vec::with_capacity(rounds);
     for round in 0..rounds {
-        let mut by_engine: Vec<Option<Cell>> = vec![None; engines];
+        let mut by_engine: Vec<Option<T>> = (0..engines).map(|_| None).collect();
         for engine in round_order(engines, round) {
             by_engine[engine] = Some(measure(engine, round)?);
         }
-        let cells: Option<Vec<Cell>> = by_engine.into_iter().collect();
-        by_round.push(cells.expect("a rotation runs every engine once"));
+        let figures: Option<Vec<T>> = by_engine.into_iter().collect();
+        by_round.push(figures.expect("a rotation runs every engine once"));
     }
     Ok(by_round)
 }

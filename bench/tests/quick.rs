@@ -152,6 +152,90 @@ fn the_quick_benchmark_writes_the_json_contract() {
     assert!(svg.starts_with("<svg"), "an SVG plot");
 
     check_read_and_open_sections(&json);
+    check_logdrive_section(&json);
+}
+
+/// Issue 13's section in the JSON: the write comparisons with every run and each engine's
+/// medians carrying the `cells` contract's fields (the raw engine's and its control run beside
+/// LogDrive writes on one and on 1,000 LogDrives), the cached and cold reads judged against the
+/// raw read,
+/// the four weak_tail cases, and the three targets, each judged.
+fn check_logdrive_section(json: &serde_json::Value) {
+    let logdrive = &json["logdrive"];
+    let writes = logdrive["writes"].as_array().expect("logdrive.writes");
+    let names: Vec<&str> = writes.iter().filter_map(|w| w["name"].as_str()).collect();
+    assert_eq!(names, ["latency", "throughput"], "{writes:?}");
+    for comparison in writes {
+        let medians = comparison["medians"].as_array().expect("medians");
+        let runs = comparison["runs"].as_array().expect("runs");
+        // As many rounds as engines, each running every engine once.
+        assert_eq!(runs.len(), medians.len() * medians.len(), "{comparison}");
+        for cell in medians.iter().chain(runs) {
+            for field in [
+                "engine",
+                "payload_bytes",
+                "writers",
+                "in_flight",
+                "logdrives",
+                "appends_per_sec",
+                "mb_per_sec",
+                "p50_us",
+                "p99_us",
+                "ratio_to_ceiling",
+            ] {
+                assert!(!cell[field].is_null(), "{field} missing in {cell}");
+            }
+        }
+        // A run of this test's 75 ms can see nothing acknowledged in a host stall; the median
+        // of three cannot, short of two stalls.
+        for cell in medians {
+            assert!(cell["appends_per_sec"].as_f64() > Some(0.0), "{cell}");
+            assert!(cell["p50_us"].as_f64() > Some(0.0), "{cell}");
+            assert!(cell["ratio_to_ceiling"].as_f64() > Some(0.0), "{cell}");
+        }
+        assert_eq!(medians[0]["engine"], "sealog", "{comparison}");
+        assert_eq!(medians[1]["engine"], "sealog-control", "{comparison}");
+        assert_eq!(medians[1]["control"], true, "{comparison}");
+        assert!(medians[1]["over_raw"].as_f64() > Some(0.0), "{comparison}");
+        assert!(medians[2]["over_raw"].as_f64() > Some(0.0), "{comparison}");
+    }
+    let drives: Vec<u64> = writes[1]["medians"]
+        .as_array()
+        .expect("medians")
+        .iter()
+        .filter_map(|cell| cell["logdrives"].as_u64())
+        .collect();
+    assert_eq!(drives, [0, 0, 1, 1000]);
+    assert_eq!(writes[1]["medians"][2]["writers"], 8);
+    assert_eq!(writes[1]["medians"][2]["in_flight"], 32);
+    let reads = logdrive["reads"].as_array().expect("logdrive.reads");
+    for section in ["logdrive-cached", "logdrive-cold"] {
+        let row = reads
+            .iter()
+            .find(|row| row["section"] == section && row["engine"] == "sealog-logdrive-read")
+            .unwrap_or_else(|| panic!("no {section} LogDrive read in {reads:?}"));
+        assert_eq!(row["ceiling"], "sealog-read-entry", "{row}");
+        assert!(row["p50_ratio_to_ceiling"].as_f64() > Some(0.0), "{row}");
+    }
+    let tails = logdrive["weak_tail"]
+        .as_array()
+        .expect("logdrive.weak_tail");
+    let windows: Vec<u64> = tails.iter().filter_map(|row| row["k"].as_u64()).collect();
+    assert_eq!(windows, [64, 64, 4096, 4096]);
+    assert!(tails.iter().all(|row| row["p50_ns"].as_f64() > Some(0.0)));
+    let targets = json["targets"].as_array().expect("targets");
+    let logdrive_targets: Vec<&serde_json::Value> = targets
+        .iter()
+        .filter(|target| {
+            target["name"]
+                .as_str()
+                .is_some_and(|name| name.contains("LogDrive"))
+        })
+        .collect();
+    assert_eq!(logdrive_targets.len(), 3, "{targets:?}");
+    assert!(logdrive_targets
+        .iter()
+        .all(|target| target["held"].is_boolean()));
 }
 
 /// Issue 11's sections in the JSON: every read row the targets need (sealog's beside its
@@ -160,7 +244,7 @@ fn the_quick_benchmark_writes_the_json_contract() {
 fn check_read_and_open_sections(json: &serde_json::Value) {
     assert_eq!(
         json["sections"],
-        serde_json::json!(["write", "read", "open"])
+        serde_json::json!(["write", "logdrive", "read", "open"])
     );
     let rows = json["reads"]["rows"].as_array().expect("reads.rows");
     let expected = [
