@@ -134,6 +134,13 @@ pub trait WritePath: Sync {
     fn submit(&self, state: &mut Self::State, payload: Bytes) -> Result<Self::Pending, String>;
     /// Waits until that write is durable.
     fn finish(&self, pending: Self::Pending) -> Result<(), String>;
+    /// Releases what was written but about the last `keep_writes` writes, so that the ring
+    /// never fills during a cell: the raw engine trims its log; a layer above releases its
+    /// own way (and reclaims the ring's space as it does).
+    fn release(&self, drive: &Drive, keep_writes: u64) -> Result<(), String> {
+        let upto = drive.durable_lsn().saturating_sub(keep_writes);
+        drive.trim(upto).map_err(|error| error.to_string())
+    }
 }
 
 /// The raw engine's appends: `Drive::append_bytes`, waited on with `Ticket::wait`.
@@ -325,8 +332,8 @@ pub fn tail_marker_cost(
 type WriterResult = Result<(u64, Histogram<u64>), String>;
 
 /// Keeps a cell's ring from filling: every quarter of `keep` acknowledged writes (all writers
-/// together) one writer releases all but the last `keep` entries, a quarter of the ring (a
-/// trim below the current point is a no-op).
+/// together) one writer releases all but the last `keep` through its write path, a quarter
+/// of the ring.
 struct TrimBehind<'a> {
     drive: &'a Drive,
     keep: u64,
@@ -348,11 +355,10 @@ impl<'a> TrimBehind<'a> {
     }
 
     /// One more write acknowledged.
-    fn acknowledged(&self) -> Result<(), String> {
+    fn acknowledged<P: WritePath>(&self, path: &P) -> Result<(), String> {
         let count = self.acknowledged.fetch_add(1, Ordering::Relaxed) + 1;
         if count % self.every == 0 {
-            let upto = self.drive.durable_lsn().saturating_sub(self.keep);
-            self.drive.trim(upto).map_err(|error| error.to_string())?;
+            path.release(self.drive, self.keep)?;
         }
         Ok(())
     }
@@ -389,7 +395,7 @@ fn writer<P: WritePath>(
                 .ok();
             count += 1;
         }
-        trim.acknowledged()?;
+        trim.acknowledged(path)?;
     }
     for (_, write) in pending {
         let _ = path.finish(write);

@@ -10,11 +10,13 @@
 //! drive reopened with its cache off), in rounds too. weak_tail: the cost of one call for K =
 //! 64 and 4,096 on LogDrives whose window is fully written and on ones with holes in it.
 //!
-//! Every run reopens the section's one ring and leaves it empty (trimmed to its durable tail),
-//! so each starts on an empty live log, as a cell's fresh ring does, without formatting a ring
-//! per run (a 512 MiB format takes seconds here). The runs trim behind themselves through the
-//! engine drive, the LogDrive runs included: LogDrive space reclamation is not built yet, and
-//! without it the ring would fill within a run. This module runs the measurements; the
+//! Every run reopens the section's one ring and leaves it empty, so each starts on an empty
+//! live log, as a cell's fresh ring does, without formatting a ring per run (a 512 MiB format
+//! takes seconds here). The runs release behind themselves so that the ring never fills: the
+//! raw engine's runs trim the drive; the LogDrive runs trim their LogDrives, and the store's
+//! reclaimer (on its default policy, on its own thread, as an embedder runs it) moves the
+//! ring's head past what they trimmed, so its cost is in their figures; a LogDrive run ends
+//! by deleting its LogDrives and reclaiming the ring. This module runs the measurements; the
 //! figures, their table, JSON and targets are `logdrive_report.rs`.
 
 use std::collections::VecDeque;
@@ -27,7 +29,9 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 use sealog::{Drive, DriveOptions};
 use sealog_logdrive::record::{Record, RecordType};
-use sealog_logdrive::{wait, LocalLogDrive, LogDrive, LogDriveStore, OpFuture, ReadOutcome};
+use sealog_logdrive::{
+    wait, LocalLogDrive, LogDrive, LogDriveStore, OpFuture, ReadOutcome, StoreOptions,
+};
 
 use crate::cells::{
     cell_options, fresh_ring, measure_writers, RawAppends, RingShape, Workload, WritePath,
@@ -168,12 +172,12 @@ fn write_run(plan: &Plan<'_>, engine: WriteEngine, workload: Workload) -> Result
             cell
         }
         WriteEngine::LogDrives(count) => {
-            let store = LogDriveStore::open(plan.ring, options).map_err(open_error)?;
+            let store = open_store(plan.ring, options)?;
             let cell = create_logdrives(&store, 0, count).and_then(|drives| {
                 let writes = LogDriveWrites::new(&drives, workload.writers);
                 measure_writers(store.drive(), engine.engine(), workload, &writes)
             });
-            empty_and_close(store.drive())?;
+            empty_store_and_close(&store)?;
             cell
         }
     }
@@ -185,6 +189,29 @@ fn empty_and_close(drive: &Drive) -> Result<(), String> {
     let trimmed = drive.trim(drive.durable_lsn());
     drive.close();
     trimmed.map_err(|error| error.to_string())
+}
+
+/// Opens the section's ring as a LogDrive store, its reclaimer on the default policy.
+fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, String> {
+    let options = StoreOptions::default().drive(options);
+    LogDriveStore::open_with_options(ring, options)
+        .map_err(|error| format!("{}: {error}", ring.display()))
+}
+
+/// Ends a LogDrive run: every LogDrive deleted and the ring's space reclaimed by the store
+/// (never trimmed under it: the store's reclaimer alone moves the head past LogDrive
+/// records), then the drive closed.
+fn empty_store_and_close(store: &LogDriveStore) -> Result<(), String> {
+    let deletions: Vec<_> = store.ids().into_iter().map(|id| store.delete(id)).collect();
+    let deleted: Result<(), String> = deletions
+        .into_iter()
+        .try_for_each(|deletion| wait(deletion).map_err(|error| format!("delete: {error}")));
+    let reclaimed = store
+        .reclaim_now()
+        .map(|_| ())
+        .map_err(|error| format!("reclaim: {error}"));
+    store.close();
+    deleted.and(reclaimed)
 }
 
 /// Creates LogDrives `first..first + count`, their creations in flight together.
@@ -212,6 +239,8 @@ struct LogDriveWrites<'a> {
     drives: &'a [LocalLogDrive],
     writers: usize,
     next: Vec<AtomicU64>,
+    /// Which quarter of the LogDrives the next release trims.
+    release_turn: AtomicU64,
 }
 
 impl<'a> LogDriveWrites<'a> {
@@ -220,6 +249,7 @@ impl<'a> LogDriveWrites<'a> {
             drives,
             writers,
             next: drives.iter().map(|_| AtomicU64::new(0)).collect(),
+            release_turn: AtomicU64::new(0),
         }
     }
 }
@@ -252,6 +282,26 @@ impl WritePath for LogDriveWrites<'_> {
 
     fn finish(&self, write: OpFuture<()>) -> Result<(), String> {
         wait(write).map_err(|error| error.to_string())
+    }
+
+    /// Trims each LogDrive to all but its share of `keep_writes` below its T (a LogDrive
+    /// trim, one control record each): the store's reclaimer then moves the ring's head past
+    /// what was trimmed, as an embedder's store would. A quarter of the LogDrives each time,
+    /// in turn, so that a release costs 250 control records on 1,000 LogDrives, not 1,000.
+    fn release(&self, _drive: &Drive, keep_writes: u64) -> Result<(), String> {
+        let count = self.drives.len();
+        let keep = (keep_writes / count as u64).max(1);
+        let turn = self.release_turn.fetch_add(1, Ordering::Relaxed) as usize;
+        let quarter = count.div_ceil(4);
+        let start = (turn % 4) * quarter;
+        for drive in self.drives.iter().skip(start).take(quarter) {
+            let length = wait(drive.length()).map_err(|error| error.to_string())?;
+            let upto = length.t.saturating_sub(keep);
+            if upto > length.first {
+                wait(drive.trim(upto)).map_err(|error| format!("trim: {error}"))?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -315,8 +365,7 @@ fn address_lsns(drive: &Drive, id: u64, addresses: u64) -> Result<Vec<u64>, Stri
 /// its cache off) from the device; the ring left empty.
 fn reads_and_weak_tail(plan: &Plan<'_>) -> Result<(Vec<ReadRow>, Vec<WeakTailRow>), String> {
     let options = cell_options(plan.options.clone());
-    let open_error = |error: sealog::OpenError| format!("{}: {error}", plan.ring.display());
-    let store = LogDriveStore::open(plan.ring, options.clone()).map_err(open_error)?;
+    let store = open_store(plan.ring, options.clone())?;
     crate::progress("logdrive: writing the weak_tail and read LogDrives");
     let tails = weak_tail_logdrives(&store)?;
     let reader = create_logdrives(&store, READ_ID, 1)?.remove(0);
@@ -338,14 +387,14 @@ fn reads_and_weak_tail(plan: &Plan<'_>) -> Result<(Vec<ReadRow>, Vec<WeakTailRow
         read_cache_bytes: 0,
         ..options
     };
-    let store = LogDriveStore::open(plan.ring, uncached).map_err(open_error)?;
+    let store = open_store(plan.ring, uncached)?;
     let reader = store
         .get(READ_ID)
         .ok_or("the read LogDrive is gone after a reopen")?;
     let cold = 0..READ_ADDRESSES;
     let rows = read_rounds(plan, &store, &reader, &lsns, ReadPhase::Cold, cold);
     drop(reader);
-    empty_and_close(store.drive())?;
+    empty_store_and_close(&store)?;
     reads.extend(rows?);
     Ok((reads, weak_tail))
 }

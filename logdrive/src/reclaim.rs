@@ -729,7 +729,7 @@ fn still_pinned(inner: &Inner, head: u64, mode: Mode) -> bool {
             Owner::Live(shared) => {
                 let mut live = lock(&shared);
                 live.take_in(inner);
-                live.state.needs(lsn, &record, payload)
+                live.state.needs(lsn, &record, || payload)
             }
             Owner::Dying(_) => true,
             Owner::None => false,
@@ -768,10 +768,10 @@ fn judge(inner: &Inner, entry: LogEntry, mode: Mode) -> Verdict {
     ) {
         return Verdict::Garbage;
     }
-    let payload = (
-        crc32c::crc32c(&entry.payload),
-        crate::state::slot_len(entry.payload.len() as u64),
-    );
+    let summary = |payload: &[u8]| {
+        let len = crate::state::slot_len(payload.len() as u64);
+        (crc32c::crc32c(payload), len)
+    };
     let shared = match logdrive_of(inner, &record) {
         Owner::Live(shared) => shared,
         Owner::Dying(key) => {
@@ -784,20 +784,23 @@ fn judge(inner: &Inner, entry: LogEntry, mode: Mode) -> Verdict {
     };
     let mut live = lock(&shared);
     live.take_in(inner);
-    if !live.state.needs(entry.lsn, &record, payload) {
+    if !live
+        .state
+        .needs(entry.lsn, &record, || summary(&entry.payload))
+    {
         return Verdict::Garbage;
     }
-    let pin = Pin::Needed {
+    let pin = || Pin::Needed {
         lsn: entry.lsn,
         record,
-        payload,
+        payload: summary(&entry.payload),
     };
     if mode == Mode::Advance {
-        return Verdict::Needed(pin);
+        return Verdict::Needed(pin());
     }
     // A deletion queued and not yet durable: copying now would put a creation after it.
     if live.state.deleted {
-        return Verdict::Hold(pin);
+        return Verdict::Hold(pin());
     }
     let (carried, copy) = match record.record_type {
         RecordType::Write => (

@@ -716,19 +716,21 @@ impl LogState {
     /// seal, fence or trim point, judged by what is known durable. A durable record whose
     /// completion is not yet taken in (its slot's LSN unknown, a newer value than the one
     /// known durable) is needed: once its completion is taken in, the state names it.
-    /// `payload` is the record's payload CRC and length, for writes.
-    pub fn needs(&self, lsn: u64, record: &Record, payload: (u32, u32)) -> bool {
+    /// `payload` gives the record's payload CRC and length, for a write whose slot names no
+    /// record yet (the record at the slot's own LSN is its value: no CRC to compute).
+    pub fn needs(&self, lsn: u64, record: &Record, payload: impl FnOnce() -> (u32, u32)) -> bool {
         if record.generation != self.generation {
             return false;
         }
         match record.record_type {
-            RecordType::Write => {
-                let (crc, len) = payload;
-                self.slots.get(&record.value).is_some_and(|slot| {
-                    let holds = slot.lsn.is_none_or(|held| held == lsn);
-                    !slot.damaged && holds && slot.crc == crc && slot.len == len
-                })
-            }
+            RecordType::Write => match self.slots.get(&record.value) {
+                Some(slot) if slot.damaged => false,
+                Some(Slot {
+                    lsn: Some(held), ..
+                }) => *held == lsn,
+                Some(slot) => (slot.crc, slot.len) == payload(),
+                None => false,
+            },
             RecordType::Create => self.holders.create.is_none_or(|held| held == lsn),
             RecordType::Seal => Holders::needs(&self.holders.seal, record.value, lsn),
             RecordType::Fence => Holders::needs(&self.holders.fence, record.epoch, lsn),
