@@ -30,7 +30,7 @@ use hdrhistogram::Histogram;
 use sealog::{Drive, DriveOptions};
 use sealog_logdrive::record::{Record, RecordType};
 use sealog_logdrive::{
-    wait, LocalLogDrive, LogDrive, LogDriveStore, OpFuture, ReadOutcome, StoreOptions,
+    wait, LocalLogDrive, LogDrive, LogDriveStore, OpFuture, PendingWrite, ReadOutcome, StoreOptions,
 };
 
 use crate::cells::{
@@ -229,8 +229,8 @@ fn create_logdrives(
         .collect()
 }
 
-/// LogDrive writes (`LocalLogDrive::write`, waited on with `sealog_logdrive::wait`, as a plain
-/// thread does). With as many LogDrives as writers or more, writer w writes the LogDrives w,
+/// LogDrive writes (`LocalLogDrive::submit_write`, waited on with `PendingWrite::wait`, as a
+/// plain thread does: the engine's own ticket wait underneath). With as many LogDrives as writers or more, writer w writes the LogDrives w,
 /// w + W, w + 2W, ... in turn, each write to the next of its share, so every LogDrive has one
 /// writer; with fewer (one), every writer writes it. Either way a LogDrive's addresses are
 /// taken in order from its own counter, so its writes in flight are a contiguous run just past
@@ -262,7 +262,7 @@ struct Share {
 
 impl WritePath for LogDriveWrites<'_> {
     type State = Share;
-    type Pending = OpFuture<()>;
+    type Pending = PendingWrite;
 
     fn state(&self, writer: usize) -> Share {
         let drives = if self.drives.len() >= self.writers {
@@ -273,15 +273,15 @@ impl WritePath for LogDriveWrites<'_> {
         Share { drives, turn: 0 }
     }
 
-    fn submit(&self, share: &mut Share, payload: Bytes) -> Result<OpFuture<()>, String> {
+    fn submit(&self, share: &mut Share, payload: Bytes) -> Result<PendingWrite, String> {
         let index = share.drives[share.turn];
         share.turn = (share.turn + 1) % share.drives.len();
         let address = self.next[index].fetch_add(1, Ordering::Relaxed);
-        Ok(self.drives[index].write(address, EPOCH, payload))
+        Ok(self.drives[index].submit_write(address, EPOCH, payload))
     }
 
-    fn finish(&self, write: OpFuture<()>) -> Result<(), String> {
-        wait(write).map_err(|error| error.to_string())
+    fn finish(&self, write: PendingWrite) -> Result<(), String> {
+        write.wait().map_err(|error| error.to_string())
     }
 
     /// Trims each LogDrive to all but its share of `keep_writes` below its T (a LogDrive

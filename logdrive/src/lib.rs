@@ -28,5 +28,5 @@ pub mod wait;
 pub use api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
 pub use reclaim::{ReclaimPolicy, ReclaimStats};
 pub use replay::DamageFound;
-pub use store::{LocalLogDrive, LogDriveStore, StoreOpenError, StoreOptions};
+pub use store::{LocalLogDrive, LogDriveStore, PendingWrite, StoreOpenError, StoreOptions};
 pub use wait::wait;

@@ -393,6 +393,16 @@ impl<C: Completion> Completing<C> {
     }
 }
 
+impl<C: Completion> Completing<C> {
+    /// Blocks this thread in the engine's own ticket wait (its spin, then the drive's one
+    /// futex, woken once per turn for every waiter), then takes the outcome in.
+    fn wait(mut self) -> Result<C::Output, LogDriveError> {
+        let ticket = self.ticket.take().expect("not yet waited for");
+        let completion = self.completion.take().expect("completes once");
+        completion.complete(ticket.wait())
+    }
+}
+
 impl<C: Completion> Unpin for Completing<C> {}
 
 impl<C: Completion> Future for Completing<C> {
@@ -766,6 +776,57 @@ impl LogDriveStore {
     }
 }
 
+/// A write in flight on a [`LocalLogDrive`] ([`LocalLogDrive::submit_write`]): awaited as a
+/// future, or waited for from a plain thread with [`PendingWrite::wait`], which blocks in the
+/// engine's own ticket wait (a brief spin, then one futex for all of the drive's waiters,
+/// woken once per turn of the drive thread) rather than behind a waker of its own per write.
+/// Dropped early, the write goes on and its outcome is taken in later.
+pub struct PendingWrite(Pending);
+
+enum Pending {
+    /// Answered at once (refused, or not queued).
+    Done(Option<Result<(), LogDriveError>>),
+    /// Its record is queued.
+    Queued(Completing<WriteDone>),
+    /// A rewrite compared with the value on the ring.
+    Compared(OpFuture<()>),
+}
+
+impl PendingWrite {
+    /// Blocks until the write is durable (or refused).
+    pub fn wait(self) -> Result<(), LogDriveError> {
+        match self.0 {
+            Pending::Done(outcome) => outcome.expect("a write answers once"),
+            Pending::Queued(completing) => completing.wait(),
+            Pending::Compared(future) => crate::wait(future),
+        }
+    }
+}
+
+impl Future for PendingWrite {
+    type Output = Result<(), LogDriveError>;
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.0 {
+            Pending::Done(outcome) => Poll::Ready(
+                outcome
+                    .take()
+                    .expect("a write's future polled after it completed"),
+            ),
+            Pending::Queued(completing) => Pin::new(completing).poll(context),
+            Pending::Compared(future) => future.as_mut().poll(context),
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingWrite {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("PendingWrite")
+            .finish_non_exhaustive()
+    }
+}
+
 /// How many times a read follows its value to the record relocation moved it to before it
 /// gives up (a relocation step takes far longer than a read, so two moves during one read
 /// already mean the reclaimer is lapping the ring under it).
@@ -836,6 +897,65 @@ impl LocalLogDrive {
         Completing::boxed(ticket, done)
     }
 
+    /// [`LogDrive::write`] without the box: the write's [`PendingWrite`], which a plain
+    /// thread waits for in the engine's own ticket wait ([`PendingWrite::wait`]).
+    pub fn submit_write(&self, address: u64, epoch: u64, payload: Bytes) -> PendingWrite {
+        let done = |outcome| PendingWrite(Pending::Done(Some(outcome)));
+        let crc = crc32c::crc32c(&payload);
+        let len = payload.len() as u64;
+        let mut live = match self.lock() {
+            Ok(live) => live,
+            Err(error) => return done(Err(error)),
+        };
+        match live.state.check_write(address, epoch, crc, len) {
+            Err(error) => done(Err(error)),
+            Ok(WriteCheck::Durable(lsn)) => {
+                drop(live);
+                let handle = self.clone();
+                let compared = Box::pin(async move {
+                    match handle.fetch(address, lsn).await? {
+                        Fetched::Value(bytes) if bytes == payload => Ok(()),
+                        Fetched::Value(_) => Err(LogDriveError::Conflict { address }),
+                        // Its record failed its checks since it was acknowledged: the write
+                        // cannot be told from a conflict; the value stays unproven.
+                        Fetched::Damaged => Err(LogDriveError::Io {
+                            reason: format!(
+                                "the record of address {address} at LSN {lsn} fails its checks"
+                            ),
+                        }),
+                        // Sealed off or trimmed meanwhile: answered as the write is now.
+                        Fetched::Gone(_) => handle.submit_write(address, epoch, payload).await,
+                    }
+                });
+                PendingWrite(Pending::Compared(compared))
+            }
+            // A new value (or a damaged one's repair), or the same as one in flight: written
+            // (again), so that the acknowledgement means durable; replay keeps the first.
+            Ok(WriteCheck::Append | WriteCheck::Pending) => {
+                let admission = match self.inner.admit(len, Class::Write) {
+                    Ok(admission) => admission,
+                    Err(error) => return done(Err(error)),
+                };
+                let record = self.record(RecordType::Write, address, epoch);
+                let ticket = match self.inner.append(&record, payload) {
+                    Ok(ticket) => ticket,
+                    Err(error) => return done(Err(error)),
+                };
+                live.state.queue_write(address, crc, len);
+                drop(live);
+                let done = WriteDone {
+                    live: Arc::clone(&self.live),
+                    address,
+                    admission,
+                };
+                PendingWrite(Pending::Queued(Completing {
+                    ticket: Some(ticket),
+                    completion: Some(done),
+                }))
+            }
+        }
+    }
+
     /// The value at `address` from its record at `lsn`, or what happened to it: relocation
     /// may move a value to a new record and trim the old one under a read, so a read that
     /// finds its record trimmed looks the address up again and follows the value.
@@ -903,55 +1023,7 @@ fn outcome_of(lookup: Lookup) -> ReadOutcome {
 
 impl LogDrive for LocalLogDrive {
     fn write(&self, address: u64, epoch: u64, payload: Bytes) -> OpFuture<()> {
-        let crc = crc32c::crc32c(&payload);
-        let len = payload.len() as u64;
-        let mut live = match self.lock() {
-            Ok(live) => live,
-            Err(error) => return ready(Err(error)),
-        };
-        match live.state.check_write(address, epoch, crc, len) {
-            Err(error) => ready(Err(error)),
-            Ok(WriteCheck::Durable(lsn)) => {
-                drop(live);
-                let handle = self.clone();
-                Box::pin(async move {
-                    match handle.fetch(address, lsn).await? {
-                        Fetched::Value(bytes) if bytes == payload => Ok(()),
-                        Fetched::Value(_) => Err(LogDriveError::Conflict { address }),
-                        // Its record failed its checks since it was acknowledged: the write
-                        // cannot be told from a conflict; the value stays unproven.
-                        Fetched::Damaged => Err(LogDriveError::Io {
-                            reason: format!(
-                                "the record of address {address} at LSN {lsn} fails its checks"
-                            ),
-                        }),
-                        // Sealed off or trimmed meanwhile: answered as the write is now.
-                        Fetched::Gone(_) => handle.write(address, epoch, payload).await,
-                    }
-                })
-            }
-            // A new value (or a damaged one's repair), or the same as one in flight: written
-            // (again), so that the acknowledgement means durable; replay keeps the first.
-            Ok(WriteCheck::Append | WriteCheck::Pending) => {
-                let admission = match self.inner.admit(len, Class::Write) {
-                    Ok(admission) => admission,
-                    Err(error) => return ready(Err(error)),
-                };
-                let record = self.record(RecordType::Write, address, epoch);
-                let ticket = match self.inner.append(&record, payload) {
-                    Ok(ticket) => ticket,
-                    Err(error) => return ready(Err(error)),
-                };
-                live.state.queue_write(address, crc, len);
-                drop(live);
-                let done = WriteDone {
-                    live: Arc::clone(&self.live),
-                    address,
-                    admission,
-                };
-                Completing::boxed(ticket, done)
-            }
-        }
+        Box::pin(self.submit_write(address, epoch, payload))
     }
 
     fn read(&self, address: u64) -> OpFuture<ReadOutcome> {
