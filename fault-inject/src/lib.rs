@@ -11,6 +11,7 @@ pub mod enumerate;
 pub mod fuse;
 pub mod scans;
 pub mod simulate;
+pub mod trace;
 
 pub use device::{FaultConfig, FaultCounts, SimDevice};
 pub use enumerate::{enumerate, EnumOptions, EnumSummary};
