@@ -9,6 +9,7 @@ pub mod corrupt;
 pub mod device;
 pub mod enumerate;
 pub mod fuse;
+pub mod logdrive;
 pub mod scans;
 pub mod simulate;
 pub mod trace;
