@@ -1,12 +1,14 @@
 //! Crash tests of the LogDrive layer (issue 13): a [`LogDriveStore`] on the simulated drive,
 //! its writes and flushes recorded ([`crate::trace`]), crash images built at many cut points
-//! of a LogDrive workload, relocation's included ([`crash_states`]). What a recovery must
-//! hold is [`model`]'s; the workload is [`workload`]'s.
+//! of a LogDrive workload, relocation's included ([`crash_states`]); and seeded simulation
+//! with the drive's faults on, crashing and recovering round after round ([`simulate`]).
+//! What a recovery must hold is [`model`]'s; the workload is [`workload`]'s.
 //!
 //! [`LogDriveStore`]: sealog_logdrive::LogDriveStore
 
 pub mod crash_states;
 pub mod model;
+pub mod simulate;
 pub mod workload;
 
 use std::path::Path;
