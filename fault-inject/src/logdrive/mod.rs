@@ -1,8 +1,9 @@
 //! Crash tests of the LogDrive layer (issue 13): a [`LogDriveStore`] on the simulated drive,
 //! its writes and flushes recorded ([`crate::trace`]), crash images built at many cut points
-//! of a LogDrive workload, relocation's included ([`crash_states`]); and seeded simulation
-//! with the drive's faults on, crashing and recovering round after round ([`simulate`]).
-//! What a recovery must hold is [`model`]'s; the workload is [`workload`]'s.
+//! of a LogDrive workload, relocation's included ([`crash_states`]); seeded simulation with
+//! the drive's faults on, crashing and recovering round after round ([`simulate`]); and the
+//! writer a kill -9 test runs as a real process on a real ring ([`writer`]). What a recovery
+//! must hold is [`model`]'s; the workload is [`workload`]'s.
 //!
 //! [`LogDriveStore`]: sealog_logdrive::LogDriveStore
 
@@ -10,6 +11,7 @@ pub mod crash_states;
 pub mod model;
 pub mod simulate;
 pub mod workload;
+pub mod writer;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
