@@ -16,7 +16,7 @@
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sealog::DriveOptions;
+use sealog::{DriveOptions, Durability};
 use sealog_logdrive::record::Record;
 use sealog_wal::format::{ENTRY_HEADER_SIZE, ENTRY_MAGIC};
 use sealog_wal::model::ModelWriter;
@@ -217,13 +217,29 @@ fn workload(seed: u64, target: u64, summary: &mut CrashSummary) -> Result<(), St
     let geometry = ring_geometry(&mut rng);
     let image = ModelWriter::format(geometry, RING_ID);
     let trace = Trace::new();
+    // Completions more or less reordered: a ring trim may then be durable before a batch
+    // submitted before it.
+    let faults = FaultConfig {
+        latency_waits_max: rng.gen_range(2..=12),
+        ..FaultConfig::none()
+    };
+    // A quarter of the workloads with writes durable on their own (RWF_DSYNC), no flushes.
+    let durability = if rng.gen_bool(0.25) {
+        Durability::Dsync
+    } else {
+        Durability::Fdatasync
+    };
+    let options = DriveOptions {
+        durability: Some(durability),
+        ..DriveOptions::default()
+    };
     let opened = open_sim_store(
         image.clone(),
         geometry,
-        FaultConfig::none(),
+        faults,
         rng.gen(),
         Some(trace.clone()),
-        DriveOptions::default(),
+        options,
     );
     let store = opened
         .store
@@ -263,6 +279,11 @@ fn workload(seed: u64, target: u64, summary: &mut CrashSummary) -> Result<(), St
         .collect();
     cuts.extend(
         cuts_in(&windows.after_trim)
+            .choose_multiple(&mut rng, cuts_wanted / 10)
+            .copied(),
+    );
+    cuts.extend(
+        cuts_in(&windows.reclaims)
             .choose_multiple(&mut rng, cuts_wanted / 10)
             .copied(),
     );

@@ -1,11 +1,13 @@
 //! The LogDrive workload the crash tests run: one long-lived LogDrive (the ledger, id 1)
 //! written all along and trimmed behind, so its records pin the ring's head, while others
 //! (ids 2 to 8) are created, written, sealed, fenced, trimmed and deleted around it, ids
-//! reused so that creations take new generations. Operations go in groups of one to six,
-//! pipelined (a seal or fence may race writes of its LogDrive), and the group is waited for
-//! before the next; the caller runs the reclaimer between groups. Every operation is told to
-//! a [`Journal`] when issued and when done: the trace of a simulated drive, or the lines a
-//! writer process prints for its parent.
+//! reused so that creations take new generations, and now and then all of them deleted at
+//! once (so the ring's head can pass every record of the newest generations). Operations go
+//! in groups of one to six, pipelined (a seal or fence, or a trim, may race writes of its
+//! LogDrive), and the group is waited for before the next; the reclaimer runs between
+//! groups (the caller's) and sometimes while a group is in flight (a deletion not yet
+//! durable among it). Every operation is told to a [`Journal`] when issued and when done:
+//! the trace of a simulated drive, or the lines a writer process prints for its parent.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +27,12 @@ const ID_MAX: u64 = 8;
 const OTHERS_MAX: usize = 4;
 /// Addresses the ledger keeps behind its contiguous tail before it trims.
 const LEDGER_KEPT: u64 = 48;
+/// The chance a group starts by deleting every LogDrive but the ledger.
+const SWEEP_CHANCE: f64 = 0.015;
+/// Groups after a sweep without creations.
+const QUIET_GROUPS: u32 = 12;
+/// The chance a group runs the reclaimer while its operations are in flight.
+const RECLAIM_IN_FLIGHT_CHANCE: f64 = 0.15;
 
 /// How an operation ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,11 +104,14 @@ pub struct Workload {
     pub log: Vec<Logged>,
     /// The highest generation this workload knows issued: a creation must take more.
     generation_floor: u64,
-    /// A write found the ring full: reclaim before the next group.
+    /// A write found the ring full, or a group deleted every LogDrive but the ledger:
+    /// reclaim before the next group.
     pub ring_full: bool,
     /// A create, delete, seal, fence or trim failed indeterminately, or a write did: the
     /// store stopped.
     stopped: bool,
+    /// Groups left without creations (after a sweep).
+    quiet: u32,
     /// The first operation that failed as if the drive stopped: none after it may be
     /// acknowledged (fail-stop).
     failed_at: Option<usize>,
@@ -159,6 +170,7 @@ impl Workload {
             deleting: BTreeMap::new(),
             sealed: std::collections::BTreeSet::new(),
             failed_at: None,
+            quiet: 0,
             relocated_records: 0,
             ring_trims: 0,
         }
@@ -313,7 +325,32 @@ impl Workload {
     ) -> Result<Progress, String> {
         let mut flying: Vec<(usize, OpFuture<()>)> = Vec::new();
         let mut creating = Vec::new();
-        for _ in 0..self.rng.gen_range(1..=6) {
+        let sweep = self.rng.gen_bool(SWEEP_CHANCE);
+        if sweep {
+            // Every LogDrive but the ledger deleted, the ring reclaimed after and no creation
+            // for a while: the head passes every record of the newest generations, which only
+            // the generation record relocation writes then carries.
+            let others: Vec<u64> = self
+                .drives
+                .keys()
+                .copied()
+                .filter(|id| *id != LEDGER)
+                .collect();
+            for id in others {
+                let active = self.drives.remove(&id).expect("live");
+                let generation = active.generation;
+                let index = self.issue(Op::Delete { id, generation }, journal);
+                flying.push((index, store.delete(id)));
+                self.deleting.insert(index, (id, active));
+            }
+            // The ledger trimmed to its T: everything before the sweep is garbage.
+            flying.extend(self.trim_to_tail(LEDGER, journal));
+            self.ring_full = true;
+            self.quiet = QUIET_GROUPS;
+        }
+        self.quiet = self.quiet.saturating_sub(1);
+        let count = if sweep { 0 } else { self.rng.gen_range(1..=6) };
+        for _ in 0..count {
             let roll = self.rng.gen_range(0..100);
             let others: Vec<u64> = self
                 .drives
@@ -330,7 +367,7 @@ impl Workload {
                     let id = pick(&mut self.rng, &others);
                     flying.extend(self.write(id, journal));
                 }
-                72..=77 if others.len() + creating.len() < OTHERS_MAX => {
+                72..=77 if others.len() + creating.len() < OTHERS_MAX && self.quiet == 0 => {
                     let free: Vec<u64> = (2..=ID_MAX)
                         .filter(|id| {
                             !self.drives.contains_key(id)
@@ -401,6 +438,11 @@ impl Workload {
                 }
                 _ => {}
             }
+        }
+        if self.rng.gen_bool(RECLAIM_IN_FLIGHT_CHANCE) {
+            // The reclaimer walks while the group is in flight, as the background one does: a
+            // deletion not yet known durable holds the walk.
+            self.reclaim(store, journal)?;
         }
         for (index, future) in flying {
             let outcome = match wait(future) {
@@ -480,13 +522,33 @@ impl Workload {
     /// A trim of LogDrive `id` at or below its contiguous tail (the ledger keeps its last
     /// [`LEDGER_KEPT`] addresses).
     fn trim(&mut self, id: u64, journal: &mut dyn Journal) -> Option<(usize, OpFuture<()>)> {
+        let kept = if id == LEDGER {
+            LEDGER_KEPT
+        } else {
+            self.rng.gen_range(0..4)
+        };
+        self.trim_below(id, kept, journal)
+    }
+
+    /// A trim of LogDrive `id` at its contiguous tail.
+    fn trim_to_tail(
+        &mut self,
+        id: u64,
+        journal: &mut dyn Journal,
+    ) -> Option<(usize, OpFuture<()>)> {
+        self.trim_below(id, 0, journal)
+    }
+
+    /// A trim of LogDrive `id` keeping the last `kept` addresses below its contiguous tail.
+    fn trim_below(
+        &mut self,
+        id: u64,
+        kept: u64,
+        journal: &mut dyn Journal,
+    ) -> Option<(usize, OpFuture<()>)> {
         let active = self.drives.get_mut(&id)?;
         let length = wait(active.handle.length()).ok()?;
-        let upto = if id == LEDGER {
-            length.t.saturating_sub(LEDGER_KEPT)
-        } else {
-            length.t.saturating_sub(self.rng.gen_range(0..4))
-        };
+        let upto = length.t.saturating_sub(kept);
         if upto <= length.first.max(active.first) {
             return None;
         }
