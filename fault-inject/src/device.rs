@@ -20,6 +20,8 @@ use sealog::io::{Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
 use sealog::pool::BufferPool;
 use sealog_wal::disk::{BlockFate, FlushCover, InFlightWrite, SimDisk, WriteDurability};
 
+use crate::trace::{Event, Stored, Trace};
+
 /// Sector size the simulation tears at (the disk's logical sector).
 pub use sealog_wal::disk::SECTOR_BYTES;
 
@@ -166,6 +168,10 @@ pub struct SimDevice {
     image_on_drop: Option<Arc<Mutex<Option<Vec<u8>>>>>,
     /// Bytes of every read submitted (whether it then failed or not): what an open cost.
     bytes_read: u64,
+    /// Where the device records what it does, if anywhere ([`SimDevice::record_into`]).
+    trace: Option<Arc<Trace>>,
+    /// What the write being completed stored, for its trace event.
+    stored_now: Option<Stored>,
 }
 
 impl SimDevice {
@@ -194,6 +200,8 @@ impl SimDevice {
             flushes_completed: 0,
             image_on_drop: None,
             bytes_read: 0,
+            trace: None,
+            stored_now: None,
         })
     }
 
@@ -220,6 +228,14 @@ impl SimDevice {
     /// at that moment leaves into `sink`: how a test gets the ring back from a drive thread.
     pub fn leave_image_on_drop(&mut self, sink: Arc<Mutex<Option<Vec<u8>>>>) {
         self.image_on_drop = Some(sink);
+    }
+
+    /// From now on the device records into `trace` every write it is handed, every write it
+    /// completes (with what the medium got) and every flush that makes writes durable, in the
+    /// order it applies them to its disk ([`crate::trace`]): a crash image for any point of
+    /// the run can be rebuilt afterwards.
+    pub fn record_into(&mut self, trace: Arc<Trace>) {
+        self.trace = Some(trace);
     }
 
     /// Bytes of all the reads submitted to this device so far (reads ahead included): a
@@ -335,6 +351,20 @@ impl SimDevice {
             WriteSync::Dsync => WriteDurability::Durable,
             WriteSync::None => WriteDurability::Volatile,
         };
+        if self.trace.is_some() {
+            let stored_bytes = Arc::new(stored.to_vec());
+            let intended_bytes = if stored == intended {
+                Arc::clone(&stored_bytes)
+            } else {
+                Arc::new(intended.to_vec())
+            };
+            self.stored_now = Some(Stored {
+                ring_offset: offset,
+                stored: stored_bytes,
+                intended: intended_bytes,
+                durable: durability == WriteDurability::Durable,
+            });
+        }
         self.disk
             .write_stored(offset, stored, intended, durability)
             .expect("writes are checked against the disk when submitted");
@@ -447,6 +477,11 @@ impl SimDevice {
             };
         }
         self.disk.flush(FlushCover::Through(covers_up_to));
+        if let Some(trace) = &self.trace {
+            trace.push(Event::Flushed {
+                through: covers_up_to,
+            });
+        }
         Completion { tag, result: Ok(0) }
     }
 
@@ -486,7 +521,17 @@ impl SimDevice {
     fn complete(&mut self, index: usize) -> Completion {
         let op = self.inflight.remove(index);
         match op.kind {
-            OpKind::Write { offset, data, sync } => self.complete_write(op.tag, offset, data, sync),
+            OpKind::Write { offset, data, sync } => {
+                self.stored_now = None;
+                let completion = self.complete_write(op.tag, offset, data, sync);
+                if let Some(trace) = &self.trace {
+                    trace.push(Event::Completed {
+                        tag: op.tag,
+                        stored: self.stored_now.take(),
+                    });
+                }
+                completion
+            }
             OpKind::Flush { covers_up_to, .. } => self.complete_flush(op.tag, covers_up_to),
             OpKind::Read {
                 offset,
@@ -591,6 +636,13 @@ impl IoBackend for SimDevice {
             }
         }
         let ready_at = self.latency();
+        if let Some(trace) = &self.trace {
+            trace.push(Event::Submitted {
+                tag,
+                ring_offset,
+                bytes: Arc::new(data.clone()),
+            });
+        }
         self.inflight.push(Op {
             tag,
             kind: OpKind::Write {

@@ -218,63 +218,12 @@ impl Enumerator {
         )))
     }
 
-    /// Every image of one cut point: each subset of the pending writes (all of them up to 4
-    /// writes, 16 random subsets beyond), each write whole or torn after its first sector, its
-    /// middle sector or all but its last sector. The images are the disk's own crash images
-    /// (the one simulated disk), with the fates chosen here rather than drawn.
+    /// Every image of one cut point ([`crash_plans`], [`crash_image`]).
     fn images(&mut self, cut: &Cut) -> Vec<Vec<u8>> {
-        let sizes: Vec<usize> = cut
-            .disk
-            .unflushed()
-            .iter()
-            .map(|write| write.intended.len())
-            .chain(cut.in_flight.iter().map(|(_, bytes)| bytes.len()))
-            .collect();
-        let in_flight: Vec<InFlightWrite<'_>> = cut
-            .in_flight
-            .iter()
-            .map(|(ring_offset, bytes)| InFlightWrite {
-                ring_offset: *ring_offset,
-                bytes,
-            })
-            .collect();
-        let count = sizes.len();
-        let subsets: Vec<u32> = if count <= 4 {
-            (0..1u32 << count).collect()
-        } else {
-            (0..16).map(|_| self.rng.gen::<u32>()).collect()
-        };
-        let mut images = Vec::new();
-        for subset in subsets {
-            let included = |write: usize| subset & (1 << (write % 32)) != 0;
-            // Whole writes, then one torn write at a time.
-            let mut variants: Vec<Option<(usize, usize)>> = vec![None];
-            for write in (0..count).filter(|&write| included(write)) {
-                let sectors = sizes[write] / SECTOR_BYTES;
-                for tear in [1, sectors / 2, sectors.saturating_sub(1)] {
-                    if tear > 0 && tear < sectors && !variants.contains(&Some((write, tear))) {
-                        variants.push(Some((write, tear)));
-                    }
-                }
-            }
-            for variant in variants {
-                let image = cut
-                    .disk
-                    .crash(&in_flight, SECTOR_BYTES, &mut |unit: CrashUnit| {
-                        let kept = match variant {
-                            Some((torn, sectors)) if torn == unit.write => unit.unit < sectors,
-                            _ => true,
-                        };
-                        if included(unit.write) && kept {
-                            BlockFate::New
-                        } else {
-                            BlockFate::Old
-                        }
-                    });
-                images.push(image);
-            }
-        }
-        images
+        crash_plans(&cut.disk, &cut.in_flight, &mut self.rng)
+            .into_iter()
+            .map(|plan| crash_image(&cut.disk, &cut.in_flight, plan))
+            .collect()
     }
 
     /// Checks one crash image: recovery, I-1..I-4, and on some states idempotence, a crash
@@ -389,6 +338,83 @@ impl Enumerator {
         }
         Ok(())
     }
+}
+
+/// One crash image of a cut point: which of its pending writes land (a bit per write, in
+/// [`SimDisk::crash`]'s order: the unflushed ones, then those in flight), and at most one of
+/// them torn after this many sectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrashPlan {
+    /// The writes that land, a bit each (write `i` is bit `i % 32`).
+    pub subset: u32,
+    /// The write torn, and the sectors of it that land.
+    pub torn: Option<(usize, usize)>,
+}
+
+/// Every image of one cut point, as plans: each subset of the pending writes (all of them up
+/// to 4 writes, 16 random subsets beyond), each write whole or torn after its first sector,
+/// its middle sector or all but its last sector.
+pub fn crash_plans(
+    disk: &SimDisk,
+    in_flight: &[(u64, Vec<u8>)],
+    rng: &mut ChaCha8Rng,
+) -> Vec<CrashPlan> {
+    let sizes: Vec<usize> = disk
+        .unflushed()
+        .iter()
+        .map(|write| write.intended.len())
+        .chain(in_flight.iter().map(|(_, bytes)| bytes.len()))
+        .collect();
+    let count = sizes.len();
+    let subsets: Vec<u32> = if count <= 4 {
+        (0..1u32 << count).collect()
+    } else {
+        (0..16).map(|_| rng.gen::<u32>()).collect()
+    };
+    let mut plans = Vec::new();
+    for subset in subsets {
+        let included = |write: usize| subset & (1 << (write % 32)) != 0;
+        // Whole writes, then one torn write at a time.
+        plans.push(CrashPlan { subset, torn: None });
+        let mut tears: Vec<(usize, usize)> = Vec::new();
+        for write in (0..count).filter(|&write| included(write)) {
+            let sectors = sizes[write] / SECTOR_BYTES;
+            for tear in [1, sectors / 2, sectors.saturating_sub(1)] {
+                if tear > 0 && tear < sectors && !tears.contains(&(write, tear)) {
+                    tears.push((write, tear));
+                }
+            }
+        }
+        plans.extend(tears.into_iter().map(|torn| CrashPlan {
+            subset,
+            torn: Some(torn),
+        }));
+    }
+    plans
+}
+
+/// The image `plan` leaves of a cut point: the disk's own crash image
+/// ([`SimDisk::crash`]), with the fates chosen by the plan rather than drawn.
+pub fn crash_image(disk: &SimDisk, in_flight: &[(u64, Vec<u8>)], plan: CrashPlan) -> Vec<u8> {
+    let in_flight: Vec<InFlightWrite<'_>> = in_flight
+        .iter()
+        .map(|(ring_offset, bytes)| InFlightWrite {
+            ring_offset: *ring_offset,
+            bytes,
+        })
+        .collect();
+    let included = |write: usize| plan.subset & (1 << (write % 32)) != 0;
+    disk.crash(&in_flight, SECTOR_BYTES, &mut |unit: CrashUnit| {
+        let kept = match plan.torn {
+            Some((torn, sectors)) if torn == unit.write => unit.unit < sectors,
+            _ => true,
+        };
+        if included(unit.write) && kept {
+            BlockFate::New
+        } else {
+            BlockFate::Old
+        }
+    })
 }
 
 /// The live entries of a ring image, by the pure replay.

@@ -9,8 +9,10 @@ pub mod corrupt;
 pub mod device;
 pub mod enumerate;
 pub mod fuse;
+pub mod logdrive;
 pub mod scans;
 pub mod simulate;
+pub mod trace;
 
 pub use device::{FaultConfig, FaultCounts, SimDevice};
 pub use enumerate::{enumerate, EnumOptions, EnumSummary};

@@ -26,6 +26,9 @@ struct Replayed {
     state: LogState,
     /// Its creation (first or copied) was seen.
     created: bool,
+    /// Its creation's own record (not a copy) was seen: every later record of it is in the
+    /// ring, which holds every LSN from its head on.
+    whole: bool,
     /// Records that took effect on it (counted as skipped if it never counts).
     applied: u64,
 }
@@ -104,6 +107,7 @@ impl Replay {
                 // Its capacity is known once its creation is seen.
                 state: LogState::new(id, generation, u64::MAX),
                 created: false,
+                whole: false,
                 applied: 0,
             })
     }
@@ -122,6 +126,7 @@ impl Replay {
                 if replayed.created && !record.relocated {
                     return false;
                 }
+                replayed.whole |= !record.relocated;
                 if !replayed.created {
                     replayed.created = true;
                     replayed.state.capacity = record.value;
@@ -153,8 +158,15 @@ impl Replay {
             }
             RecordType::Seal | RecordType::Fence | RecordType::Trim => {
                 let control = Control::of(record).expect("a control record");
-                let state = &mut self.state(record.id, record.generation).state;
-                if record.relocated {
+                let replayed = self.state(record.id, record.generation);
+                // A trim was at or below T when written, but replay can check that only
+                // where it has met every record of the LogDrive before it: once the ring's
+                // head passed its creation (relocation copied it forward), the writes below
+                // the trim point may have left the ring with it (they were garbage), and a
+                // T made of what is left would refuse an acknowledged trim.
+                let unchecked = matches!(control, Control::Trim(_)) && !replayed.whole;
+                let state = &mut replayed.state;
+                if record.relocated || unchecked {
                     state.replay_relocated_control(control, lsn)
                 } else {
                     state.replay_control(control, lsn)

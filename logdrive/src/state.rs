@@ -589,7 +589,9 @@ impl LogState {
                 std::cmp::Ordering::Greater => Ok(Check::Apply),
             },
             Control::Trim(upto) => {
-                let t = self.contiguous_tail();
+                // T as queued: a seal queued and not yet durable drops what lies at and past
+                // its length before this trim applies (replay, in LSN order, applies it first).
+                let t = self.contiguous_tail().min(self.sealed.unwrap_or(u64::MAX));
                 if upto > t {
                     return Err(LogDriveError::OutOfRange {
                         address: upto,

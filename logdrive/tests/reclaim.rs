@@ -497,3 +497,52 @@ fn a_trimmed_prefix_and_a_sealed_off_tail_are_garbage() {
     assert_eq!(read(&sealed, 25), ReadOutcome::Unwritten);
     assert_eq!(read(&drive, 3), ReadOutcome::Trimmed { first: 380 });
 }
+
+/// A crash between two relocation steps: the first copied a LogDrive's creation and the
+/// writes above its trim point forward and trimmed the ring up to the trim's own record
+/// (the writes below it are garbage), the second would have copied the trim. Replay then
+/// meets the trim before any of the LogDrive's writes: it must not refuse it as beyond T
+/// (the writes that made T are gone with the ring's head, not missing), or the
+/// acknowledged trim point is lost and the trimmed addresses read as holes. Found by the
+/// crash-state enumeration of LogDrive workloads (`sealog-fault`).
+#[test]
+fn a_trim_point_survives_a_crash_after_the_head_passed_the_writes_it_trimmed() {
+    use sealog_logdrive::record::{Record, RecordType};
+    let ring = common::ring();
+    {
+        let drive = sealog::Drive::open(&ring.path, DriveOptions::default()).unwrap();
+        let append = |record: Record, payload: Bytes| {
+            let entry = sealog::NewEntry {
+                kind: record.record_type.kind(),
+                header: record.header(),
+                payload,
+            };
+            drive.append_entry(entry).unwrap().wait().unwrap()
+        };
+        let record = |record_type, value| Record::new(record_type, 1, 1, value, 0);
+        append(record(RecordType::Create, 1 << 40), Bytes::new());
+        for address in 0..5 {
+            append(record(RecordType::Write, address), page(1, address));
+        }
+        let trim = append(record(RecordType::Trim, 3), Bytes::new());
+        // The first step's copies: the creation and the writes the trim keeps.
+        append(
+            record(RecordType::Create, 1 << 40).relocated(),
+            Bytes::new(),
+        );
+        for address in 3..5 {
+            append(
+                record(RecordType::Write, address).relocated(),
+                page(1, address),
+            );
+        }
+        // Its ring trim: the head now at the trim's own record.
+        drive.trim(trim - 1).unwrap();
+    }
+    let store = open_with(&ring, by_hand(1.0));
+    let drive = store.get(1).unwrap();
+    let length = wait(drive.length()).unwrap();
+    assert_eq!((length.first, length.t, length.n), (3, 5, 5));
+    assert_eq!(read(&drive, 1), ReadOutcome::Trimmed { first: 3 });
+    check_pages(&drive, 1, 3..5);
+}

@@ -320,3 +320,35 @@ fn race(
         joined.collect()
     })
 }
+
+/// A trim queued while a seal below its point is still in flight: replay applies the seal
+/// first (LSN order) and finds the trim beyond T, so the live path must refuse it too, as
+/// beyond the T the queued seal leaves. It accepted it once (T counted what the seal was
+/// about to drop), and a restart then lost the acknowledged trim point. Found by the
+/// crash-state enumeration of LogDrive workloads (`sealog-fault`).
+#[test]
+fn a_trim_racing_a_seal_below_it_is_decided_as_replay_decides_it() {
+    let ring = ring();
+    let store = open(&ring);
+    let drive = create(&store, 1);
+    fill(&drive, 1, 0..10, 0);
+    let seal = drive.seal(5);
+    let trim = drive.trim(8);
+    assert_eq!(wait(seal), Ok(()));
+    assert_eq!(
+        wait(trim),
+        Err(LogDriveError::OutOfRange {
+            address: 8,
+            valid: 0..6
+        })
+    );
+    // A trim at the sealed length is still T.
+    wait(drive.trim(5)).unwrap();
+    let before = snapshot(&store);
+    drop(drive);
+    store.close();
+    drop(store);
+    let store = open(&ring);
+    assert_eq!(snapshot(&store), before);
+    assert_eq!(wait(store.get(1).unwrap().length()).unwrap().first, 5);
+}

@@ -1,9 +1,10 @@
 //! `sealog-fault`: replays a simulation seed exactly (the command every simulation failure
-//! prints) or runs seeds for as long as asked (a nightly soak), and damages real rings on
-//! purpose: flip a bit, zero or tear a block, copy a block over another (misdirected write),
-//! save a block and restore it later (lost write). Blocks are named by `--segment` and
-//! `--offset`, or by `--lsn`. Exit status: 0 done, 2 the ring or place is unusable, 1 a
-//! simulation violation.
+//! prints) or runs seeds for as long as asked (a nightly soak), replays a LogDrive
+//! simulation seed, runs the LogDrive writer the kill -9 test kills, and damages real rings
+//! on purpose: flip a bit, zero or tear a block, copy a block over another (misdirected
+//! write), save a block and restore it later (lost write). Blocks are named by `--segment`
+//! and `--offset`, or by `--lsn`. Exit status: 0 done, 2 the ring or place is unusable, 1 a
+//! simulation violation (or a LogDrive writer that found one).
 
 #![forbid(unsafe_code)]
 
@@ -13,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 use sealog_fault::corrupt::{corrupt, save_block, Damage, Target};
+use sealog_fault::logdrive::simulate::{run_logdrive_seed, LogDriveSimOptions};
+use sealog_fault::logdrive::writer::run_writer;
 use sealog_fault::{run_seed, SimOptions};
 
 #[derive(Parser)]
@@ -59,6 +62,22 @@ enum Command {
         /// Keep running consecutive seeds for this long.
         #[arg(long)]
         seconds: Option<u64>,
+    },
+    /// Run one LogDrive simulation seed (the command its failures print).
+    LogdriveSimulate {
+        #[arg(long)]
+        seed: u64,
+        #[arg(long, default_value_t = 6)]
+        rounds: u32,
+        #[arg(long, default_value_t = 400)]
+        groups: u32,
+    },
+    /// Run the LogDrive workload on a ring until killed, printing every operation issued
+    /// and done (the writer process of the kill -9 test).
+    LogdriveWriter {
+        path: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// Flip one bit of a block.
     Flip {
@@ -142,6 +161,19 @@ fn simulate(seed: u64, options: SimOptions, seconds: Option<u64>) -> ExitCode {
     }
 }
 
+fn logdrive_simulate(seed: u64, options: LogDriveSimOptions) -> ExitCode {
+    match run_logdrive_seed(seed, &options) {
+        Ok(summary) => {
+            println!("seed {seed}: ok, {summary:?}");
+            ExitCode::SUCCESS
+        }
+        Err(violation) => {
+            eprintln!("{violation}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn damage(path: PathBuf, place: Place, damage: Damage) -> ExitCode {
     let Some(target) = place.target() else {
         eprintln!("sealog-fault: name the block with --segment and --offset, or with --lsn");
@@ -179,6 +211,18 @@ fn main() -> ExitCode {
             },
             seconds,
         ),
+        Command::LogdriveSimulate {
+            seed,
+            rounds,
+            groups,
+        } => logdrive_simulate(seed, LogDriveSimOptions { rounds, groups }),
+        Command::LogdriveWriter { path, seed } => match run_writer(&path, seed) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(what) => {
+                println!("violation {what} .");
+                ExitCode::from(1)
+            }
+        },
         Command::Flip { path, place, bit } => damage(path, place, Damage::FlipBit(bit)),
         Command::Zero { path, place } => damage(path, place, Damage::Zero),
         Command::Tear {
