@@ -14,9 +14,10 @@
 //!    hinted one): entries that survived in the drive's volatile cache (written, never
 //!    acknowledged) become durable before anyone reads them. Nothing outside that stretch is
 //!    part of the log or was evidence for it;
-//! 2. write the new control block (the new incarnation, the cut, the trim point and head, and
-//!    the new incarnation's first tail hint) to the copy not current, then flush it: from then
-//!    on nothing of an older incarnation at or after the cut counts, and the new incarnation
+//! 2. write the new control block (the new incarnation, the cut
+//!    ([`RecoveryReport::cut`]), the trim point and head, and the new incarnation's first tail
+//!    hint) to the copy not current, then flush it: from then on nothing of an older
+//!    incarnation at or after the cut counts, and the new incarnation
 //!    is above every one replay found or applied ([`RecoveryReport::incarnation_max`]), so a
 //!    crash in the steps after it recovers the same log. The hint lies
 //!    [`crate::layout::HINT_AHEAD_WINDOWS`] windows past the cut: it covers the tail marker
@@ -209,7 +210,7 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
         head,
         head_lsn,
         head_incarnation,
-        cut: report.next_position,
+        cut: report.cut,
         cut_incarnation: incarnation,
         tail_hint: first_hint(report, &cursor, incarnation),
         ..old

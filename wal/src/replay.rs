@@ -560,6 +560,14 @@ pub struct RecoveryReport {
     pub next_lsn: u64,
     /// Where the next batch goes (at a segment's first data block, with a segment header).
     pub next_position: Position,
+    /// Where a writer's new incarnation starts its floor (its control block's cut): every
+    /// record of an older incarnation at or after it is stale once that block is durable.
+    /// `next_position`, but after quarantined damage at the log's end, the damaged batch's end
+    /// (or its first block's, when none of its headers passed): nothing between there and the
+    /// writer's next position was accepted, and nothing there may be later (a record a misread
+    /// hid from this replay, or one stale only by the last cut's floor, which the new cut
+    /// replaces).
+    pub cut: Position,
     /// The highest watermark among recovered batches.
     pub watermark_max: u64,
     /// The highest incarnation in the control block (its head and cut incarnations included),
@@ -1215,9 +1223,6 @@ struct Break {
     resume: Option<ResumeSearch>,
 }
 
-/// What a walk of a damaged batch visits with: the report it counts in, and the visitor.
-type Visiting<'r> = (&'r mut RecoveryReport, &'r mut dyn FnMut(Visit<'_, '_>));
-
 /// Where the walk broke, as the walk knew it: the cut, the LSN expected there, the
 /// incarnation floor it kept, and the check that failed.
 #[derive(Clone, Copy, Debug)]
@@ -1233,7 +1238,7 @@ struct BreakAt {
 }
 
 /// What walking a damaged batch's headers found ([`Scanner::walk_damaged`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct DamagedWalk {
     /// Where the damaged batch starts.
     start: Position,
@@ -1253,6 +1258,29 @@ struct DamagedWalk {
     /// The first header of the batch that failed, if one did (its first one, when `first` is
     /// `None`).
     header_failure: Option<Failure>,
+    /// The batch as it was read, when its first header passed.
+    walked: Option<WalkedBatch>,
+}
+
+/// A damaged batch as it was read, to walk (and walk again, the same) without reading it again.
+#[derive(Clone, Debug)]
+struct WalkedBatch {
+    expect: BatchExpectation,
+    first: EntryHeader,
+    bytes: Vec<u8>,
+    /// Byte ranges of `bytes` that could not be read (zeros there).
+    holes: Vec<Range<usize>>,
+}
+
+impl WalkedBatch {
+    fn walk<'b>(&'b self, each: &mut dyn FnMut(WalkedRecord<'b>)) -> validate::WalkEnd {
+        let unreadable = |range: Range<usize>| {
+            self.holes
+                .iter()
+                .any(|hole| range.start < hole.end && hole.start < range.end)
+        };
+        validate::walk_batch(&self.expect, &self.first, &self.bytes, &unreadable, each)
+    }
 }
 
 impl DamagedWalk {
@@ -1735,6 +1763,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             last_lsn: None,
             next_lsn: self.control.head_lsn,
             next_position: self.control.head,
+            cut: self.control.head,
             watermark_max: 0,
             // Every incarnation the control block names, the floors it sets included: a
             // crafted block can record a head or cut incarnation above its own, and a writer's
@@ -1920,7 +1949,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         let mut scan_end = probe_end.max(cut);
         // In quarantine mode the damaged batch's headers are walked first, visiting nothing:
         // the batch the log may resume at lies past them and continues their LSNs.
-        let walk = quarantine.then(|| self.walk_damaged(at, None));
+        let walk = quarantine.then(|| self.walk_damaged(at));
         let at_break = Break {
             cut,
             expected_lsn,
@@ -1995,12 +2024,13 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     resume_after: cut,
                     end: cut,
                     header_failure: Some(at.cut_failure),
+                    walked: None,
                 };
                 self.note_lost(at, &at_cut, expected_lsn..resume.first_lsn, report, visit);
             } else {
-                // The damaged batch again, visiting: its intact records are live entries, its
-                // records whose header survived are damage with that header.
-                self.walk_damaged(at, Some((&mut *report, &mut *visit)));
+                // The damaged batch, visited: its intact records are live entries, its records
+                // whose header survived are damage with that header.
+                self.visit_walked(&walk, at, report, visit);
                 // From the first header lost to the batch the log resumes at, nothing is known
                 // of the LSNs but that they were there.
                 self.note_lost(at, &walk, walk.next_lsn..resume.first_lsn, report, visit);
@@ -2015,6 +2045,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         report.stale_records = probe.stale_records;
         report.next_lsn = expected_lsn;
         report.next_position = cut;
+        report.cut = cut;
         // End of what was found after the cut: the failing block, and every record seen.
         let block = geometry.block_size_bytes;
         let failure_end = Position {
@@ -2076,7 +2107,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 let walk = walk.expect("quarantine mode walks the damaged batch");
                 let corruption = corruption.expect("a quarantine row's corruption");
                 quarantine::note_break(report, corruption);
-                self.walk_damaged(at, Some((&mut *report, &mut *visit)));
+                self.visit_walked(&walk, at, report, visit);
                 // The writer goes on after everything of the log found (the damaged batch,
                 // the failing block, every valid record), so nothing of the damage (nor the
                 // records that proved it acknowledged) is overwritten or zeroed, and the next
@@ -2131,6 +2162,15 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     self.batch_boundary_at(log_end)
                 } else {
                     cut
+                };
+                // The skipped stretch becomes stale with the new incarnation, from where a batch
+                // resuming the log was looked for (the damaged batch's end, or the block after
+                // its first when none of its headers passed): the damaged batch itself stays as
+                // it was found, so a later open walks it and names it the same.
+                report.cut = if live {
+                    walk.resume_after.min(report.next_position)
+                } else {
+                    report.next_position
                 };
                 // The plan keeps the head while anything is live, the walk's records in the
                 // damaged batch included, though none lay before the break.
@@ -2203,12 +2243,12 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
     /// Walks the damaged batch at the break `at` record by record (quarantine mode): from its
     /// first data block (the cut, or the first data block of the segment whose header failed),
     /// when its first header passes, every record is checked alone ([`validate::walk_batch`]).
-    /// With `visiting`, intact records above the trim point are counted and visited as live
-    /// entries and records whose header survived as damage; without, nothing is. What it
-    /// returns says where damage without a header begins and where the log may resume.
-    fn walk_damaged(&mut self, at: &BreakAt, mut visiting: Option<Visiting<'_>>) -> DamagedWalk {
+    /// The batch is read once and kept in what this returns, which says where damage without a
+    /// header begins and where the log may resume; [`Scanner::visit_walked`] visits it from
+    /// those bytes, so what is visited is exactly what was walked (a device may answer a read
+    /// differently the second time).
+    fn walk_damaged(&mut self, at: &BreakAt) -> DamagedWalk {
         let geometry = self.geometry;
-        let trim_lsn = self.control.trim_lsn;
         let failure = at.failure;
         let start = if failure.position.offset == 0 {
             Position {
@@ -2234,6 +2274,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             resume_after: after_first_block,
             end: after_first_block,
             header_failure: Some(failure),
+            walked: None,
         };
         let expect = self.expectation(start, at.expected_lsn, at.lineage_incarnation);
         let ring_offset = geometry.ring_offset(start);
@@ -2254,68 +2295,13 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         };
         let batch_bytes = first.batch_bytes;
         let (bytes, holes) = self.read_with_holes(ring_offset, batch_bytes as usize, limit);
-        let unreadable = |range: Range<usize>| {
-            holes
-                .iter()
-                .any(|hole| range.start < hole.end && hole.start < range.end)
+        let walked = WalkedBatch {
+            expect,
+            first,
+            bytes,
+            holes,
         };
-        let incarnation = first.incarnation;
-        let walked = validate::walk_batch(&expect, &first, &bytes, &unreadable, &mut |record| {
-            let Some((report, visit)) = visiting.as_mut() else {
-                return;
-            };
-            match record {
-                WalkedRecord::Intact(record) if record.lsn > trim_lsn => {
-                    report.entries += 1;
-                    report.payload_bytes += record.payload.len() as u64;
-                    visit(Visit::Entry(&Entry {
-                        lsn: record.lsn,
-                        kind: record.kind,
-                        embedder: record.embedder,
-                        payload: record.payload,
-                        position: record.position,
-                        batch: start,
-                        batch_first_lsn: at.expected_lsn,
-                        batch_bytes,
-                        incarnation: record.incarnation,
-                    }));
-                }
-                WalkedRecord::PayloadDamaged {
-                    position,
-                    check,
-                    header,
-                } if header.lsn > trim_lsn => {
-                    quarantine::note_damaged(
-                        report,
-                        DamagedRange {
-                            first_lsn: header.lsn,
-                            last_lsn: header.lsn,
-                            position,
-                            ring_offset: geometry.ring_offset(position),
-                            check,
-                            header_known: true,
-                        },
-                    );
-                    visit(Visit::Damaged(&Damaged {
-                        first_lsn: header.lsn,
-                        last_lsn: header.lsn,
-                        position,
-                        check,
-                        header: Some(DamagedHeader {
-                            kind: header.kind,
-                            embedder: header.embedder,
-                            payload_len: header.payload_len,
-                            payload_crc: header.payload_crc,
-                        }),
-                        batch: start,
-                        batch_first_lsn: at.expected_lsn,
-                        incarnation,
-                    }));
-                }
-                // Below the trim point: released, neither visited nor reported.
-                WalkedRecord::Intact(_) | WalkedRecord::PayloadDamaged { .. } => {}
-            }
-        });
+        let end = walked.walk(&mut |_| {});
         // The batch lies inside its segment (`check_batch_start`): its end fits a u32.
         let batch_end = Position {
             offset: start.offset + batch_bytes,
@@ -2324,14 +2310,85 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         DamagedWalk {
             start,
             first: Some(first),
-            next_lsn: walked.next_lsn,
-            stop: walked
+            next_lsn: end.next_lsn,
+            stop: end
                 .header_failure
                 .map_or(batch_end, |failure| failure.position),
             resume_after: batch_end,
             end: batch_end,
-            header_failure: walked.header_failure,
+            header_failure: end.header_failure,
+            walked: Some(walked),
         }
+    }
+
+    /// Visits what [`Scanner::walk_damaged`] walked: intact records above the trim point are
+    /// counted and visited as live entries, records whose header survived as damage.
+    fn visit_walked(
+        &self,
+        walk: &DamagedWalk,
+        at: &BreakAt,
+        report: &mut RecoveryReport,
+        visit: &mut dyn FnMut(Visit<'_, '_>),
+    ) {
+        let Some(walked) = &walk.walked else {
+            return;
+        };
+        let geometry = self.geometry;
+        let trim_lsn = self.control.trim_lsn;
+        let start = walk.start;
+        let batch_bytes = walked.first.batch_bytes;
+        let incarnation = walked.first.incarnation;
+        walked.walk(&mut |record| match record {
+            WalkedRecord::Intact(record) if record.lsn > trim_lsn => {
+                report.entries += 1;
+                report.payload_bytes += record.payload.len() as u64;
+                visit(Visit::Entry(&Entry {
+                    lsn: record.lsn,
+                    kind: record.kind,
+                    embedder: record.embedder,
+                    payload: record.payload,
+                    position: record.position,
+                    batch: start,
+                    batch_first_lsn: at.expected_lsn,
+                    batch_bytes,
+                    incarnation: record.incarnation,
+                }));
+            }
+            WalkedRecord::PayloadDamaged {
+                position,
+                check,
+                header,
+            } if header.lsn > trim_lsn => {
+                quarantine::note_damaged(
+                    report,
+                    DamagedRange {
+                        first_lsn: header.lsn,
+                        last_lsn: header.lsn,
+                        position,
+                        ring_offset: geometry.ring_offset(position),
+                        check,
+                        header_known: true,
+                    },
+                );
+                visit(Visit::Damaged(&Damaged {
+                    first_lsn: header.lsn,
+                    last_lsn: header.lsn,
+                    position,
+                    check,
+                    header: Some(DamagedHeader {
+                        kind: header.kind,
+                        embedder: header.embedder,
+                        payload_len: header.payload_len,
+                        payload_crc: header.payload_crc,
+                    }),
+                    batch: start,
+                    batch_first_lsn: at.expected_lsn,
+                    incarnation,
+                }));
+            }
+            // Below the trim point: released, neither visited nor reported.
+            WalkedRecord::Intact(_) | WalkedRecord::PayloadDamaged { .. } => {}
+        });
     }
 
     /// Reads `len` bytes at `ring_offset` (inside the segment ending at `limit`, at most a
