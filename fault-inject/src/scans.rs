@@ -127,7 +127,8 @@ pub fn check_quarantine(
     let ranges = |damaged: &[Damaged]| damaged.iter().map(where_).collect::<Vec<_>>();
     if entries != full_entries || ranges(&damaged) != ranges(&full_damaged) {
         return Err(format!(
-            "hinted and full quarantine replay found different logs: {} entries and damage              {:?} against {} entries and damage {:?}",
+            "hinted and full quarantine replay found different logs: {} entries and damage \
+             {:?} against {} entries and damage {:?}",
             entries.len(),
             ranges(&damaged),
             full_entries.len(),
@@ -150,7 +151,7 @@ pub fn check_quarantine(
                     };
                     if comparable != *strict || strict_entries != entries {
                         return Err(format!(
-                            "strict replay opens, quarantine finds another log: {} against                              {}",
+                            "strict replay opens, quarantine finds another log: {} against {}",
                             outcome_of(&Ok(strict.clone())),
                             outcome_of(&Ok(hinted))
                         ));
