@@ -41,9 +41,10 @@ pub mod ticket;
 pub mod uring;
 
 pub use drive::{
-    Clock, Drive, DriveCore, DriveFuture, DriveOptions, DriveState, Durability, DurableFuture,
-    EntryIter, EntryRef, LogEntry, LogShape, ManualClock, NewEntry, PayloadFuture, QueueDepths,
-    ReadReply, ReadStats, RecoveryVisitor, Request, Stats, SystemClock, TrimReply, Wait, WhenFull,
+    Clock, DamagedEntry, Drive, DriveCore, DriveFuture, DriveOptions, DriveState, Durability,
+    DurableFuture, EntryIter, EntryRef, LogEntry, LogShape, ManualClock, NewEntry, PayloadFuture,
+    QueueDepths, ReadReply, ReadStats, RecoveryVisitor, Request, Stats, SystemClock, TrimReply,
+    Wait, WhenFull,
 };
 pub use engine::Engine;
 pub use error::{
@@ -57,8 +58,9 @@ pub use sealog_wal::format::{
     ENTRY_HEADER_SIZE,
 };
 pub use sealog_wal::{
-    Check, ControlBlock, Corruption, Evidence, FullScan, Geometry, Kind, Outcome, Position,
-    RecoveryMode, RecoveryReport, ReplayError, RingId, Scan, ScanPolicy, TornTail, UnreadableRun,
+    Check, ControlBlock, Corruption, DamagedRange, Evidence, FullScan, Geometry, Kind, Outcome,
+    Position, RecoveryMode, RecoveryReport, ReplayError, RingId, Scan, ScanPolicy, TornTail,
+    UnreadableRun,
 };
 pub use signature::Signature;
 pub use storage::{format, FormatOptions, FormatProgress};

@@ -2,7 +2,8 @@
 //! their entry and are checked like replay checks (a damaged record is that read's typed
 //! outcome, the drive runs on); recent entries come from the cache without touching the device
 //! and evicted ones from the device; readers racing trims and laps get the entry or `Trimmed`,
-//! never other bytes; iterators read ahead across segments and laps and follow the tail; waits
+//! never other bytes; iterators read ahead across segments and laps, cross damage (each damaged
+//! entry an error of its own) and follow the tail; waits
 //! for the durable tail wake each waiter exactly once; async reads and trims complete.
 
 use std::future::Future;
@@ -151,6 +152,36 @@ fn a_damaged_record_is_that_reads_outcome_and_the_drive_runs_on() {
     assert_eq!(block_on(drive.read_async(25)).expect("read"), payload(25));
     assert_eq!(drive.read_stats().damaged, 3);
     assert!(matches!(drive.stats().state, sealog::DriveState::Running));
+}
+
+/// An iterator meeting damage that appeared after the open (a batch that fails its check
+/// whole) reads that batch entry by entry: its intact entries are served once, the damaged one
+/// is an error of its own, and the iteration goes on past it.
+#[test]
+fn an_iterator_yields_a_damaged_entry_as_its_own_error_and_goes_on() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = ring(&directory, 8 << 20);
+    let drive = Drive::open(&path, no_cache()).expect("opens");
+    append(&drive, 1, 20);
+    flip_byte(&path, payload_offset(&path, 9) + 3);
+    let iterated: Vec<Result<u64, u64>> = drive
+        .iter_from(1)
+        .map(|entry| match entry {
+            Ok(entry) => {
+                assert_eq!(entry.payload, payload(entry.lsn));
+                Ok(entry.lsn)
+            }
+            Err(ReadError::Damaged { lsn, check, .. }) => {
+                assert_eq!(check, Check::PayloadCrc);
+                Err(lsn)
+            }
+            Err(error) => panic!("the iteration stopped: {error}"),
+        })
+        .collect();
+    let expected: Vec<Result<u64, u64>> = (1..=20)
+        .map(|lsn| if lsn == 9 { Err(9) } else { Ok(lsn) })
+        .collect();
+    assert_eq!(iterated, expected);
 }
 
 #[test]

@@ -8,7 +8,10 @@
 //! (the ghost-entry case). Every image a recovery opens is also replayed hinted and full, and
 //! both must find the same log ([`crate::scans`]); some again with a block unreadable. Some
 //! appends are all-or-nothing groups: no recovered log ends inside one. Every entry carries an
-//! embedder header derived from its LSN, which must come back with it. The
+//! embedder header derived from its LSN, which must come back with it. Some images are also
+//! replayed in quarantine mode (hinted and full, some with a block unreadable), which on crash
+//! states must find exactly what strict replay finds, and some recovered by the real recovery
+//! in quarantine mode, which must recover the same log. The
 //! workloads' small rings move their tail hint every few blocks, so many cut points have a
 //! hint's control write pending (counted in the summary), and their images crash around it.
 
@@ -18,13 +21,15 @@ use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sealog::{AppendError, DriveCore, DriveOptions, EmbedderHeader, NewEntry, Request, Wait};
+use sealog::{
+    AppendError, DriveCore, DriveOptions, EmbedderHeader, NewEntry, RecoveryMode, Request, Wait,
+};
 use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{ControlBlock, Geometry, ReplayOptions, RingId};
 
 use crate::device::{FaultConfig, SimDevice, SECTOR_BYTES};
-use crate::scans::{compare_scans, HintedScan};
+use crate::scans::{check_quarantine, compare_scans, HintedScan};
 use sealog_wal::disk::{BlockFate, CrashUnit, InFlightWrite, SimDisk};
 
 /// How many states to check and from which seed.
@@ -63,6 +68,11 @@ pub struct EnumSummary {
     pub hint_write_cuts: u64,
     /// States built at those cut points.
     pub hint_write_states: u64,
+    /// Images also replayed in quarantine mode, hinted and full, against strict replay (with a
+    /// block unreadable or not).
+    pub quarantine_scans: u64,
+    /// States also recovered by the real recovery in quarantine mode, with the same log.
+    pub quarantine_recoveries: u64,
 }
 
 /// What the workload had acknowledged and submitted at a cut point.
@@ -157,6 +167,22 @@ impl Enumerator {
         })
     }
 
+    /// Replays `image` in quarantine mode hinted and full, against strict replay
+    /// ([`check_quarantine`]): a crash image holds no damage, so the same log as strict finds.
+    fn check_quarantine(&mut self, image: &[u8], unreadable: &[Range<u64>]) -> Result<(), String> {
+        let found = check_quarantine(image, unreadable).map_err(|what| self.fail(what))?;
+        if let Ok(found) = found {
+            if unreadable.is_empty() && found.report.quarantined_breaks > 0 {
+                return Err(self.fail(format!(
+                    "quarantine replay stepped over damage in a crash image: {:?}",
+                    found.report.quarantined
+                )));
+            }
+        }
+        self.summary.quarantine_scans += 1;
+        Ok(())
+    }
+
     /// Replays `image` hinted and full ([`compare_scans`]): the same log, or a violation.
     fn compare_scans(&mut self, image: &[u8], unreadable: &[Range<u64>]) -> Result<(), String> {
         let scan = compare_scans(image, unreadable).map_err(|what| self.fail(what))?;
@@ -237,10 +263,38 @@ impl Enumerator {
             let blocks = image.len() as u64 / u64::from(self.geometry.block_size_bytes);
             let block = self.rng.gen_range(0..blocks) * u64::from(self.geometry.block_size_bytes);
             let bad = block..block + u64::from(self.geometry.block_size_bytes);
-            self.compare_scans(&image, &[bad])?;
+            self.compare_scans(&image, std::slice::from_ref(&bad))?;
+            self.check_quarantine(&image, &[bad])?;
+        }
+        if state % 8 == 2 {
+            self.check_quarantine(&image, &[])?;
         }
         let first = self.recover(image.clone())?;
         self.check_entries(cut, &first)?;
+        if state % 16 == 6 {
+            // A crash alone is never damage: a quarantine open recovers the same log.
+            self.summary.quarantine_recoveries += 1;
+            let options = DriveOptions {
+                recovery: RecoveryMode::Quarantine,
+                ..self.options.clone()
+            };
+            let device = self.device(image.clone());
+            let mut core = DriveCore::recover(device, Path::new("crash-state"), &options)
+                .map_err(|error| self.fail(format!("quarantine recovery failed: {error}")))?;
+            let report = core.recovery_report();
+            if report.next_lsn != first.next_lsn || report.quarantined_breaks > 0 {
+                return Err(self.fail(format!(
+                    "a quarantine recovery of a crash image found another log: next LSN {} \
+                     (strict {}), {} breaks stepped over",
+                    report.next_lsn, first.next_lsn, report.quarantined_breaks
+                )));
+            }
+            let after =
+                replay_entries(&core.backend_mut().crash()).map_err(|error| self.fail(error))?;
+            if after != first.entries {
+                return Err(self.fail("a quarantine recovery left another log".into()));
+            }
+        }
         if state % 4 == 0 {
             self.summary.idempotence_checks += 1;
             let again = self.recover(first.image.clone())?;

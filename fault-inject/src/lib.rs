@@ -16,5 +16,5 @@ pub mod trace;
 
 pub use device::{FaultConfig, FaultCounts, SimDevice};
 pub use enumerate::{enumerate, EnumOptions, EnumSummary};
-pub use scans::{compare_scans, HintedScan};
+pub use scans::{check_quarantine, compare_scans, HintedScan, QuarantineFound};
 pub use simulate::{run_seed, SimOptions, SimSummary, Violation};

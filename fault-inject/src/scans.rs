@@ -7,12 +7,19 @@
 //! hinted scan, which reads less, may meet fewer of them (in free space past the hint), never
 //! more, and never a different log. The crash-state enumeration and the simulation run it on
 //! every image they open.
+//!
+//! [`check_quarantine`] does the same in quarantine mode, where the two scans must also find
+//! the same damage (the same damaged records and ranges, and where the log resumes after it),
+//! and holds quarantine to strict replay of the same image: the same report where strict opens
+//! (a torn tail is cut exactly as strict cuts it), and where strict fails on corruption, an
+//! open that names that corruption first among the breaks it stepped over.
 
 use std::io;
 use std::ops::Range;
 
 use sealog_wal::{
-    replay, RecoveryReport, ReplayError, ReplayOptions, RingSource, Scan, ScanPolicy,
+    replay_visiting, Damaged, RecoveryMode, RecoveryReport, ReplayError, ReplayOptions, RingSource,
+    Scan, ScanPolicy, Visit,
 };
 
 /// Which scan the hinted replay of an image made.
@@ -52,19 +59,143 @@ impl RingSource for Failing<'_> {
 type Replayed = (Result<RecoveryReport, ReplayError>, Vec<(u64, Vec<u8>)>);
 
 fn replay_with(image: &[u8], unreadable: &[Range<u64>], scan: ScanPolicy) -> Replayed {
+    let (result, entries, _) = replay_in(image, unreadable, scan, RecoveryMode::Strict);
+    (result, entries)
+}
+
+/// A replay's result, its live entries and its damage.
+type ReplayedIn = (
+    Result<RecoveryReport, ReplayError>,
+    Vec<(u64, Vec<u8>)>,
+    Vec<Damaged>,
+);
+
+/// Replays `image` as `scan` and `mode` say: the result, the live entries and the damage.
+fn replay_in(
+    image: &[u8],
+    unreadable: &[Range<u64>],
+    scan: ScanPolicy,
+    mode: RecoveryMode,
+) -> ReplayedIn {
     let mut source = Failing {
         bytes: image,
         unreadable,
     };
     let options = ReplayOptions {
         scan,
+        mode,
         ..ReplayOptions::default()
     };
     let mut entries = Vec::new();
-    let result = replay(&mut source, &options, &mut |entry| {
-        entries.push((entry.lsn, entry.payload.to_vec()))
+    let mut damaged = Vec::new();
+    let result = replay_visiting(&mut source, &options, &mut |visited| match visited {
+        Visit::Entry(entry) => entries.push((entry.lsn, entry.payload.to_vec())),
+        Visit::Damaged(range) => damaged.push(*range),
     });
-    (result, entries)
+    (result, entries, damaged)
+}
+
+/// What a quarantine replay of an image found (checked by [`check_quarantine`]).
+#[derive(Clone, Debug)]
+pub struct QuarantineFound {
+    /// The hinted replay's report.
+    pub report: RecoveryReport,
+    /// The damage it visited, in LSN order.
+    pub damaged: Vec<Damaged>,
+}
+
+/// Replays `image` in quarantine mode hinted and full (reads touching `unreadable` failing
+/// with EIO) and against strict replay of it (see the module doc): what it found, or the
+/// error both scans and strict mode agree on.
+pub fn check_quarantine(
+    image: &[u8],
+    unreadable: &[Range<u64>],
+) -> Result<Result<QuarantineFound, String>, String> {
+    let quarantine = RecoveryMode::Quarantine;
+    let (hinted, entries, damaged) = replay_in(image, unreadable, ScanPolicy::Hinted, quarantine);
+    let (full, full_entries, full_damaged) =
+        replay_in(image, unreadable, ScanPolicy::Full, quarantine);
+    let where_ = |range: &Damaged| {
+        (
+            range.first_lsn,
+            range.last_lsn,
+            range.position,
+            range.check,
+            range.header,
+        )
+    };
+    let ranges = |damaged: &[Damaged]| damaged.iter().map(where_).collect::<Vec<_>>();
+    if entries != full_entries || ranges(&damaged) != ranges(&full_damaged) {
+        return Err(format!(
+            "hinted and full quarantine replay found different logs: {} entries and damage \
+             {:?} against {} entries and damage {:?}",
+            entries.len(),
+            ranges(&damaged),
+            full_entries.len(),
+            ranges(&full_damaged)
+        ));
+    }
+    let (strict, strict_entries, _) =
+        replay_in(image, unreadable, ScanPolicy::Hinted, RecoveryMode::Strict);
+    match (hinted, full) {
+        (Ok(hinted), Ok(full)) => {
+            same_report(&hinted, &full, !unreadable.is_empty())?;
+            if hinted.quarantined != full.quarantined && unreadable.is_empty() {
+                return Err("hinted and full quarantine replay name other damage".into());
+            }
+            match &strict {
+                Ok(strict) => {
+                    let comparable = RecoveryReport {
+                        bytes_read: strict.bytes_read,
+                        ..hinted.clone()
+                    };
+                    if comparable != *strict || strict_entries != entries {
+                        return Err(format!(
+                            "strict replay opens, quarantine finds another log: {} against {}",
+                            outcome_of(&Ok(strict.clone())),
+                            outcome_of(&Ok(hinted))
+                        ));
+                    }
+                }
+                Err(ReplayError::Corruption(corruption)) => {
+                    if hinted.quarantined.first() != Some(&**corruption) {
+                        return Err(format!(
+                            "strict replay fails on {corruption}, quarantine names {:?}",
+                            hinted.quarantined.first()
+                        ));
+                    }
+                }
+                Err(error) => {
+                    return Err(format!(
+                        "strict replay fails with {error}, quarantine opens"
+                    ))
+                }
+            }
+            Ok(Ok(QuarantineFound {
+                report: hinted,
+                damaged,
+            }))
+        }
+        (Err(hinted), Err(full)) => {
+            let kind = |error: &ReplayError| {
+                let text = format!("{error:?}");
+                text[..text.find(['(', '{', ' ']).unwrap_or(text.len())].to_string()
+            };
+            let strict_kind = strict.as_ref().err().map(kind);
+            if kind(&hinted) != kind(&full) || strict_kind != Some(kind(&hinted)) {
+                return Err(format!(
+                    "quarantine replay failed with {hinted} (full: {full}), strict with \
+                     {strict:?}"
+                ));
+            }
+            Ok(Err(hinted.to_string()))
+        }
+        (hinted, full) => Err(format!(
+            "hinted quarantine replay gave {}, full {}",
+            outcome_of(&hinted),
+            outcome_of(&full)
+        )),
+    }
 }
 
 /// Replays `image` hinted and full (reads touching `unreadable` failing with EIO) and checks

@@ -3,8 +3,12 @@
 //! ring, then goes through rounds of: open (the engine's real recovery), check what came back
 //! against a model of what was acknowledged, run a workload (appends of random sizes from many
 //! logical clients, reads, trims, time passing), and pull the power. Before each open, the
-//! image is replayed hinted and full, and both must find the same log. Every violation names
-//! the seed and the command that replays it.
+//! image is replayed hinted and full, and both must find the same log, in strict mode and in
+//! quarantine mode (the same damage too). When a strict open is refused because the drive
+//! damaged acknowledged data, the seed goes on in quarantine mode: the open serves what is
+//! intact (checked against the model like any other), every damaged LSN it reports reads as
+//! damaged, and the rounds after it run on that log. Every violation names the seed and the
+//! command that replays it.
 //!
 //! The core runs its timers (group commit's gathering window, the tail marker's idle timer) on
 //! a manual clock that only the workload advances, by amounts drawn from the seed: the timers
@@ -20,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 use sealog::drive::ReadReply;
 use sealog::{
     AppendError, DriveCore, DriveOptions, DriveState, Durability, ManualClock, OpenError,
-    ReadError, Request, Wait,
+    ReadError, RecoveryMode, Request, Wait,
 };
 use sealog_wal::format::{EntryHeader, ENTRY_HEADER_SIZE, ENTRY_MAGIC};
 use sealog_wal::model::ModelWriter;
@@ -91,6 +95,15 @@ pub struct SimSummary {
     pub refused_io: u64,
     /// Opens refused because both control copies were damaged or unreadable.
     pub refused_control: u64,
+    /// Recoveries in quarantine mode (after a strict open was refused as corrupt, the seed
+    /// goes on in quarantine mode), and of those, the ones that stepped over damage.
+    pub quarantine_recoveries: u64,
+    /// Recoveries in quarantine mode that stepped over damage to acknowledged data.
+    pub quarantine_recoveries_damaged: u64,
+    /// Damaged LSNs those recoveries reported, each read back as damaged.
+    pub quarantine_damaged_lsns: u64,
+    /// Images also replayed in quarantine mode, hinted and full, against strict replay.
+    pub quarantine_scans: u64,
     /// Faults the drive injected.
     pub faults: FaultCounts,
     /// Tail markers the drive wrote on its idle timer (recovery's own not counted).
@@ -299,6 +312,8 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
     // such an open may have made a decision its misread led to durable (its control block,
     // with the cut, is written before it zeroes anything), and the retry inherits it.
     let mut misread_in_failed_opens = FaultCounts::default();
+    // Once a strict open is refused as corrupt, the seed goes on in quarantine mode.
+    let mut quarantine = false;
     // One recovery more than rounds: the image of the last round's crash is checked too.
     let mut round = 0;
     while round <= options.rounds {
@@ -311,6 +326,11 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
             .map_err(|what| violation(format!("round {round}: {what}")))?;
         summary.scans_compared += 1;
         summary.scans_hinted += u64::from(scan == crate::scans::HintedScan::Hinted);
+        // In quarantine mode too: hinted and full find the same log and damage, and strict
+        // replay agrees where it opens (an image neither opens is the open's to refuse).
+        let _found_or_refused = crate::scans::check_quarantine(&image, &[])
+            .map_err(|what| violation(format!("round {round}: quarantine: {what}")))?;
+        summary.quarantine_scans += 1;
         let device = SimDevice::for_ring(image, &geometry, config, rng.gen())
             .map_err(|error| violation(format!("cannot make the device: {error}")))?;
         let counts = device.counts_handle();
@@ -319,14 +339,23 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         let mut device = device;
         device.leave_image_on_drop(Arc::clone(&left));
         let path = Path::new("sim");
+        let open_options = DriveOptions {
+            recovery: if quarantine {
+                RecoveryMode::Quarantine
+            } else {
+                RecoveryMode::Strict
+            },
+            ..drive_options.clone()
+        };
         let opened =
-            DriveCore::recover_with_clock(device, path, &drive_options, clock.clock.clone());
+            DriveCore::recover_with_clock(device, path, &open_options, clock.clock.clone());
         let round_counts = *counts.lock().expect("counts lock");
         let data_faults_so_far = summary.faults.data_faults + round_counts.data_faults;
         let mut core = match opened {
             Ok(core) => core,
             Err(error) => {
                 let refusal = allowed_refusal(&error, data_faults_so_far, &round_counts)
+                    .filter(|refusal| !(quarantine && matches!(refusal, Refusal::Corrupt)))
                     .ok_or_else(|| violation(format!("round {round}: open failed: {error}")))?;
                 // The drive damaged data, or failed recovery's own I/O, and the open said so
                 // with a typed error: the allowed outcome, which ends the seed.
@@ -348,6 +377,15 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
                         image = left_image;
                         continue;
                     }
+                    // Damaged acknowledged data: the layer above would open in quarantine
+                    // mode and repair from a peer. The seed goes on so, from the image the
+                    // refused open left (it wrote nothing).
+                    (Refusal::Corrupt, Some(left_image)) => {
+                        quarantine = true;
+                        misread_in_failed_opens.read_faults += round_counts.read_faults;
+                        image = left_image;
+                        continue;
+                    }
                     _ => return Ok(summary),
                 }
             }
@@ -359,6 +397,12 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         summary.recoveries_misread += u64::from(round_counts.read_faults > 0);
         let checked = check_recovered(&mut core, &mut model, covered, data_damaged)
             .map_err(|what| violation(format!("round {round}: {what}")))?;
+        if quarantine {
+            let report = core.recovery_report();
+            summary.quarantine_recoveries += 1;
+            summary.quarantine_recoveries_damaged += u64::from(report.damaged_lsns > 0);
+            summary.quarantine_damaged_lsns += report.damaged_lsns;
+        }
         summary.recoveries += 1;
         summary.recoveries_after_data_faults += u64::from(data_damaged);
         summary.checked += checked.compared;
@@ -374,9 +418,8 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
             &mut model,
             &mut rng,
             &mut clock,
-            seed,
-            round,
-            options.steps,
+            (seed, round, options.steps),
+            data_faults_so_far > 0,
         );
         summary.tail_markers += core.stats().tail_markers - markers_before;
         summary.hint_waits += core.stats().hint_waits;
@@ -507,7 +550,16 @@ fn check_recovered(
                 break result;
             }
         };
+        let reported_damaged = report
+            .damaged
+            .iter()
+            .any(|range| (range.first_lsn..=range.last_lsn).contains(&lsn));
         match outcome {
+            Ok(_) if reported_damaged => {
+                return Err(format!(
+                    "LSN {lsn}, reported damaged by the quarantine open, was served"
+                ));
+            }
             Ok(entry) => {
                 // I-2: nothing comes back that was not submitted with this LSN.
                 if model.payloads.get(&lsn) != Some(&entry.payload) {
@@ -537,13 +589,15 @@ fn check_recovered(
 }
 /// Checks the reads that have an answer: an acknowledged entry reads back as exactly what was
 /// submitted with its LSN, or as trimmed (a trim passed it); a read fault only after the drive
-/// injected data faults, and the drive's failure only once it failed.
+/// injected data faults (in this round, or before it: `data_damaged`, so damage a quarantine
+/// open reported reads as damaged), and the drive's failure only once it failed.
 fn check_reads(
     reads: &mut Vec<(u64, ReadReply)>,
     model: &Model,
     core: &mut DriveCore<SimDevice>,
+    data_damaged: bool,
 ) -> Result<(), String> {
-    let data_faults = core.backend_mut().counts().data_faults;
+    let data_faults = core.backend_mut().counts().data_faults + u64::from(data_damaged);
     let mut failure = None;
     reads.retain(|(lsn, reply)| {
         let Ok(outcome) = reply.try_recv() else {
@@ -571,9 +625,8 @@ fn workload(
     model: &mut Model,
     rng: &mut ChaCha8Rng,
     clock: &mut SimClock,
-    seed: u64,
-    round: u32,
-    steps: u32,
+    (seed, round, steps): (u64, u32, u32),
+    data_damaged: bool,
 ) -> Result<u64, String> {
     let limit = core
         .recovery_report()
@@ -659,7 +712,7 @@ fn workload(
             done += 1;
         }
         tickets.drain(..done);
-        check_reads(&mut reads, model, core)?;
+        check_reads(&mut reads, model, core, data_damaged)?;
         if let DriveState::Failed(_) = core.stats().state {
             failed_at_durable.get_or_insert(core.lsn_durable());
         }
@@ -671,7 +724,7 @@ fn workload(
     }
     while !reads.is_empty() && core.is_busy() {
         core.step(Wait::ForCompletion);
-        check_reads(&mut reads, model, core)?;
+        check_reads(&mut reads, model, core, data_damaged)?;
     }
     // Submitted but unacknowledged entries may come back after the crash: remember them
     // under the LSNs they would take (the tickets still pending are in LSN order after the

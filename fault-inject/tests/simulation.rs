@@ -1,6 +1,7 @@
 //! Simulation runs of the real engine on the simulated drive: the corpus of seeds that once
 //! failed, then a range of fresh seeds with every fault on (at least 1,000 per CI run) and some
 //! with a correct drive that only crashes. Each failure prints the command that replays it.
+//! A seed whose strict open is refused as corrupt goes on in quarantine mode.
 //! `SEALOG_SIM_SEEDS` sets how many fresh seeds run (a nightly soak sets it high);
 //! `SEALOG_SIM_FIRST_SEED` where they start.
 
@@ -32,6 +33,10 @@ fn run(seeds: impl Iterator<Item = (u64, SimOptions)>) -> (u64, SimSummary, Vec<
                 total.refused_corrupt += summary.refused_corrupt;
                 total.refused_io += summary.refused_io;
                 total.refused_control += summary.refused_control;
+                total.quarantine_recoveries += summary.quarantine_recoveries;
+                total.quarantine_recoveries_damaged += summary.quarantine_recoveries_damaged;
+                total.quarantine_damaged_lsns += summary.quarantine_damaged_lsns;
+                total.quarantine_scans += summary.quarantine_scans;
                 total.faults.data_faults += summary.faults.data_faults;
                 total.faults.io_errors += summary.faults.io_errors;
                 total.faults.read_faults += summary.faults.read_faults;
@@ -123,11 +128,27 @@ fn simulation_seeds_keep_every_invariant() {
          {}",
         total.scans_compared, total.scans_hinted, total.hint_writes, total.hint_waits
     );
+    println!(
+        "simulation quarantine: {} images also replayed in quarantine mode hinted and full \
+         against strict; {} recoveries in quarantine mode (after a strict open refused as \
+         corrupt), {} of them stepping over damage, {} damaged LSNs reported and read back as \
+         damaged",
+        total.quarantine_scans,
+        total.quarantine_recoveries,
+        total.quarantine_recoveries_damaged,
+        total.quarantine_damaged_lsns
+    );
     assert!(
         violations.is_empty(),
         "violations:\n{}",
         violations.join("\n")
     );
+    assert!(total.quarantine_scans >= total.scans_compared);
+    if fresh >= 100 {
+        // The seeds refused as corrupt go on in quarantine mode, and some find damage there.
+        assert!(total.quarantine_recoveries >= total.refused_corrupt);
+        assert!(total.quarantine_recoveries_damaged > 0);
+    }
     assert!(total.scans_compared >= total.recoveries);
     assert!(total.scans_hinted * 2 > total.scans_compared);
     assert!(

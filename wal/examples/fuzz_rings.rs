@@ -1,6 +1,6 @@
 //! The structure-aware fuzz run on the stable toolchain, bounded in time: valid rings from the
 //! model writer, mutated (damaged blocks, blocks whose reads fail with EIO, crafted control
-//! blocks and headers with valid CRCs) and replayed in both recovery modes against the
+//! blocks and headers with valid CRCs) and replayed in every recovery mode against the
 //! invariants (`sealog_wal::fuzz`). CI runs it for 60 seconds:
 //!
 //! ```sh

@@ -27,20 +27,36 @@
 //! - `damage`: something this log wrote is here: a header that failed a check other than
 //!   "never written" or "older lap", or valid records of this lap later within the window.
 //! - `trunc`: the caller chose the opt-in mode that truncates at corruption.
+//! - `quar`: the caller chose the opt-in mode that quarantines corruption (records it and goes
+//!   on). Replay never sets it together with `trunc`; were both set, truncation would win.
+//! - `resume`: in quarantine mode, a whole valid batch of this log starts after the damage (at
+//!   or after the end of the damaged batch, when its first header tells where that is), with
+//!   an LSN at or after the one the log expects past the damaged batch's intact headers and no
+//!   further on than its distance allows: the log can go on there.
 //!
 //! ```text
-//!  row                 ok skip acked beyond unread damage trunc  decision
-//!  @accept              1   -    -     -      -      -     -     accept the batch, go on
-//!  @skip                0   1    -     -      -      -     -     go on at the next segment
-//!  @end                 0   0    0     0      0      0     -     the log ends here
-//!  @torn                0   0    0     0      0      1     -     cut the torn tail, report it
-//!  @acked               0   0    1     -      -      -     0     fail: acked data is damaged
-//!  @hole                0   0    0     1      -      -     0     fail: damage beyond window
-//!  @unreadable          0   0    0     0      1      -     0     fail: the log is unreadable
-//!  @salvage_acked       0   0    1     -      -      -     1     cut here, report the loss
-//!  @salvage_hole        0   0    0     1      -      -     1     cut here, report the loss
-//!  @salvage_unreadable  0   0    0     0      1      -     1     cut here, report the loss
+//!  row                        ok skip acked beyond unread damage trunc quar resume  decision
+//!  @accept                     1   -    -     -      -      -     -     -     -     accept
+//!  @skip                       0   1    -     -      -      -     -     -     -     next seg.
+//!  @end                        0   0    0     0      0      0     -     -     -     log ends
+//!  @torn                       0   0    0     0      0      1     -     -     -     cut, report
+//!  @acked                      0   0    1     -      -      -     0     0     -     fail
+//!  @hole                       0   0    0     1      -      -     0     0     -     fail
+//!  @unreadable                 0   0    0     0      1      -     0     0     -     fail
+//!  @salvage_acked              0   0    1     -      -      -     1     -     -     cut, report
+//!  @salvage_hole               0   0    0     1      -      -     1     -     -     cut, report
+//!  @salvage_unreadable         0   0    0     0      1      -     1     -     -     cut, report
+//!  @quarantine_acked           0   0    1     -      -      -     0     1     1     step over
+//!  @quarantine_hole            0   0    0     1      -      -     0     1     1     step over
+//!  @quarantine_unreadable      0   0    0     0      1      -     0     1     1     step over
+//!  @quarantine_end_acked       0   0    1     -      -      -     0     1     0     end at it
+//!  @quarantine_end_hole        0   0    0     1      -      -     0     1     0     end at it
+//!  @quarantine_end_unreadable  0   0    0     0      1      -     0     1     0     end at it
 //! ```
+//!
+//! The three failing rows (`@acked`, `@hole`, `@unreadable`) each have a salvage twin and two
+//! quarantine twins, so whatever evidence makes strict mode fail, the other modes know it the
+//! same way and name it the same way; a torn tail or a clean end is the same row in every mode.
 
 /// What replay does at a batch boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +73,14 @@ pub enum Decision {
     FailCorruption,
     /// Acknowledged data is damaged and the caller asked to truncate: cut and report the loss.
     CutCorruption,
+    /// Acknowledged data is damaged and the caller asked to quarantine it: record the damage
+    /// (the damaged batch walked record by record, the LSNs lost whole as one range) and go on
+    /// with the walk at the valid batch after it. Nothing is cut, zeroed or rewritten.
+    QuarantineAndContinue,
+    /// Acknowledged data is damaged, the caller asked to quarantine it, and no valid batch of
+    /// this log follows: record the damage (up to the highest LSN shown acknowledged) and end
+    /// the log after everything found, where the writer goes on without touching the damage.
+    QuarantineAtEnd,
 }
 
 /// The facts replay finds at a batch boundary (see the module doc for each).
@@ -77,6 +101,10 @@ pub struct Facts {
     pub damage: bool,
     /// The caller chose to truncate at corruption.
     pub trunc: bool,
+    /// The caller chose to quarantine corruption.
+    pub quar: bool,
+    /// In quarantine mode: a valid batch of this log starts after the damage.
+    pub resume: bool,
 }
 
 impl Facts {
@@ -89,11 +117,13 @@ impl Facts {
             self.unread,
             self.damage,
             self.trunc,
+            self.quar,
+            self.resume,
         ]
     }
 }
 
-const FACT_COUNT: usize = 7;
+const FACT_COUNT: usize = 9;
 
 /// One cell of a row's pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,45 +169,87 @@ const fn row(label: &'static str, pattern: [Cell; FACT_COUNT], decision: Decisio
     }
 }
 
-/// The table. Columns: ok, skip, acked, beyond, unread, damage, trunc.
-pub const ROWS: [Row; 10] = [
-    row("@accept", [Y1, __, __, __, __, __, __], Decision::Accept),
+/// The table. Columns: ok, skip, acked, beyond, unread, damage, trunc, quar, resume.
+pub const ROWS: [Row; 16] = [
+    row(
+        "@accept",
+        [Y1, __, __, __, __, __, __, __, __],
+        Decision::Accept,
+    ),
     row(
         "@skip",
-        [N0, Y1, __, __, __, __, __],
+        [N0, Y1, __, __, __, __, __, __, __],
         Decision::SkipToNextSegment,
     ),
-    row("@end", [N0, N0, N0, N0, N0, N0, __], Decision::EndOfLog),
-    row("@torn", [N0, N0, N0, N0, N0, Y1, __], Decision::CutTornTail),
+    row(
+        "@end",
+        [N0, N0, N0, N0, N0, N0, __, __, __],
+        Decision::EndOfLog,
+    ),
+    row(
+        "@torn",
+        [N0, N0, N0, N0, N0, Y1, __, __, __],
+        Decision::CutTornTail,
+    ),
     row(
         "@acked",
-        [N0, N0, Y1, __, __, __, N0],
+        [N0, N0, Y1, __, __, __, N0, N0, __],
         Decision::FailCorruption,
     ),
     row(
         "@hole",
-        [N0, N0, N0, Y1, __, __, N0],
+        [N0, N0, N0, Y1, __, __, N0, N0, __],
         Decision::FailCorruption,
     ),
     row(
         "@unreadable",
-        [N0, N0, N0, N0, Y1, __, N0],
+        [N0, N0, N0, N0, Y1, __, N0, N0, __],
         Decision::FailCorruption,
     ),
     row(
         "@salvage_acked",
-        [N0, N0, Y1, __, __, __, Y1],
+        [N0, N0, Y1, __, __, __, Y1, __, __],
         Decision::CutCorruption,
     ),
     row(
         "@salvage_hole",
-        [N0, N0, N0, Y1, __, __, Y1],
+        [N0, N0, N0, Y1, __, __, Y1, __, __],
         Decision::CutCorruption,
     ),
     row(
         "@salvage_unreadable",
-        [N0, N0, N0, N0, Y1, __, Y1],
+        [N0, N0, N0, N0, Y1, __, Y1, __, __],
         Decision::CutCorruption,
+    ),
+    row(
+        "@quarantine_acked",
+        [N0, N0, Y1, __, __, __, N0, Y1, Y1],
+        Decision::QuarantineAndContinue,
+    ),
+    row(
+        "@quarantine_hole",
+        [N0, N0, N0, Y1, __, __, N0, Y1, Y1],
+        Decision::QuarantineAndContinue,
+    ),
+    row(
+        "@quarantine_unreadable",
+        [N0, N0, N0, N0, Y1, __, N0, Y1, Y1],
+        Decision::QuarantineAndContinue,
+    ),
+    row(
+        "@quarantine_end_acked",
+        [N0, N0, Y1, __, __, __, N0, Y1, N0],
+        Decision::QuarantineAtEnd,
+    ),
+    row(
+        "@quarantine_end_hole",
+        [N0, N0, N0, Y1, __, __, N0, Y1, N0],
+        Decision::QuarantineAtEnd,
+    ),
+    row(
+        "@quarantine_end_unreadable",
+        [N0, N0, N0, N0, Y1, __, N0, Y1, N0],
+        Decision::QuarantineAtEnd,
     ),
 ];
 
@@ -213,6 +285,8 @@ mod tests {
                 unread: bit(4),
                 damage: bit(5),
                 trunc: bit(6),
+                quar: bit(7),
+                resume: bit(8),
             }
         })
     }
@@ -247,7 +321,8 @@ mod tests {
 
     #[test]
     fn corruption_is_never_cut_silently_in_strict_mode() {
-        for facts in all_facts().filter(|facts| !facts.ok && !facts.skip && !facts.trunc) {
+        let strict = |facts: &Facts| !facts.ok && !facts.skip && !facts.trunc && !facts.quar;
+        for facts in all_facts().filter(strict) {
             let decision = decide(&facts).decision;
             if facts.acked || facts.beyond || facts.unread {
                 assert_eq!(decision, Decision::FailCorruption, "{facts:?}");
@@ -267,7 +342,10 @@ mod tests {
             assert!(
                 matches!(
                     row.decision,
-                    Decision::FailCorruption | Decision::CutCorruption
+                    Decision::FailCorruption
+                        | Decision::CutCorruption
+                        | Decision::QuarantineAndContinue
+                        | Decision::QuarantineAtEnd
                 ),
                 "{facts:?} -> {}",
                 row.label
@@ -285,6 +363,16 @@ mod tests {
             ..alone
         };
         assert_eq!(decide(&salvage).label, "@salvage_unreadable");
+        let quarantine = Facts {
+            quar: true,
+            ..alone
+        };
+        assert_eq!(decide(&quarantine).label, "@quarantine_end_unreadable");
+        let resumed = Facts {
+            resume: true,
+            ..quarantine
+        };
+        assert_eq!(decide(&resumed).label, "@quarantine_unreadable");
     }
 
     #[test]
@@ -292,6 +380,7 @@ mod tests {
         for facts in all_facts() {
             let strict = decide(&Facts {
                 trunc: false,
+                quar: false,
                 ..facts
             })
             .decision;
@@ -304,6 +393,54 @@ mod tests {
                 Decision::FailCorruption => assert_eq!(salvage, Decision::CutCorruption),
                 other => assert_eq!(salvage, other),
             }
+        }
+    }
+
+    #[test]
+    fn quarantine_mode_only_changes_corruption_rows_and_never_fails() {
+        for facts in all_facts() {
+            let strict = decide(&Facts {
+                trunc: false,
+                quar: false,
+                ..facts
+            });
+            let quarantine = decide(&Facts {
+                trunc: false,
+                quar: true,
+                ..facts
+            });
+            assert_ne!(quarantine.decision, Decision::FailCorruption, "{facts:?}");
+            assert_ne!(quarantine.decision, Decision::CutCorruption, "{facts:?}");
+            match strict.decision {
+                // Continued exactly when a valid batch of the log follows the damage, and named
+                // for the same evidence as the strict row it replaces.
+                Decision::FailCorruption => {
+                    let expected = if facts.resume {
+                        Decision::QuarantineAndContinue
+                    } else {
+                        Decision::QuarantineAtEnd
+                    };
+                    assert_eq!(quarantine.decision, expected, "{facts:?}");
+                    let evidence = strict.label.trim_start_matches('@');
+                    assert!(quarantine.label.ends_with(evidence), "{}", quarantine.label);
+                }
+                other => assert_eq!(quarantine.decision, other, "{facts:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn resume_only_matters_in_quarantine_mode() {
+        for facts in all_facts().filter(|facts| !facts.quar || facts.trunc) {
+            let without = decide(&Facts {
+                resume: false,
+                ..facts
+            });
+            let with = decide(&Facts {
+                resume: true,
+                ..facts
+            });
+            assert_eq!(without.label, with.label, "{facts:?}");
         }
     }
 }

@@ -8,6 +8,7 @@
 //! - [`layout`]: where the next batch goes, segment changes, laps, ring-full;
 //! - [`decision`]: replay's decision table;
 //! - [`replay`]: the scan, the torn-tail/corruption decision and the [`RecoveryReport`];
+//! - [`quarantine`]: what quarantine mode reports of the damage it steps over;
 //! - [`validate`]: the one record validator, which replay and the engine's reads share;
 //! - [`source`]: the read-only source replay reads through;
 //! - [`disk`]: a simulated disk in memory (live, durable, unflushed writes, crash fates);
@@ -25,6 +26,7 @@ pub mod format;
 pub mod fuzz;
 pub mod layout;
 pub mod model;
+pub mod quarantine;
 pub mod recovery;
 pub mod replay;
 pub mod source;
@@ -38,23 +40,28 @@ pub use format::{
     TailHint,
 };
 pub use layout::{BatchSlot, WriteCursor};
+pub use quarantine::{Damaged, DamagedHeader, DamagedRange, DAMAGED_REPORTED};
 pub use recovery::{plan, PlanError, RecoveryPlan, Step, TailMarker};
 pub use replay::{
-    entries, read_control, replay, scan, trusted_hint, Check, Corruption, Entry, Evidence,
-    FullScan, Outcome, RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport,
-    ReplayOptions, Scan, ScanPolicy, TornTail, UnreadableRun,
+    entries, read_control, replay, replay_visiting, scan, trusted_hint, Check, Corruption, Entry,
+    Evidence, FullScan, Outcome, RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport,
+    ReplayOptions, Scan, ScanPolicy, TornTail, UnreadableRun, Visit,
 };
 pub use source::RingSource;
 pub use validate::{
-    check_batch, check_batch_start, check_record, BatchExpectation, BatchFailure, CheckedBatch,
-    CheckedRecord, IncarnationRule, RecordExpectation,
+    check_batch, check_batch_start, check_record, walk_batch, BatchExpectation, BatchFailure,
+    CheckedBatch, CheckedRecord, IncarnationRule, RecordExpectation, WalkEnd, WalkedRecord,
 };
 
-/// Feeds arbitrary bytes to replay as a ring, in both recovery modes, hinted and full; used by
+/// Feeds arbitrary bytes to replay as a ring, in every recovery mode, hinted and full; used by
 /// the `replay` fuzz target and its stable-toolchain twin in the tests. Replay must return
 /// `Ok` or a typed error for any input; a panic is a bug.
 pub fn fuzz_replay(bytes: &[u8]) {
-    for mode in [RecoveryMode::Strict, RecoveryMode::TruncateAtCorruption] {
+    for mode in [
+        RecoveryMode::Strict,
+        RecoveryMode::TruncateAtCorruption,
+        RecoveryMode::Quarantine,
+    ] {
         for scan in [ScanPolicy::Hinted, ScanPolicy::Full] {
             let options = ReplayOptions {
                 mode,

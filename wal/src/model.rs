@@ -19,7 +19,7 @@ use crate::error::{EncodeError, ReplayError, RingFull};
 use crate::format::{ControlBlock, Geometry, Kind, Position, RingId, TailHint};
 use crate::layout::WriteCursor;
 use crate::recovery::{self, Step};
-use crate::replay::{replay, RecoveryReport, ReplayOptions};
+use crate::replay::{replay_visiting, RecoveryReport, ReplayOptions, Visit};
 
 /// What opening returns: the writer, replay's report, and every recovered entry (LSN, payload).
 pub type Opened = (ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>);
@@ -158,15 +158,33 @@ impl ModelWriter {
         let mut entries = Vec::new();
         let mut live: VecDeque<LiveBatch> = VecDeque::new();
         let mut disk = SimDisk::new(image);
-        let report = replay(&mut disk, options, &mut |entry| {
-            entries.push((entry.lsn, entry.payload.to_vec()));
+        let report = replay_visiting(&mut disk, options, &mut |visited| {
+            // What a trim's head is computed from: the batch boundary from which a replay
+            // reaches each live LSN, a damaged one (quarantine mode) included, so a trim that
+            // leaves damage keeps it where the next open finds it again.
+            let (lsn, last_lsn, position, first_lsn, incarnation) = match visited {
+                Visit::Entry(entry) => {
+                    entries.push((entry.lsn, entry.payload.to_vec()));
+                    let at = (entry.batch, entry.batch_first_lsn, entry.incarnation);
+                    (entry.lsn, entry.lsn, at.0, at.1, at.2)
+                }
+                Visit::Damaged(damaged) => (
+                    damaged.first_lsn,
+                    damaged.last_lsn,
+                    damaged.batch,
+                    damaged.batch_first_lsn,
+                    damaged.incarnation,
+                ),
+            };
             match live.back_mut() {
-                Some(batch) if batch.position == entry.batch => batch.next_lsn = entry.lsn + 1,
+                Some(batch) if batch.position == position && batch.next_lsn == lsn => {
+                    batch.next_lsn = last_lsn + 1;
+                }
                 _ => live.push_back(LiveBatch {
-                    position: entry.batch,
-                    first_lsn: entry.batch_first_lsn,
-                    next_lsn: entry.lsn + 1,
-                    incarnation: entry.incarnation,
+                    position,
+                    first_lsn,
+                    next_lsn: last_lsn + 1,
+                    incarnation,
                 }),
             }
         })?;

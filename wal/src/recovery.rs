@@ -14,9 +14,10 @@
 //!    hinted one): entries that survived in the drive's volatile cache (written, never
 //!    acknowledged) become durable before anyone reads them. Nothing outside that stretch is
 //!    part of the log or was evidence for it;
-//! 2. write the new control block (the new incarnation, the cut, the trim point and head, and
-//!    the new incarnation's first tail hint) to the copy not current, then flush it: from then
-//!    on nothing of an older incarnation at or after the cut counts, and the new incarnation
+//! 2. write the new control block (the new incarnation, the cut
+//!    ([`RecoveryReport::cut`]), the trim point and head, and the new incarnation's first tail
+//!    hint) to the copy not current, then flush it: from then on nothing of an older
+//!    incarnation at or after the cut counts, and the new incarnation
 //!    is above every one replay found or applied ([`RecoveryReport::incarnation_max`]), so a
 //!    crash in the steps after it recovers the same log. The hint lies
 //!    [`crate::layout::HINT_AHEAD_WINDOWS`] windows past the cut: it covers the tail marker
@@ -28,7 +29,13 @@
 //!    marker (a batch with no records, carrying the watermark `next_lsn - 1`, written by the
 //!    new incarnation at the cut) and a flush: from then on damage to any of them is
 //!    corruption, never a torn tail (I-16). When the ring has no room for it the plan says so
-//!    and goes on without it; it never fails an open.
+//!    and goes on without it; it never fails an open. After quarantined damage
+//!    ([`RecoveryReport::quarantined_breaks`]) the marker comes first, right after step 1, and
+//!    step 3 zeroes from its end: the damage may be known to be acknowledged only by a record
+//!    past the cut, which step 2 makes stale, and the marker's watermark must be durable
+//!    before it is (else a crash in between would leave the damage looking like a torn tail).
+//!    A ring with no room for the marker then leaves that damage uncovered, the residual risk
+//!    of DESIGN.md, until the writer's first batch.
 //!
 //! The writer then starts from [`RecoveryPlan::control`], [`RecoveryPlan::incarnation`],
 //! [`RecoveryPlan::cursor`] and [`RecoveryPlan::lsn_durable`]. Its index of live batches is
@@ -40,7 +47,7 @@ use crate::batch::{BatchBuilder, BatchStart};
 use crate::error::{RingFull, SequenceExhausted};
 use crate::format::{ControlBlock, Geometry, Position, TailHint};
 use crate::layout::WriteCursor;
-use crate::replay::RecoveryReport;
+use crate::replay::{Invalidate, RecoveryReport};
 
 /// One step of the plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,10 +180,22 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
     // Replay's head LSN is at least 1 and the log only grows from it: `next_lsn >= 1`.
     debug_assert!(report.next_lsn >= 1);
     let lsn_durable = report.next_lsn - 1;
-    let live = report.entries > 0;
+    // Damaged LSNs quarantine stepped over are part of the log: the head stays where a replay
+    // finds them again, until a trim passes them.
+    let live = report.entries > 0 || report.damaged_lsns > 0;
     // Nothing live: the head moves to the cut, where this incarnation writes next.
     let (head, head_lsn, head_incarnation) = if live {
-        (old.head, old.head_lsn, old.head_incarnation)
+        // The last cut's floor holds for everything at or after it. This plan moves the cut to
+        // the log's end, so a head at or after the old cut takes that floor with it: a batch
+        // the old floor made stale can lie before the new cut (damage that quarantine stepped
+        // over is such a place), and must stay stale. A writer's head after its cut is of its
+        // incarnation or a later one, so on rings writers made this changes nothing.
+        let floor = if old.cut.lap > 0 && old.head >= old.cut {
+            old.head_incarnation.max(old.cut_incarnation)
+        } else {
+            old.head_incarnation
+        };
+        (old.head, old.head_lsn, floor)
     } else {
         (report.next_position, report.next_lsn, incarnation)
     };
@@ -191,43 +210,17 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
         head,
         head_lsn,
         head_incarnation,
-        cut: report.next_position,
+        cut: report.cut,
         cut_incarnation: incarnation,
         tail_hint: first_hint(report, &cursor, incarnation),
         ..old
     };
-    let mut steps = Vec::new();
-    for ring_offset in scanned_segments(&geometry, old.head, report.scan_end) {
-        steps.push(Step::Flush { ring_offset });
-    }
     let block = geometry.block_size_bytes as usize;
-    let mut control_block = vec![0u8; block];
-    control.encode(&mut control_block);
-    let control_offset = geometry.control_offset(control.copy());
-    steps.push(Step::Write {
-        ring_offset: control_offset,
-        bytes: control_block,
-        what: Written::ControlBlock,
-    });
-    steps.push(Step::Flush {
-        ring_offset: control_offset,
-    });
-    if let Some(invalidate) = report.invalidate {
-        let ranges = invalidate.ranges(&geometry);
-        for &(ring_offset, len_bytes) in &ranges {
-            steps.push(Step::Zero {
-                ring_offset,
-                len_bytes,
-            });
-        }
-        for &(ring_offset, _) in &ranges {
-            steps.push(Step::Flush { ring_offset });
-        }
-    }
     let uncovered = live
         && report
             .last_lsn
             .is_some_and(|last| last > report.watermark_max);
+    let mut marker_steps = Vec::new();
     let tail_marker = if !uncovered {
         TailMarker::NotNeeded
     } else {
@@ -258,12 +251,12 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
                     bytes.drain(..block);
                 }
                 let ring_offset = slot.write_ring_offset(&geometry);
-                steps.push(Step::Write {
+                marker_steps.push(Step::Write {
                     ring_offset,
                     bytes,
                     what: Written::TailMarker,
                 });
-                steps.push(Step::Flush { ring_offset });
+                marker_steps.push(Step::Flush { ring_offset });
                 cursor.advance(&geometry, marker.bytes, 0);
                 TailMarker::Planned {
                     position: slot.position,
@@ -272,6 +265,54 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
             }
         }
     };
+    // Quarantined damage is known to be acknowledged only by a watermark found after it, and
+    // that record may lie past the cut, where the new control block makes every record of an
+    // older incarnation stale (and the zeroing removes it): the marker, whose watermark covers
+    // every LSN the log keeps, is durable first, so no crash in between leaves damage that a
+    // later open would take for a torn tail. Written before the control block, it is a valid
+    // batch of a newer incarnation at the log's end, which replay accepts as it accepts any
+    // (the incarnation floor only rises), and every record of an older one after it is stale.
+    let marker_first = report.quarantined_breaks > 0 && !marker_steps.is_empty();
+    let mut steps = Vec::new();
+    for ring_offset in scanned_segments(&geometry, old.head, report.scan_end) {
+        steps.push(Step::Flush { ring_offset });
+    }
+    if marker_first {
+        steps.append(&mut marker_steps);
+    }
+    let mut control_block = vec![0u8; block];
+    control.encode(&mut control_block);
+    let control_offset = geometry.control_offset(control.copy());
+    steps.push(Step::Write {
+        ring_offset: control_offset,
+        bytes: control_block,
+        what: Written::ControlBlock,
+    });
+    steps.push(Step::Flush {
+        ring_offset: control_offset,
+    });
+    if let Some(invalidate) = report.invalidate {
+        // After a marker written first, the region starts where the marker ends.
+        let region = Invalidate {
+            start: if marker_first {
+                cursor.position.max(invalidate.start)
+            } else {
+                invalidate.start
+            },
+            ..invalidate
+        };
+        let ranges = region.ranges(&geometry);
+        for &(ring_offset, len_bytes) in &ranges {
+            steps.push(Step::Zero {
+                ring_offset,
+                len_bytes,
+            });
+        }
+        for &(ring_offset, _) in &ranges {
+            steps.push(Step::Flush { ring_offset });
+        }
+    }
+    steps.append(&mut marker_steps);
     Ok(RecoveryPlan {
         steps,
         control,

@@ -18,6 +18,14 @@
 //!    watermark covers `e`, or valid data lies beyond the window). Blocks the probe cannot read
 //!    are corruption where no crash explains them (a run at the break longer than the window,
 //!    or any run with the log going on after it) and are otherwise only reported.
+//! 4. In quarantine mode ([`RecoveryMode::Quarantine`]), a break the table would fail on is
+//!    stepped over instead: the damaged batch is walked record by record (intact records are
+//!    live entries, a record whose header survived is damage with that header), the LSNs from
+//!    the first header lost to the first batch after the damage whose segment header and first
+//!    header check out (found by the same probe, in position order) are one damaged range,
+//!    and the walk goes on there. With no such batch, the log ends after everything found and
+//!    the damage runs to the highest LSN shown acknowledged. Nothing is cut there: the writer's
+//!    next batch goes after it, so every later open finds the same damage.
 //!
 //! Memory is bounded by the read chunk and the ring's batch limit (itself capped by
 //! [`BATCH_SIZE_LIMIT_BYTES`](crate::format::BATCH_SIZE_LIMIT_BYTES)), never by what a length
@@ -48,6 +56,7 @@
 //! nothing of this log was written past the older hint.
 
 use std::io;
+use std::ops::Range;
 
 use crate::decision::{decide, Decision, Facts, ROWS};
 use crate::error::ReplayError;
@@ -58,8 +67,11 @@ use crate::format::{
     FORMAT_VERSION,
 };
 use crate::layout::WriteCursor;
+use crate::quarantine::{self, Damaged, DamagedHeader, DamagedRange};
 use crate::source::RingSource;
-use crate::validate::{self, BatchExpectation, BatchFailure, CheckedBatch, IncarnationRule};
+use crate::validate::{
+    self, BatchExpectation, BatchFailure, CheckedBatch, IncarnationRule, WalkedRecord,
+};
 
 /// What replay does when it finds damaged acknowledged data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -69,6 +81,13 @@ pub enum RecoveryMode {
     Strict,
     /// Opt-in salvage: cut the log at the damage and report exactly what was dropped.
     TruncateAtCorruption,
+    /// Opt-in quarantine: neither fail nor cut. Record the damage (every intact record of a
+    /// damaged batch is a live entry, a record whose header survived is reported with it, the
+    /// LSNs lost with their headers as a range: see [`crate::quarantine`]) and go on with the
+    /// log at the next valid batch after it. Nothing in or around the damage is zeroed or
+    /// rewritten, so every later open finds it again, until a trim passes it. Torn tails are
+    /// cut exactly as in strict mode.
+    Quarantine,
 }
 
 /// Whether replay may bound its probe after the log's end with the control block's tail hint.
@@ -508,15 +527,20 @@ pub enum Outcome {
     TornTail,
     /// Truncating mode cut acknowledged data (see `dropped`).
     Truncated,
+    /// Quarantine mode found damaged acknowledged data with no valid batch of the log after
+    /// it: the damage is recorded, and the log ends after everything found (the writer goes
+    /// on there, the damage left as it is).
+    Quarantined,
 }
 
 impl Outcome {
-    /// `clean`, `torn_tail` or `truncated`.
+    /// `clean`, `torn_tail`, `truncated` or `quarantined`.
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Clean => "clean",
             Outcome::TornTail => "torn_tail",
             Outcome::Truncated => "truncated",
+            Outcome::Quarantined => "quarantined",
         }
     }
 }
@@ -536,6 +560,14 @@ pub struct RecoveryReport {
     pub next_lsn: u64,
     /// Where the next batch goes (at a segment's first data block, with a segment header).
     pub next_position: Position,
+    /// Where a writer's new incarnation starts its floor (its control block's cut): every
+    /// record of an older incarnation at or after it is stale once that block is durable.
+    /// `next_position`, but after quarantined damage at the log's end, the damaged batch's end
+    /// (or its first block's, when none of its headers passed): nothing between there and the
+    /// writer's next position was accepted, and nothing there may be later (a record a misread
+    /// hid from this replay, or one stale only by the last cut's floor, which the new cut
+    /// replaces).
+    pub cut: Position,
     /// The highest watermark among recovered batches.
     pub watermark_max: u64,
     /// The highest incarnation in the control block (its head and cut incarnations included),
@@ -561,16 +593,35 @@ pub struct RecoveryReport {
     pub corruption: Option<Corruption>,
     /// In truncating mode: what was dropped.
     pub dropped: Option<Dropped>,
+    /// In quarantine mode: the corruption of acknowledged data at each break the scan stepped
+    /// over (or ended at), as strict mode would have failed with it, in log order: the first
+    /// [`DAMAGED_REPORTED`](crate::quarantine::DAMAGED_REPORTED) of them.
+    pub quarantined: Vec<Corruption>,
+    /// How many breaks quarantine stepped over or ended at (all of them).
+    pub quarantined_breaks: u64,
+    /// In quarantine mode: the damaged LSNs above the trim point, in LSN order, as ranges (one
+    /// per damaged record whose header survived, one per run of LSNs lost with their
+    /// headers): the first [`DAMAGED_REPORTED`](crate::quarantine::DAMAGED_REPORTED) of them.
+    /// Every LSN below `next_lsn` and above the trim point is either a live entry or in one of
+    /// these.
+    pub damaged: Vec<DamagedRange>,
+    /// How many damaged ranges there are (all of them).
+    pub damaged_ranges: u64,
+    /// How many damaged LSNs there are (all of them: `entries + damaged_lsns` is every LSN
+    /// from the trim point to `next_lsn`).
+    pub damaged_lsns: u64,
     /// The region a writer must zero durably before appending, if any.
     pub invalidate: Option<Invalidate>,
     /// Valid records of an older incarnation found after the log's end, ignored as stale.
     pub stale_records: u64,
     /// Blocks after the log's end that could not be read while probing (the break's segment
-    /// header block included, when that is what failed).
+    /// header block included, when that is what failed). In quarantine mode the probes after
+    /// the damage it stepped over count theirs too, so a block two probes met counts twice.
     pub unreadable_blocks: u64,
     /// Where they are: the first [`UNREADABLE_RUNS_REPORTED`] runs of consecutive unreadable
-    /// blocks, in log order. Unreadable blocks with nothing of this log after them (free or
-    /// trimmed space) are reported here and do not fail the open.
+    /// blocks, in log order (in quarantine mode, probe by probe). Unreadable blocks with
+    /// nothing of this log after them (free or trimmed space) are reported here and do not
+    /// fail the open.
     pub unreadable_runs: Vec<UnreadableRun>,
     /// The decision-table row that ended the scan.
     pub end_row: &'static str,
@@ -867,11 +918,37 @@ pub fn scan<S: RingSource + ?Sized>(
 
 /// Replays the ring, calling `visit` with every recovered live entry in LSN order, and returns
 /// the report. In strict mode, damaged acknowledged data is [`ReplayError::Corruption`] (the
-/// entries visited before it are then not a recovered log).
+/// entries visited before it are then not a recovered log). In quarantine mode the damage is
+/// in the report; [`replay_visiting`] also hands it to the visitor, in LSN order.
 pub fn replay<S: RingSource + ?Sized>(
     source: &mut S,
     options: &ReplayOptions,
     visit: &mut dyn FnMut(&Entry<'_>),
+) -> Result<RecoveryReport, ReplayError> {
+    replay_visiting(source, options, &mut |visited| {
+        if let Visit::Entry(entry) = visited {
+            visit(entry);
+        }
+    })
+}
+
+/// What [`replay_visiting`] hands its visitor, in LSN order.
+#[derive(Clone, Copy, Debug)]
+pub enum Visit<'v, 'a> {
+    /// A live entry (in a valid batch, or an intact record of a damaged one).
+    Entry(&'v Entry<'a>),
+    /// Damage quarantine stepped over: a damaged record whose header survived, or a range of
+    /// LSNs lost with their headers (only in [`RecoveryMode::Quarantine`]).
+    Damaged(&'v Damaged),
+}
+
+/// [`replay`], handing the visitor every live entry and, in quarantine mode, every damaged
+/// record or range above the trim point, in one LSN order: each LSN from the trim point to
+/// the report's `next_lsn` exactly once, as an entry or inside a damaged range.
+pub fn replay_visiting<S: RingSource + ?Sized>(
+    source: &mut S,
+    options: &ReplayOptions,
+    visit: &mut dyn FnMut(Visit<'_, '_>),
 ) -> Result<RecoveryReport, ReplayError> {
     let mut counting = CountingSource {
         inner: source,
@@ -919,7 +996,8 @@ pub struct RecoveredEntry {
 /// Iterates over the live entries a replay recovered, in LSN order, reading them again from
 /// the source batch by batch (memory stays bounded by one batch, whatever the ring's size) and
 /// checking them again. Yields [`ReplayError::Changed`] if the ring no longer holds what the
-/// report describes.
+/// report describes. In quarantine mode it steps over the damage as replay did (probing it
+/// again), with the intact records of a damaged batch among the entries.
 pub fn entries<'s, S: RingSource + ?Sized>(
     source: &'s mut S,
     report: &RecoveryReport,
@@ -967,16 +1045,7 @@ impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
                     self.scanner
                         .for_each_record(self.cursor, good, &mut |entry| {
                             if entry.lsn > trim_lsn {
-                                batch.push_back(RecoveredEntry {
-                                    lsn: entry.lsn,
-                                    kind: entry.kind,
-                                    embedder: entry.embedder,
-                                    payload: entry.payload.to_vec(),
-                                    position: entry.position,
-                                    batch: entry.batch,
-                                    batch_first_lsn: entry.batch_first_lsn,
-                                    incarnation: entry.incarnation,
-                                });
+                                batch.push_back(RecoveredEntry::from(entry));
                             }
                         });
                     self.lineage_incarnation = good.incarnation;
@@ -990,14 +1059,22 @@ impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
                         && self
                             .scanner
                             .next_segment_continues(self.cursor, self.expected_lsn);
-                    if !skip {
-                        return Err(ReplayError::Changed {
-                            position: failure.position,
-                            lsn: failure.lsn,
-                            check: failure.check,
-                        });
+                    if skip {
+                        self.cursor = geometry.next_segment_start(self.cursor);
+                        continue;
                     }
-                    self.cursor = geometry.next_segment_start(self.cursor);
+                    let changed = ReplayError::Changed {
+                        position: failure.position,
+                        lsn: failure.lsn,
+                        check: failure.check,
+                    };
+                    if self.scanner.mode != RecoveryMode::Quarantine {
+                        return Err(changed);
+                    }
+                    // Damage quarantine stepped over when it replayed: step over it again the
+                    // same way (the same probe and the same table), taking the damaged batch's
+                    // intact records on the way.
+                    return self.step_over(failure).ok_or(changed);
                 }
             }
         }
@@ -1006,6 +1083,61 @@ impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
             lsn: self.expected_lsn,
             check: Check::SegmentMismatch,
         })
+    }
+}
+
+impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
+    /// Steps over the quarantined damage the walk broke at (`failure`), queueing the damaged
+    /// batch's intact records: `Some` once it did (the walk goes on at the batch the log
+    /// resumes at, or the log ends there), `None` when the damage is not what replay stepped
+    /// over (the ring changed).
+    fn step_over(&mut self, failure: Failure) -> Option<()> {
+        let at = BreakAt {
+            cut: self.cursor,
+            expected_lsn: self.expected_lsn,
+            lineage_incarnation: self.lineage_incarnation,
+            failure: self
+                .scanner
+                .named_failure(self.cursor, self.expected_lsn, failure),
+            cut_failure: failure,
+        };
+        let mut scratch = self.scanner.empty_report();
+        let batch = &mut self.batch;
+        let stepped = self
+            .scanner
+            .finish_at_break(&at, &mut scratch, &mut |visited| {
+                if let Visit::Entry(entry) = visited {
+                    batch.push_back(RecoveredEntry::from(entry));
+                }
+            });
+        match stepped {
+            Ok(Some(resume)) => {
+                self.cursor = resume.position;
+                self.expected_lsn = resume.first_lsn;
+                Some(())
+            }
+            Ok(None) if scratch.outcome == Outcome::Quarantined => {
+                // The log ends at this damage: what the damaged batch held was the last.
+                self.expected_lsn = self.end_lsn;
+                Some(())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl From<&Entry<'_>> for RecoveredEntry {
+    fn from(entry: &Entry<'_>) -> RecoveredEntry {
+        RecoveredEntry {
+            lsn: entry.lsn,
+            kind: entry.kind,
+            embedder: entry.embedder,
+            payload: entry.payload.to_vec(),
+            position: entry.position,
+            batch: entry.batch,
+            batch_first_lsn: entry.batch_first_lsn,
+            incarnation: entry.incarnation,
+        }
     }
 }
 
@@ -1086,6 +1218,143 @@ struct Break {
     failure: Failure,
     end: Position,
     probe_end: Position,
+    /// In quarantine mode: the batch the log may resume at, to look for among the records the
+    /// probe finds.
+    resume: Option<ResumeSearch>,
+}
+
+/// Where the walk broke, as the walk knew it: the cut, the LSN expected there, the
+/// incarnation floor it kept, and the check that failed.
+#[derive(Clone, Copy, Debug)]
+struct BreakAt {
+    cut: Position,
+    expected_lsn: u64,
+    lineage_incarnation: u32,
+    /// The failure the break names ([`Scanner::named_failure`]).
+    failure: Failure,
+    /// The failure found at the cut itself (the same, unless the break names the next
+    /// segment's header instead).
+    cut_failure: Failure,
+}
+
+/// What walking a damaged batch's headers found ([`Scanner::walk_damaged`]).
+#[derive(Clone, Debug)]
+struct DamagedWalk {
+    /// Where the damaged batch starts.
+    start: Position,
+    /// Its first header, when that passed (so its length and writer are known).
+    first: Option<EntryHeader>,
+    /// The LSN after the last record whose header passed: where damage without a header
+    /// begins (the LSN expected at the break, when the first header failed).
+    next_lsn: u64,
+    /// Where damage without a header begins: the header that failed, the batch's end when
+    /// every header passed, or the batch's start.
+    stop: Position,
+    /// A batch the log resumes at starts here or later: the damaged batch's end, or the block
+    /// after its start when its length is not known.
+    resume_after: Position,
+    /// The end of what the walk looked at (a block boundary).
+    end: Position,
+    /// The first header of the batch that failed, if one did (its first one, when `first` is
+    /// `None`).
+    header_failure: Option<Failure>,
+    /// The batch as it was read, when its first header passed.
+    walked: Option<WalkedBatch>,
+}
+
+/// A damaged batch as it was read, to walk (and walk again, the same) without reading it again.
+#[derive(Clone, Debug)]
+struct WalkedBatch {
+    expect: BatchExpectation,
+    first: EntryHeader,
+    bytes: Vec<u8>,
+    /// Byte ranges of `bytes` that could not be read (zeros there).
+    holes: Vec<Range<usize>>,
+}
+
+impl WalkedBatch {
+    fn walk<'b>(&'b self, each: &mut dyn FnMut(WalkedRecord<'b>)) -> validate::WalkEnd {
+        let unreadable = |range: Range<usize>| {
+            self.holes
+                .iter()
+                .any(|hole| range.start < hole.end && hole.start < range.end)
+        };
+        validate::walk_batch(&self.expect, &self.first, &self.bytes, &unreadable, each)
+    }
+}
+
+impl DamagedWalk {
+    /// Where the batch the log resumes at may be, after the break `at` whose damaged batch
+    /// this walk is.
+    fn search(&self, at: &BreakAt, geometry: &Geometry) -> ResumeSearch {
+        // A break that names the next segment's header (nothing written at the cut, the writer
+        // may have left the segment) walks that segment's first batch. A valid batch in the
+        // rest of the cut's segment shows the writer did not leave it after all: the log
+        // resumes there, before the walk's batch, and the damage is at the cut (a later write
+        // of the next segment's header must not move it).
+        let named_elsewhere =
+            (at.failure.position.lap, at.failure.position.segment) != (at.cut.lap, at.cut.segment);
+        let early = named_elsewhere.then(|| {
+            (
+                Position {
+                    // A block inside the segment (the break is before its end).
+                    offset: at.cut.offset + geometry.block_size_bytes,
+                    ..at.cut
+                },
+                Position {
+                    offset: u32::try_from(geometry.segment_size_bytes).unwrap_or(u32::MAX),
+                    ..at.cut
+                },
+            )
+        });
+        ResumeSearch {
+            after: self.resume_after,
+            next_lsn: self.next_lsn,
+            stop: self.stop,
+            early,
+            // A walked batch whose first header failed may be where the log resumes after all
+            // (its LSN past the one expected: the LSNs before it lost, at the cut).
+            at_start: self.first.is_none().then_some(self.start),
+            cut: at.cut,
+            expected_lsn: at.expected_lsn,
+        }
+    }
+}
+
+/// What a batch the log resumes at must be: a batch start at or after `after`, with a first
+/// LSN at or after `next_lsn`, and no further on than the records between `stop` and it could
+/// have taken (each LSN takes at least one entry header's bytes), so a crafted LSN far ahead
+/// cannot make a range of damage of any size.
+///
+/// `early`, when set, is a stretch before the damaged batch (the rest of the cut's segment)
+/// where a batch may resume the log too, continuing the LSN expected at the cut `cut`.
+#[derive(Clone, Copy, Debug)]
+struct ResumeSearch {
+    after: Position,
+    next_lsn: u64,
+    stop: Position,
+    early: Option<(Position, Position)>,
+    /// The walked batch's start, when its first header failed: a batch there may resume the
+    /// log too, as one in `early` does.
+    at_start: Option<Position>,
+    cut: Position,
+    expected_lsn: u64,
+}
+
+/// The batch the log resumes at after quarantined damage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Resume {
+    position: Position,
+    first_lsn: u64,
+    /// It lies before the damaged batch the walk looked at (see [`ResumeSearch`]): that batch
+    /// is not part of the damage.
+    before_walk: bool,
+}
+
+/// Whether `count` LSNs fit between two places `distance_bytes` apart: each takes at least an
+/// entry header.
+fn lsns_fit(count: u64, distance_bytes: u64) -> bool {
+    u128::from(count) * ENTRY_HEADER_SIZE as u128 <= u128::from(distance_bytes)
 }
 
 /// How many runs of unreadable blocks a report lists (the count covers them all).
@@ -1309,6 +1578,12 @@ struct Probe {
     /// Where a hinted probe ended, when valid records found near its end carried it past the
     /// end it started with (see [`Scanner::probe`]).
     extended_to: Option<Position>,
+    /// The highest watermark among valid records of this log found after the break whose LSN
+    /// could lie where it was found (see [`lsns_fit`]): the highest LSN shown to be
+    /// acknowledged, bounded by the ring's size.
+    acked_lsn_max: u64,
+    /// In quarantine mode: the first whole valid batch of this log after the damage.
+    resume: Option<Resume>,
 }
 
 /// Reads through a chunk buffer so that a scan makes large sequential reads. A read never
@@ -1479,20 +1754,16 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         self.geometry.segment_ring_offset(position.segment) + self.geometry.segment_size_bytes
     }
 
-    fn run(&mut self, visit: &mut dyn FnMut(&Entry<'_>)) -> Result<RecoveryReport, ReplayError> {
-        let geometry = self.geometry;
-        let trim_lsn = self.control.trim_lsn;
-        let mut cursor = self.control.head;
-        let mut expected_lsn = self.control.head_lsn;
-        // Nothing older than the head's incarnation is accepted after the head.
-        let mut lineage_incarnation = self.control.head_incarnation;
-        let mut report = RecoveryReport {
+    /// The report of a walk that has found nothing yet, at the head.
+    fn empty_report(&self) -> RecoveryReport {
+        RecoveryReport {
             control: self.control,
-            trim_lsn,
+            trim_lsn: self.control.trim_lsn,
             first_lsn: None,
             last_lsn: None,
-            next_lsn: expected_lsn,
-            next_position: cursor,
+            next_lsn: self.control.head_lsn,
+            next_position: self.control.head,
+            cut: self.control.head,
             watermark_max: 0,
             // Every incarnation the control block names, the floors it sets included: a
             // crafted block can record a head or cut incarnation above its own, and a writer's
@@ -1511,6 +1782,11 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             torn: None,
             corruption: None,
             dropped: None,
+            quarantined: Vec::new(),
+            quarantined_breaks: 0,
+            damaged: Vec::new(),
+            damaged_ranges: 0,
+            damaged_lsns: 0,
             invalidate: None,
             stale_records: 0,
             unreadable_blocks: 0,
@@ -1522,16 +1798,44 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             scan: Scan::Full {
                 reason: FullScan::Requested,
             },
-            scan_end: cursor,
+            scan_end: self.control.head,
             bytes_read: 0,
-        };
+        }
+    }
+
+    fn run(&mut self, visit: &mut dyn FnMut(Visit<'_, '_>)) -> Result<RecoveryReport, ReplayError> {
+        let geometry = self.geometry;
+        let trim_lsn = self.control.trim_lsn;
+        let mut cursor = self.control.head;
+        let mut expected_lsn = self.control.head_lsn;
+        // Nothing older than the head's incarnation is accepted after the head.
+        let mut lineage_incarnation = self.control.head_incarnation;
+        let mut report = self.empty_report();
         // The walk never passes the head's segment on the next lap: the writer cannot enter
         // it, so the segment-start checks there fail (older lap) and the walk stops.
         let walk_limit = u64::from(geometry.segment_count) + 1;
         let first_linear = geometry.linear_segment(cursor);
         loop {
             assert!(geometry.linear_segment(cursor) - first_linear <= walk_limit);
-            let checked = self.check_batch(cursor, expected_lsn, lineage_incarnation);
+            // The writer never enters the head's segment on the next lap. A walk from the head
+            // only gets there by a segment header of that lap, which the head's own segment
+            // header (the same block) contradicts; but one that stepped over damage at the head
+            // (quarantine mode) could, over a crafted header: it stops there all the same.
+            let head_lap_over =
+                geometry.linear_segment(cursor) >= geometry.linear_segment(self.probe_end());
+            let checked = if head_lap_over {
+                Err(Failure {
+                    position: Position {
+                        offset: 0,
+                        ..cursor
+                    },
+                    lsn: expected_lsn,
+                    check: Check::SegmentStaleLap,
+                    inside_batch: false,
+                })
+            } else {
+                self.check_batch(cursor, expected_lsn, lineage_incarnation)
+            };
             let failure = match checked {
                 Ok(good) => {
                     let decision = self.decide(Facts {
@@ -1576,50 +1880,76 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 cursor = geometry.next_segment_start(cursor);
                 continue;
             }
-            // Nothing was ever written at the break, but the writer may have moved on to the next
-            // segment: if that segment's header is damaged or does not continue the log, the
-            // damage is there, and that is what to name.
-            let failure = if failure.check.is_never_written()
-                && !failure.inside_batch
-                && cursor.offset != geometry.segment_data_offset()
-                && self.writer_may_have_left_the_segment(cursor)
-            {
-                self.next_segment_damage(cursor, expected_lsn)
-                    .unwrap_or(failure)
-            } else {
-                failure
-            };
-            return self.finish_at_break(
-                cursor,
+            let at = BreakAt {
+                cut: cursor,
                 expected_lsn,
                 lineage_incarnation,
-                failure,
-                report,
-            );
+                failure: self.named_failure(cursor, expected_lsn, failure),
+                cut_failure: failure,
+            };
+            match self.finish_at_break(&at, &mut report, visit)? {
+                // Quarantine stepped over damage: the walk goes on at the batch after it, with
+                // the lineage it had (that batch passed the floor the probe kept, at least as
+                // high as the walk's).
+                Some(resume) => {
+                    cursor = resume.position;
+                    expected_lsn = resume.first_lsn;
+                }
+                None => return Ok(report),
+            }
         }
     }
 
-    /// Decides what the break at `cut` is and completes the report, or fails.
+    /// The failure a break at `cursor` names: the one found there, unless nothing was ever
+    /// written there and the writer may have moved on to the next segment, whose header is
+    /// damaged or does not continue the log: then the damage is there, and that is what to name.
+    fn named_failure(&mut self, cursor: Position, expected_lsn: u64, failure: Failure) -> Failure {
+        if failure.check.is_never_written()
+            && !failure.inside_batch
+            && cursor.offset != self.geometry.segment_data_offset()
+            && self.writer_may_have_left_the_segment(cursor)
+        {
+            self.next_segment_damage(cursor, expected_lsn)
+                .unwrap_or(failure)
+        } else {
+            failure
+        }
+    }
+
+    /// Decides what the break `at` is: completes the report (`None`) or fails, or in quarantine
+    /// mode, where a valid batch of the log follows the damage, records the damage (visiting
+    /// what of it lies above the trim point, in LSN order) and says where the walk goes on.
     fn finish_at_break(
         &mut self,
-        cut: Position,
-        expected_lsn: u64,
-        lineage_incarnation: u32,
-        failure: Failure,
-        mut report: RecoveryReport,
-    ) -> Result<RecoveryReport, ReplayError> {
+        at: &BreakAt,
+        report: &mut RecoveryReport,
+        visit: &mut dyn FnMut(Visit<'_, '_>),
+    ) -> Result<Option<Resume>, ReplayError> {
+        let BreakAt {
+            cut,
+            expected_lsn,
+            lineage_incarnation,
+            failure,
+            ..
+        } = *at;
         let geometry = self.geometry;
         let trim_lsn = self.control.trim_lsn;
+        let quarantine = self.mode == RecoveryMode::Quarantine;
         // The first live LSN a cut here would drop (trim LSN < u64::MAX / 2: validated).
         let drop_lsn = expected_lsn.max(trim_lsn + 1);
-        // Entries before the cut stay live exactly when the walk accepted one above the trim
-        // point (every row ends the log at the cut, with `next_lsn` at most `trim_lsn + 1` when
-        // it did not).
+        // Entries (or damaged LSNs) before the cut stay live exactly when the walk went past
+        // one above the trim point (every row that ends the log ends it at the cut or after,
+        // with `next_lsn` at most `trim_lsn + 1` when it did not).
         let live_before_cut = expected_lsn > trim_lsn + 1;
         let end = self.break_end(cut, live_before_cut);
-        let (scan, probe_end) = self.probe_stop(cut, end);
-        report.scan = scan;
-        report.scan_end = probe_end.max(cut);
+        // Reads ahead as the walk had them: a walk that goes on after quarantined damage reads
+        // ahead as before the probe moved their stop.
+        let ahead_stop = self.reader.ahead_stop;
+        let (mut scan, probe_end) = self.probe_stop(cut, end);
+        let mut scan_end = probe_end.max(cut);
+        // In quarantine mode the damaged batch's headers are walked first, visiting nothing:
+        // the batch the log may resume at lies past them and continues their LSNs.
+        let walk = quarantine.then(|| self.walk_damaged(at));
         let at_break = Break {
             cut,
             expected_lsn,
@@ -1627,14 +1957,17 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             failure,
             end,
             probe_end,
+            resume: walk.as_ref().map(|walk| walk.search(at, &geometry)),
         };
         let probe = self.probe(&at_break, lineage_incarnation);
         if let Some(extended) = probe.extended_to {
-            if let Scan::Hinted { probe_end, .. } = &mut report.scan {
+            if let Scan::Hinted { probe_end, .. } = &mut scan {
                 *probe_end = extended;
             }
-            report.scan_end = extended.max(cut);
+            scan_end = extended.max(cut);
         }
+        // A writer's open flushes every segment a probe looked at (a quarantined break's too).
+        report.scan_end = report.scan_end.max(scan_end);
         let unread = probe
             .unreadable
             .evidence(geometry.window_bytes_max, drop_lsn, probe.lsn_max);
@@ -1650,24 +1983,69 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             unread: unread.is_some(),
             damage: failure.is_damage() || probe.records > 0,
             trunc: self.mode == RecoveryMode::TruncateAtCorruption,
+            quar: quarantine,
+            resume: probe.resume.is_some(),
         };
         let row = self.decide(facts);
         let decision = row.decision;
-        report.end_row = row.label;
-        report.end_check = failure.check;
-        report.row_hits = self.row_hits;
-        report.stale_records = probe.stale_records;
-        // A writer's new incarnation must be above every record found after the cut, so that
+        // A writer's new incarnation must be above every record found after a break, so that
         // its cut makes them all stale the moment its control block is durable.
         report.incarnation_max = report.incarnation_max.max(probe.incarnation_max);
-        // Blocks the walk found unreadable in segment tails it skipped come first (log order).
+        let corruption = matches!(
+            decision,
+            Decision::FailCorruption
+                | Decision::CutCorruption
+                | Decision::QuarantineAndContinue
+                | Decision::QuarantineAtEnd
+        )
+        .then(|| self.corruption_at(&failure, acked.or(probe.beyond), unread));
+        // Blocks a probe could not read are reported (after those the walk found in segment
+        // tails it skipped, in log order), a quarantined break's among them: one may have
+        // hidden a batch the log would have resumed at.
         report.unreadable_blocks += probe.unreadable.blocks;
         let room = UNREADABLE_RUNS_REPORTED.saturating_sub(report.unreadable_runs.len());
         report
             .unreadable_runs
             .extend(probe.unreadable.runs.iter().take(room).cloned());
+        if decision == Decision::QuarantineAndContinue {
+            let walk = walk.expect("quarantine mode walks the damaged batch");
+            let resume = probe
+                .resume
+                .expect("the row is taken when a batch resumes the log");
+            quarantine::note_break(report, corruption.expect("a quarantine row's corruption"));
+            if resume.before_walk {
+                // Nothing at the cut, and the log goes on in the rest of its segment: the LSNs
+                // from the cut to there are lost, and the batch walked is not the damage.
+                let at_cut = DamagedWalk {
+                    start: cut,
+                    first: None,
+                    next_lsn: expected_lsn,
+                    stop: cut,
+                    resume_after: cut,
+                    end: cut,
+                    header_failure: Some(at.cut_failure),
+                    walked: None,
+                };
+                self.note_lost(at, &at_cut, expected_lsn..resume.first_lsn, report, visit);
+            } else {
+                // The damaged batch, visited: its intact records are live entries, its records
+                // whose header survived are damage with that header.
+                self.visit_walked(&walk, at, report, visit);
+                // From the first header lost to the batch the log resumes at, nothing is known
+                // of the LSNs but that they were there.
+                self.note_lost(at, &walk, walk.next_lsn..resume.first_lsn, report, visit);
+            }
+            self.reader.ahead_stop = ahead_stop;
+            return Ok(Some(resume));
+        }
+        report.end_row = row.label;
+        report.end_check = failure.check;
+        report.row_hits = self.row_hits;
+        report.scan = scan;
+        report.stale_records = probe.stale_records;
         report.next_lsn = expected_lsn;
         report.next_position = cut;
+        report.cut = cut;
         // End of what was found after the cut: the failing block, and every record seen.
         let block = geometry.block_size_bytes;
         let failure_end = Position {
@@ -1690,6 +2068,8 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         }
         let found_bytes = geometry.distance_bytes(cut, found_end);
         let last_lsn = probe.lsn_max.max(expected_lsn);
+        // Where the region a writer zeroes after the log's end stops (see `break_end`).
+        let mut invalidate_limit = at_break.end;
         match decision {
             Decision::EndOfLog => {
                 report.outcome = Outcome::Clean;
@@ -1704,32 +2084,13 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     check: failure.check,
                 });
             }
-            Decision::FailCorruption | Decision::CutCorruption => {
-                let corruption = match (acked.or(probe.beyond), unread) {
-                    (Some(evidence), _) => Corruption {
-                        position: failure.position,
-                        ring_offset: geometry.ring_offset(failure.position),
-                        lsn: failure.lsn,
-                        check: failure.check,
-                        evidence,
-                    },
-                    // Nothing else is wrong: the unreadable run is what the row names.
-                    (None, Some(evidence @ Evidence::Unreadable { at, first_lsn, .. })) => {
-                        Corruption {
-                            position: at,
-                            ring_offset: geometry.ring_offset(at),
-                            lsn: first_lsn,
-                            check: Check::ReadError,
-                            evidence,
-                        }
-                    }
-                    (None, _) => unreachable!("a corruption row has evidence"),
-                };
-                if decision == Decision::FailCorruption {
-                    return Err(ReplayError::Corruption(Box::new(corruption)));
-                }
+            Decision::FailCorruption => {
+                let corruption = corruption.expect("a corruption row's corruption");
+                return Err(ReplayError::Corruption(Box::new(corruption)));
+            }
+            Decision::CutCorruption => {
                 report.outcome = Outcome::Truncated;
-                report.corruption = Some(corruption);
+                report.corruption = corruption;
                 report.dropped = Some(Dropped {
                     first_lsn: drop_lsn,
                     // A cut at or below the trim point, with nothing seen past it: the range
@@ -1742,18 +2103,377 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 // point (nothing before the cut is live, so the head moves to the cut).
                 report.next_lsn = expected_lsn.max(trim_lsn + 1);
             }
-            Decision::Accept | Decision::SkipToNextSegment => {
-                unreachable!("a break is never a row that continues the walk")
+            Decision::QuarantineAtEnd => {
+                let walk = walk.expect("quarantine mode walks the damaged batch");
+                let corruption = corruption.expect("a quarantine row's corruption");
+                quarantine::note_break(report, corruption);
+                self.visit_walked(&walk, at, report, visit);
+                // The writer goes on after everything of the log found (the damaged batch,
+                // the failing block, every valid record), so nothing of the damage (nor the
+                // records that proved it acknowledged) is overwritten or zeroed, and the next
+                // open finds it again. Not after an unreadable run's whole extent: a hinted
+                // probe sees less of it than a full one, and both must end the log alike.
+                let mut log_end = if failure.is_damage() {
+                    failure_end.max(cut)
+                } else {
+                    cut
+                };
+                log_end = log_end.max(probe.end_max.unwrap_or(cut)).max(walk.end);
+                // No batch of the log follows: the damage runs to the highest LSN shown to be
+                // acknowledged, and no LSN after it ever was. A watermark found after the
+                // break, or the trim point, shows exactly how far; a valid record beyond the
+                // window, or a readable one after unreadable blocks, shows the LSNs before it
+                // were written; a run of unreadable blocks longer than the window shows only
+                // the LSN strict mode names. Never more than the records between the break
+                // and the writer's next position could hold (`room`), so neither a crafted
+                // LSN nor a crafted trim point makes a range past the ring's size.
+                let room = (expected_lsn - 1).saturating_add(
+                    geometry.distance_bytes(cut, log_end) / ENTRY_HEADER_SIZE as u64,
+                );
+                let evidence_shows = match corruption.evidence {
+                    Evidence::WatermarkCovers { .. }
+                    | Evidence::TrimPoint { .. }
+                    | Evidence::Unreadable {
+                        log_after: None, ..
+                    } => 0,
+                    Evidence::BeyondWindow { lsn, .. } => lsn.saturating_sub(1),
+                    Evidence::Unreadable {
+                        log_after: Some(_),
+                        last_lsn,
+                        ..
+                    } => last_lsn.map_or(0, |last| last.saturating_sub(1)),
+                };
+                let trim_shown = trim_evidence.map_or(0, |_| trim_lsn);
+                let shown = evidence_shows
+                    .max(probe.acked_lsn_max)
+                    .max(trim_shown)
+                    .max(corruption.lsn)
+                    .min(room)
+                    .max(walk.next_lsn - 1);
+                self.note_lost(at, &walk, walk.next_lsn..shown + 1, report, visit);
+                report.outcome = Outcome::Quarantined;
+                // `shown` is at most `room`, far below u64::MAX (the walk's LSNs are, see
+                // `validate_control`), or the LSN before the walk's next one.
+                report.next_lsn = (shown + 1).max(trim_lsn + 1);
+                // With nothing of the log above the trim point (the damage all trimmed), the
+                // log ends at the break as any cut does: the writer's head moves there.
+                let live = report.next_lsn > trim_lsn + 1;
+                report.next_position = if live {
+                    self.batch_boundary_at(log_end)
+                } else {
+                    cut
+                };
+                // The skipped stretch becomes stale with the new incarnation, from where a batch
+                // resuming the log was looked for (the damaged batch's end, or the block after
+                // its first when none of its headers passed): the damaged batch itself stays as
+                // it was found, so a later open walks it and names it the same.
+                report.cut = if live {
+                    walk.resume_after.min(report.next_position)
+                } else {
+                    report.next_position
+                };
+                // The plan keeps the head while anything is live, the walk's records in the
+                // damaged batch included, though none lay before the break.
+                invalidate_limit = self.break_end(report.next_position, live);
+                found_end = found_end.max(log_end);
+            }
+            Decision::Accept | Decision::SkipToNextSegment | Decision::QuarantineAndContinue => {
+                unreachable!("a break is never a row that continues the walk here")
             }
         }
         if report.outcome != Outcome::Clean || probe.stale_records > 0 {
-            let dirty_end = found_end.max(probe.stale_end_max.unwrap_or(cut));
-            report.invalidate = Some(self.invalidate_region(cut, dirty_end, at_break.end));
+            let start = report.next_position;
+            let dirty_end = found_end
+                .max(probe.stale_end_max.unwrap_or(start))
+                .max(start);
+            report.invalidate = Some(self.invalidate_region(start, dirty_end, invalidate_limit));
         }
         // `next_lsn > trim_lsn + 1 >= 1` whenever `first_lsn` is set: no underflow.
         report.first_lsn = (report.next_lsn > report.trim_lsn + 1).then_some(report.trim_lsn + 1);
         report.last_lsn = report.first_lsn.map(|_| report.next_lsn - 1);
-        Ok(report)
+        Ok(None)
+    }
+
+    /// The corruption a row that ends in failure (or salvage, or quarantine) names: the failed
+    /// check with the evidence that it held acknowledged data, or the unreadable run.
+    fn corruption_at(
+        &self,
+        failure: &Failure,
+        evidence: Option<Evidence>,
+        unread: Option<Evidence>,
+    ) -> Corruption {
+        let geometry = self.geometry;
+        match (evidence, unread) {
+            (Some(evidence), _) => Corruption {
+                position: failure.position,
+                ring_offset: geometry.ring_offset(failure.position),
+                lsn: failure.lsn,
+                check: failure.check,
+                evidence,
+            },
+            // Nothing else is wrong: the unreadable run is what the row names.
+            (None, Some(evidence @ Evidence::Unreadable { at, first_lsn, .. })) => Corruption {
+                position: at,
+                ring_offset: geometry.ring_offset(at),
+                lsn: first_lsn,
+                check: Check::ReadError,
+                evidence,
+            },
+            (None, _) => unreachable!("a corruption row has evidence"),
+        }
+    }
+
+    /// The batch boundary at or after `at` (a block boundary the scan found): the next
+    /// segment's first data block when `at` is its segment's end, the segment's first data
+    /// block when it is inside the header block.
+    fn batch_boundary_at(&self, at: Position) -> Position {
+        let geometry = self.geometry;
+        if u64::from(at.offset) >= geometry.segment_size_bytes {
+            geometry.next_segment_start(at)
+        } else if at.offset < geometry.segment_data_offset() {
+            Position {
+                offset: geometry.segment_data_offset(),
+                ..at
+            }
+        } else {
+            at
+        }
+    }
+
+    /// Walks the damaged batch at the break `at` record by record (quarantine mode): from its
+    /// first data block (the cut, or the first data block of the segment whose header failed),
+    /// when its first header passes, every record is checked alone ([`validate::walk_batch`]).
+    /// The batch is read once and kept in what this returns, which says where damage without a
+    /// header begins and where the log may resume; [`Scanner::visit_walked`] visits it from
+    /// those bytes, so what is visited is exactly what was walked (a device may answer a read
+    /// differently the second time).
+    fn walk_damaged(&mut self, at: &BreakAt) -> DamagedWalk {
+        let geometry = self.geometry;
+        let failure = at.failure;
+        let start = if failure.position.offset == 0 {
+            Position {
+                offset: geometry.segment_data_offset(),
+                ..failure.position
+            }
+        } else {
+            at.cut
+        };
+        let block = geometry.block_size_bytes;
+        // A block inside its segment, so its end fits the segment's u32 offsets.
+        let after_first_block = Position {
+            offset: start.offset + block,
+            ..start
+        };
+        // Nothing of the log lies in the head's segment on the next lap (see `run`).
+        let forbidden = geometry.linear_segment(start) >= geometry.linear_segment(self.probe_end());
+        let headerless = |failure: BatchFailure| DamagedWalk {
+            start,
+            first: None,
+            next_lsn: at.expected_lsn,
+            stop: start,
+            resume_after: after_first_block,
+            end: after_first_block,
+            header_failure: Some(failure),
+            walked: None,
+        };
+        let expect = self.expectation(start, at.expected_lsn, at.lineage_incarnation);
+        let ring_offset = geometry.ring_offset(start);
+        let limit = self.segment_end(start);
+        let first = match self.reader.read(ring_offset, block as usize, limit) {
+            _ if forbidden => Err(failure),
+            Ok(bytes) => validate::check_batch_start(&expect, bytes),
+            Err(_) => Err(BatchFailure {
+                position: start,
+                lsn: at.expected_lsn,
+                check: Check::ReadError,
+                inside_batch: false,
+            }),
+        };
+        let first = match first {
+            Ok(first) => first,
+            Err(failure) => return headerless(failure),
+        };
+        let batch_bytes = first.batch_bytes;
+        let (bytes, holes) = self.read_with_holes(ring_offset, batch_bytes as usize, limit);
+        let walked = WalkedBatch {
+            expect,
+            first,
+            bytes,
+            holes,
+        };
+        let end = walked.walk(&mut |_| {});
+        // The batch lies inside its segment (`check_batch_start`): its end fits a u32.
+        let batch_end = Position {
+            offset: start.offset + batch_bytes,
+            ..start
+        };
+        DamagedWalk {
+            start,
+            first: Some(first),
+            next_lsn: end.next_lsn,
+            stop: end
+                .header_failure
+                .map_or(batch_end, |failure| failure.position),
+            resume_after: batch_end,
+            end: batch_end,
+            header_failure: end.header_failure,
+            walked: Some(walked),
+        }
+    }
+
+    /// Visits what [`Scanner::walk_damaged`] walked: intact records above the trim point are
+    /// counted and visited as live entries, records whose header survived as damage.
+    fn visit_walked(
+        &self,
+        walk: &DamagedWalk,
+        at: &BreakAt,
+        report: &mut RecoveryReport,
+        visit: &mut dyn FnMut(Visit<'_, '_>),
+    ) {
+        let Some(walked) = &walk.walked else {
+            return;
+        };
+        let geometry = self.geometry;
+        let trim_lsn = self.control.trim_lsn;
+        let start = walk.start;
+        let batch_bytes = walked.first.batch_bytes;
+        let incarnation = walked.first.incarnation;
+        walked.walk(&mut |record| match record {
+            WalkedRecord::Intact(record) if record.lsn > trim_lsn => {
+                report.entries += 1;
+                report.payload_bytes += record.payload.len() as u64;
+                visit(Visit::Entry(&Entry {
+                    lsn: record.lsn,
+                    kind: record.kind,
+                    embedder: record.embedder,
+                    payload: record.payload,
+                    position: record.position,
+                    batch: start,
+                    batch_first_lsn: at.expected_lsn,
+                    batch_bytes,
+                    incarnation: record.incarnation,
+                }));
+            }
+            WalkedRecord::PayloadDamaged {
+                position,
+                check,
+                header,
+            } if header.lsn > trim_lsn => {
+                quarantine::note_damaged(
+                    report,
+                    DamagedRange {
+                        first_lsn: header.lsn,
+                        last_lsn: header.lsn,
+                        position,
+                        ring_offset: geometry.ring_offset(position),
+                        check,
+                        header_known: true,
+                    },
+                );
+                visit(Visit::Damaged(&Damaged {
+                    first_lsn: header.lsn,
+                    last_lsn: header.lsn,
+                    position,
+                    check,
+                    header: Some(DamagedHeader {
+                        kind: header.kind,
+                        embedder: header.embedder,
+                        payload_len: header.payload_len,
+                        payload_crc: header.payload_crc,
+                    }),
+                    batch: start,
+                    batch_first_lsn: at.expected_lsn,
+                    incarnation,
+                }));
+            }
+            // Below the trim point: released, neither visited nor reported.
+            WalkedRecord::Intact(_) | WalkedRecord::PayloadDamaged { .. } => {}
+        });
+    }
+
+    /// Reads `len` bytes at `ring_offset` (inside the segment ending at `limit`, at most a
+    /// chunk): whole when it can, else block by block, the blocks that cannot be read left as
+    /// zeros and named (as byte ranges of what is returned).
+    fn read_with_holes(
+        &mut self,
+        ring_offset: u64,
+        len: usize,
+        limit: u64,
+    ) -> (Vec<u8>, Vec<Range<usize>>) {
+        if let Ok(bytes) = self.reader.read(ring_offset, len, limit) {
+            return (bytes.to_vec(), Vec::new());
+        }
+        let block = self.geometry.block_size_bytes as usize;
+        let mut bytes = vec![0u8; len];
+        let mut holes = Vec::new();
+        for from in (0..len).step_by(block) {
+            let to = (from + block).min(len);
+            match self
+                .reader
+                .read(ring_offset + from as u64, to - from, limit)
+            {
+                Ok(read) => bytes[from..to].copy_from_slice(read),
+                Err(_) => holes.push(from..to),
+            }
+        }
+        (bytes, holes)
+    }
+
+    /// Records the LSNs `lsns` (those above the trim point) as one range lost with its headers,
+    /// and visits it: where the damaged batch's first header that failed is (its first one,
+    /// which may be the break's own failure, or a read error behind a failed segment header),
+    /// or the boundary after the damaged batch (an LSN gap) when every header of it passed
+    /// (batches lost whole).
+    fn note_lost(
+        &mut self,
+        at: &BreakAt,
+        walk: &DamagedWalk,
+        lsns: Range<u64>,
+        report: &mut RecoveryReport,
+        visit: &mut dyn FnMut(Visit<'_, '_>),
+    ) {
+        let first_lsn = lsns.start.max(self.control.trim_lsn + 1);
+        if first_lsn >= lsns.end {
+            return;
+        }
+        let last_lsn = lsns.end - 1;
+        let (position, check) = match (walk.first, walk.header_failure) {
+            (_, Some(failure)) => (failure.position, failure.check),
+            (None, None) => (at.failure.position, at.failure.check),
+            // Every header of the damaged batch passed: the LSNs after it are missing from the
+            // boundary after it on. Named as such, not by what lies there now: a writer that
+            // goes on after quarantined damage at the log's end writes there, and a later open
+            // must name the same damage.
+            (Some(first), None) => (
+                self.after_batch(walk.start, first.batch_bytes),
+                Check::LsnGap,
+            ),
+        };
+        let (batch, incarnation) = match walk.first {
+            Some(first) => (walk.start, first.incarnation),
+            None => (at.cut, at.lineage_incarnation),
+        };
+        quarantine::note_damaged(
+            report,
+            DamagedRange {
+                first_lsn,
+                last_lsn,
+                position,
+                ring_offset: self.geometry.ring_offset(position),
+                check,
+                header_known: false,
+            },
+        );
+        visit(Visit::Damaged(&Damaged {
+            first_lsn,
+            last_lsn,
+            position,
+            check,
+            header: None,
+            batch,
+            batch_first_lsn: at.expected_lsn,
+            incarnation,
+        }));
     }
 
     /// Which scan this is and where its probe after the break at `cut` stops: at `end` (the
@@ -1973,6 +2693,20 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         expected_lsn: u64,
         lineage_incarnation: u32,
     ) -> Result<GoodBatch, Failure> {
+        let first = self.check_batch_head(cursor, expected_lsn, lineage_incarnation)?;
+        let expect = self.expectation(cursor, expected_lsn, lineage_incarnation);
+        self.check_records(&expect, first.batch_bytes)
+    }
+
+    /// Checks the start of the batch at `cursor`: its segment header, when it starts a
+    /// segment, and its first record's header, as [`Scanner::check_batch`] does before it
+    /// reads the rest. Returns that header.
+    fn check_batch_head(
+        &mut self,
+        cursor: Position,
+        expected_lsn: u64,
+        lineage_incarnation: u32,
+    ) -> Result<EntryHeader, Failure> {
         let geometry = self.geometry;
         let fail = |position, lsn, check| Failure {
             position,
@@ -2012,7 +2746,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         if segment_header.is_some_and(|header| header.incarnation != first.incarnation) {
             return Err(fail(header_position, expected_lsn, Check::SegmentMismatch));
         }
-        self.check_records(&expect, first.batch_bytes)
+        Ok(first)
     }
 
     /// What the validator expects of the batch at `cursor`: replay's incarnation floor there.
@@ -2086,13 +2820,13 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         good: GoodBatch,
         trim_lsn: u64,
         report: &mut RecoveryReport,
-        visit: &mut dyn FnMut(&Entry<'_>),
+        visit: &mut dyn FnMut(Visit<'_, '_>),
     ) {
         self.for_each_record(cursor, good, &mut |entry| {
             if entry.lsn > trim_lsn {
                 report.entries += 1;
                 report.payload_bytes += entry.payload.len() as u64;
-                visit(entry);
+                visit(Visit::Entry(entry));
             }
         });
     }
@@ -2163,6 +2897,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
             failure,
             probe_end: mut end,
             end: full_end,
+            resume: resume_search,
         } = *at_break;
         let geometry = self.geometry;
         let block = geometry.block_size_bytes;
@@ -2265,6 +3000,53 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                     unreadable.log_goes_on(place);
                 }
                 self.account(cut, drop_lsn, place, &header, &mut batches, &mut probe);
+                let fits = lsns_fit(
+                    header.lsn.saturating_sub(expected_lsn),
+                    geometry.distance_bytes(cut, place),
+                );
+                if fits && header.watermark < header.batch_first_lsn() {
+                    probe.acked_lsn_max = probe.acked_lsn_max.max(header.watermark);
+                }
+                if let Some(search) = resume_search.filter(|_| probe.resume.is_none()) {
+                    // The first batch start past the damage that checks out whole (segment
+                    // header and floor included, as the walk will check it) is where the log
+                    // resumes. Found in position order, so a hinted and a full probe, which
+                    // find the same valid records of this log, resume at the same one.
+                    // Batches start on block boundaries, never in the head's segment on the
+                    // next lap (the writer never enters it).
+                    let early = search.at_start == Some(place)
+                        || search
+                            .early
+                            .is_some_and(|(from, until)| place >= from && place < until);
+                    let (from_lsn, stop) = if early {
+                        (search.expected_lsn, search.cut)
+                    } else {
+                        (search.next_lsn, search.stop)
+                    };
+                    let candidate = header.batch_index == 0
+                        && place.offset % block == 0
+                        && (early || place >= search.after)
+                        && place < self.probe_end()
+                        && header.lsn >= from_lsn
+                        && lsns_fit(header.lsn - from_lsn, geometry.distance_bytes(stop, place));
+                    // A batch start whose segment header and first header check out (as the
+                    // walk checks them) resumes the log, whether the rest of the batch does or
+                    // not: where it does not, the walk breaks there again and steps over that
+                    // damage too (its intact records served, the read error or the damaged
+                    // payload named), rather than folding a batch that is not lost whole into
+                    // this range.
+                    if candidate
+                        && self
+                            .check_batch_head(place, header.lsn, lineage_incarnation)
+                            .is_ok()
+                    {
+                        probe.resume = Some(Resume {
+                            position: place,
+                            first_lsn: header.lsn,
+                            before_walk: early,
+                        });
+                    }
+                }
                 // A hinted probe follows the log past its end: a valid record of this log
                 // found within a window of that end may be followed by more, which a hint
                 // lost by a lying drive (its write dropped, a later hole hiding that the log

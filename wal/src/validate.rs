@@ -437,3 +437,142 @@ pub fn check_batch<'b>(
         batch: bytes,
     })
 }
+
+/// One record of a damaged batch, as [`walk_batch`] finds it.
+#[derive(Clone, Debug)]
+pub enum WalkedRecord<'b> {
+    /// The record passes every check a record of a whole batch must pass: a live entry.
+    Intact(CheckedRecord<'b>),
+    /// Its header passes every check, its payload does not ([`Check::PayloadCrc`], or
+    /// [`Check::ReadError`] where the payload could not be read): damaged, with the header
+    /// known. The walk goes on after it (the header says how long the record is).
+    PayloadDamaged {
+        /// Where its header lies.
+        position: Position,
+        /// The check that failed.
+        check: Check,
+        /// The header, as it was written.
+        header: EntryHeader,
+    },
+}
+
+/// Where [`walk_batch`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkEnd {
+    /// The LSN after the last record whose header passed: where damage without a header
+    /// begins, when it does.
+    pub next_lsn: u64,
+    /// Offset in the batch where the walk stopped: the header that failed, or the batch's end.
+    pub stop_offset: u32,
+    /// The first header that failed (the records from it on have no header to go by), if one
+    /// did; `None` when every record's header passed (the damage was in payloads or padding).
+    pub header_failure: Option<BatchFailure>,
+}
+
+/// Walks a batch that failed [`check_batch`] record by record, for quarantine: every record
+/// whose header and payload pass is handed to `each` as intact, every record whose header
+/// passes but whose payload does not as damaged with its header, and the walk stops at the
+/// first header that fails (its position, the LSN expected there and the check are in the
+/// [`WalkEnd`]), at the padding that ends the batch, or at the batch's end. `first` is the
+/// batch's first header, which [`check_batch_start`] accepted; `bytes` is the batch as read
+/// (as long as `first.batch_bytes` says), and `unreadable(range)` says whether any byte of a
+/// range of it could not be read (those bytes are zeros here and never checked). Every check
+/// is one of [`check_batch`]'s, record by record, so a record this calls intact is one a whole
+/// batch would have served.
+pub fn walk_batch<'b>(
+    expect: &BatchExpectation,
+    first: &EntryHeader,
+    bytes: &'b [u8],
+    unreadable: &dyn Fn(Range<usize>) -> bool,
+    each: &mut dyn FnMut(WalkedRecord<'b>),
+) -> WalkEnd {
+    debug_assert_eq!(bytes.len() as u64, u64::from(first.batch_bytes));
+    let at = expect.position;
+    let batch_bytes = bytes.len();
+    let payload_max = u64::from(expect.geometry.payload_size_max_bytes());
+    // Offsets inside the batch, itself inside its segment (`check_batch_start`): fit a u32.
+    let place = |offset: usize| Position {
+        offset: at.offset + offset as u32,
+        ..at
+    };
+    let mut offset = 0usize;
+    let mut next_lsn = expect.first_lsn;
+    let mut index = 0u32;
+    let stop = |offset: usize, next_lsn: u64, check: Option<Check>| WalkEnd {
+        next_lsn,
+        stop_offset: offset as u32,
+        header_failure: check.map(|check| BatchFailure {
+            position: place(offset),
+            lsn: next_lsn,
+            check,
+            inside_batch: offset > 0,
+        }),
+    };
+    while offset + ENTRY_HEADER_SIZE <= batch_bytes {
+        let header_range = offset..offset + ENTRY_HEADER_SIZE;
+        if unreadable(header_range) {
+            return stop(offset, next_lsn, Some(Check::ReadError));
+        }
+        let header = match EntryHeader::decode(expect.ring_id, &bytes[offset..]) {
+            Ok(header) => header,
+            Err(defect) => return stop(offset, next_lsn, Some(header_check(defect))),
+        };
+        if let Some(check) = place_check(header.position, place(offset)) {
+            return stop(offset, next_lsn, Some(check));
+        }
+        if header.batch_index != index
+            || header.batch_bytes != first.batch_bytes
+            || header.incarnation != first.incarnation
+            || header.watermark != first.watermark
+        {
+            return stop(offset, next_lsn, Some(Check::BatchLayout));
+        }
+        if header.lsn != next_lsn {
+            return stop(offset, next_lsn, Some(Check::LsnGap));
+        }
+        let record_end = offset as u64 + header.record_bytes();
+        // A header that passed its CRC but claims a length past the batch cannot be walked
+        // past: nothing after it can be placed.
+        if u64::from(header.payload_len) > payload_max || record_end > batch_bytes as u64 {
+            return stop(offset, next_lsn, Some(Check::PayloadLength));
+        }
+        let record_end = record_end as usize;
+        if header.kind == Kind::Padding {
+            // The batch's records end here, whatever the padding holds: no LSN lies past it.
+            return stop(offset, next_lsn, None);
+        }
+        let Some(after) = next_lsn.checked_add(1) else {
+            return stop(offset, next_lsn, Some(Check::LsnGap));
+        };
+        let payload_range = offset + ENTRY_HEADER_SIZE..record_end;
+        let payload = &bytes[payload_range.clone()];
+        let payload_check = if unreadable(payload_range.clone()) {
+            Some(Check::ReadError)
+        } else if crc32c::crc32c(payload) != header.payload_crc {
+            Some(Check::PayloadCrc)
+        } else {
+            None
+        };
+        match payload_check {
+            None => each(WalkedRecord::Intact(CheckedRecord {
+                lsn: header.lsn,
+                kind: header.kind,
+                embedder: header.embedder,
+                payload,
+                payload_range,
+                position: header.position,
+                incarnation: header.incarnation,
+                watermark: header.watermark,
+            })),
+            Some(check) => each(WalkedRecord::PayloadDamaged {
+                position: header.position,
+                check,
+                header,
+            }),
+        }
+        next_lsn = after;
+        index += 1;
+        offset = record_end;
+    }
+    stop(offset.min(batch_bytes), next_lsn, None)
+}

@@ -1,5 +1,5 @@
 //! The structure-aware fuzzer (`sealog_wal::fuzz`) in every test run: a fixed seed and ten
-//! thousand mutated rings (a second or two in release), each replayed in both recovery modes
+//! thousand mutated rings (a second or two in release), each replayed in every recovery mode
 //! against the invariants and required to reach every row of the decision table, plus checks
 //! that its parts do what they claim (crafted metadata passes its CRC, unreadable blocks reach
 //! replay through the failing source, a case is reproduced from its seed, the fuzzer's byte

@@ -431,3 +431,62 @@ fn a_record_read_alone_fails_each_check_by_name() {
     reseal(&mut bytes, SECOND, |h| h.watermark = FIRST_LSN);
     assert_eq!(record_fails(&bytes, &expect), Check::Watermark);
 }
+
+/// Quarantine's walk of a damaged batch checks each record alone, as `check_batch` checks it in
+/// the whole: an intact record is intact, one whose payload fails (or cannot be read) is damaged
+/// with its header, and the walk stops at the first header that fails, naming it and the LSN
+/// expected there; with every header intact it runs to the padding.
+#[test]
+fn a_damaged_batch_is_walked_record_by_record_up_to_its_first_failed_header() {
+    use sealog_wal::{walk_batch, WalkedRecord};
+    let payloads: [&[u8]; 4] = [&[1; 100], &[2; 200], &[3; 300], &[4; 50]];
+    let mut bytes = batch(&payloads);
+    let offsets: Vec<usize> = payloads
+        .iter()
+        .scan(0, |at, payload| {
+            let here = *at;
+            *at += ENTRY_HEADER_SIZE + payload.len();
+            Some(here)
+        })
+        .collect();
+    let first = EntryHeader::decode(ring_id(), &bytes).expect("a valid first header");
+    // The second record's payload, and the fourth record's header.
+    bytes[offsets[1] + ENTRY_HEADER_SIZE + 7] ^= 1;
+    bytes[offsets[3] + 40] ^= 1;
+    let mut seen = Vec::new();
+    let end = walk_batch(&expectation(), &first, &bytes, &|_| false, &mut |record| {
+        seen.push(match record {
+            WalkedRecord::Intact(record) => (record.lsn, None),
+            WalkedRecord::PayloadDamaged { check, header, .. } => (header.lsn, Some(check)),
+        })
+    });
+    assert_eq!(
+        seen,
+        vec![
+            (FIRST_LSN, None),
+            (FIRST_LSN + 1, Some(Check::PayloadCrc)),
+            (FIRST_LSN + 2, None)
+        ]
+    );
+    assert_eq!(end.next_lsn, FIRST_LSN + 3);
+    let failed = end.header_failure.expect("the fourth header failed");
+    assert_eq!(
+        (failed.lsn, failed.check),
+        (FIRST_LSN + 3, Check::HeaderCrc)
+    );
+    assert_eq!(failed.position.offset, AT.offset + offsets[3] as u32);
+    // A payload that cannot be read is damage with its header too; the rest is walked on.
+    let whole = batch(&payloads);
+    let payload_of_first = offsets[0] + ENTRY_HEADER_SIZE..offsets[1];
+    let mut seen = Vec::new();
+    let unreadable = |range: std::ops::Range<usize>| {
+        range.start < payload_of_first.end && payload_of_first.start < range.end
+    };
+    let end = walk_batch(&expectation(), &first, &whole, &unreadable, &mut |record| {
+        if let WalkedRecord::PayloadDamaged { check, header, .. } = record {
+            seen.push((header.lsn, check));
+        }
+    });
+    assert_eq!(seen, vec![(FIRST_LSN, Check::ReadError)]);
+    assert_eq!((end.next_lsn, end.header_failure), (FIRST_LSN + 4, None));
+}

@@ -261,10 +261,12 @@ pub unsafe extern "C" fn sealog_iter_from(
 /// later call goes on from there, once more is durable: wait with `sealog_wait_durable`), or
 /// why it stopped (`SEALOG_TRIMMED` when a trim passed it or it started below the first live
 /// LSN, `SEALOG_NOT_YET_DURABLE` when it started past the next LSN, `SEALOG_DAMAGED`,
-/// `SEALOG_CLOSED`, ...; after an error it returns `SEALOG_END`). The entry comes with its
-/// kind and embedder header; on `SEALOG_DAMAGED`, `*entry_out` is filled as `sealog_read`
-/// fills it then (the damaged record's LSN, and its header when intact). The payload is lent: it
-/// stays valid until the next `sealog_iter_next` or `sealog_iter_free` on this iterator.
+/// `SEALOG_CLOSED`, ...; after `SEALOG_DAMAGED` the next call goes on with the next LSN, so a
+/// scan crosses damage, and after any other error it returns `SEALOG_END`). The entry comes
+/// with its kind and embedder header; on `SEALOG_DAMAGED`, `*entry_out` is filled as
+/// `sealog_read` fills it then (the damaged record's LSN, and its header when intact). The
+/// payload is lent: it stays valid until the next `sealog_iter_next` or `sealog_iter_free` on
+/// this iterator.
 ///
 /// Thread safety: one thread at a time per iterator.
 ///

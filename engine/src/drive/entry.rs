@@ -1,11 +1,12 @@
 //! What the drive hands back of an entry, and what an embedder hands it: [`LogEntry`] (an
 //! entry read, iterated or recovered, owned), [`EntryRef`] (the same, borrowed from recovery's
-//! buffer, for a [`RecoveryVisitor`]), [`NewEntry`] (one entry of an all-or-nothing group),
-//! and the visitor trait recovery calls once per live entry.
+//! buffer, for a [`RecoveryVisitor`]), [`DamagedEntry`] (damage a quarantine open stepped
+//! over, as the visitor sees it), [`NewEntry`] (one entry of an all-or-nothing group), and the
+//! visitor trait recovery calls once per live entry and once per damaged record or range.
 
 use bytes::Bytes;
 use sealog_wal::format::EmbedderHeader;
-use sealog_wal::Kind;
+use sealog_wal::{Check, Kind, Position};
 
 /// A live entry: its LSN, kind, embedder header and payload. What reads
 /// ([`Drive::read_entry`](super::Drive::read_entry)), iterators
@@ -48,6 +49,57 @@ impl EntryRef<'_> {
     }
 }
 
+/// Damage a quarantine open ([`sealog_wal::RecoveryMode::Quarantine`]) stepped over, as its
+/// recovery visitor sees it: one damaged record whose entry header survived (`first_lsn ==
+/// last_lsn`; `kind`, `header`, `payload_len` and `payload_crc` as that header recorded them),
+/// or a range of LSNs lost with their headers (`first_lsn..=last_lsn`; those fields `None`).
+/// Every damaged acknowledged LSN above the trim point is in exactly one, and they come in LSN
+/// order among the live entries. A read of a damaged LSN answers
+/// [`ReadError::Damaged`](crate::ReadError::Damaged) with the same place, check and header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DamagedEntry {
+    /// Its first LSN.
+    pub first_lsn: u64,
+    /// Its last LSN (inclusive).
+    pub last_lsn: u64,
+    /// Where the failed check is: the damaged record's header, or for a range, the header (or
+    /// segment header, or block) that failed first.
+    pub position: Position,
+    /// The check that failed.
+    pub check: Check,
+    /// The record's kind, when its header survived.
+    pub kind: Option<Kind>,
+    /// The embedder's header it was appended with, when its header survived.
+    pub header: Option<EmbedderHeader>,
+    /// Its payload's length in bytes, when its header survived.
+    pub payload_len: Option<u32>,
+    /// Its payload's CRC32C as written (`crc32c(payload)`, as
+    /// [`sealog_wal::format::payload_crc`] computes), when its header survived.
+    pub payload_crc: Option<u32>,
+}
+
+impl DamagedEntry {
+    /// How many LSNs it holds.
+    pub fn lsns(&self) -> u64 {
+        self.last_lsn - self.first_lsn + 1
+    }
+}
+
+impl From<&sealog_wal::Damaged> for DamagedEntry {
+    fn from(damaged: &sealog_wal::Damaged) -> DamagedEntry {
+        DamagedEntry {
+            first_lsn: damaged.first_lsn,
+            last_lsn: damaged.last_lsn,
+            position: damaged.position,
+            check: damaged.check,
+            kind: damaged.header.map(|header| header.kind),
+            header: damaged.header.map(|header| header.embedder),
+            payload_len: damaged.header.map(|header| header.payload_len),
+            payload_crc: damaged.header.map(|header| header.payload_crc),
+        }
+    }
+}
+
 /// Sees every live entry recovery accepts, in LSN order, during the open's one replay pass
 /// ([`Drive::open_visiting`](super::Drive::open_visiting)): an embedder rebuilds its own
 /// index (which ledger holds which LSNs, the last entry of each log) without reading the log
@@ -57,10 +109,20 @@ impl EntryRef<'_> {
 /// the open. If the open fails (a strict open finding corruption), what it saw is not a
 /// recovered log and the visitor is dropped with the error.
 ///
-/// Closures `FnMut(&EntryRef<'_>) + Send` are visitors.
+/// A quarantine open also tells it of every damaged record or range above the trim point
+/// ([`RecoveryVisitor::visit_damaged`]), in LSN order among the live entries, once per open:
+/// between them, the entries and the damage are every LSN of the recovered log once.
+///
+/// Closures `FnMut(&EntryRef<'_>) + Send` are visitors (that ignore damage).
 pub trait RecoveryVisitor: Send {
     /// One recovered live entry.
     fn visit(&mut self, entry: &EntryRef<'_>);
+
+    /// Damage a quarantine open stepped over: a damaged record whose header survived, or a
+    /// range of LSNs lost with their headers. Ignored unless overridden.
+    fn visit_damaged(&mut self, damaged: &DamagedEntry) {
+        let _ = damaged;
+    }
 }
 
 impl<F: FnMut(&EntryRef<'_>) + Send> RecoveryVisitor for F {

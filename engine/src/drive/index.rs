@@ -4,10 +4,16 @@
 //! an iterator knows the batch boundaries to read ahead across. The drive thread appends to it as
 //! batches are acknowledged (or as recovery replays them) and drops from its front as trims become
 //! durable; readers on any thread look entries up under a read lock held only for the lookup.
+//!
+//! Damage a quarantine open stepped over is part of the log: its LSNs hold a span that says so
+//! (so the spans stay one per LSN, and the LSN arithmetic stays as it is), and a list of the
+//! damaged records and ranges, in LSN order, says what a read of one answers and where a trim
+//! that leaves some of them must put the head for the next open to find them again.
 
 use std::collections::VecDeque;
 
-use sealog_wal::Position;
+use sealog_wal::format::EmbedderHeader;
+use sealog_wal::{Check, Position};
 
 /// A batch in the ring, for reads and trim.
 #[derive(Clone, Copy, Debug)]
@@ -26,6 +32,41 @@ pub(crate) struct RecordSpan {
     pub(crate) offset_in_batch: u32,
     /// Its payload's length.
     pub(crate) payload_len: u32,
+}
+
+impl RecordSpan {
+    /// The span of an LSN the index holds as damaged (see [`IndexedDamage`]): no record of the
+    /// log is this long, so it is never taken for one.
+    const DAMAGED: RecordSpan = RecordSpan {
+        offset_in_batch: u32::MAX,
+        payload_len: u32::MAX,
+    };
+
+    fn is_damaged(&self) -> bool {
+        *self == RecordSpan::DAMAGED
+    }
+}
+
+/// Damage a quarantine open stepped over: its LSNs, where the failed check is, the check, the
+/// embedder header when the record's header survived, and the batch boundary a replay reaches
+/// it from (where the head goes while it is the oldest thing a trim keeps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IndexedDamage {
+    pub(crate) first_lsn: u64,
+    pub(crate) last_lsn: u64,
+    pub(crate) position: Position,
+    pub(crate) check: Check,
+    pub(crate) header: Option<EmbedderHeader>,
+    pub(crate) head: Head,
+}
+
+/// Where replay starts to reach an LSN: a batch boundary, the LSN expected there, and the
+/// incarnation floor a replay starting there keeps (what a control block's head records).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) position: Position,
+    pub(crate) first_lsn: u64,
+    pub(crate) incarnation: u32,
 }
 
 /// An entry found in the index: its batch and its span.
@@ -53,11 +94,16 @@ pub(crate) struct ReadIndex {
     spans: VecDeque<RecordSpan>,
     /// The LSN of `spans[0]` (a batch's records below the trim point have no span).
     spans_first_lsn: u64,
+    /// Damage a quarantine open stepped over, in LSN order (its LSNs' spans say so).
+    damaged: VecDeque<IndexedDamage>,
+    /// LSNs in `damaged` (each holds a damaged span).
+    damaged_lsns: u64,
 }
 
 /// Bytes the index keeps per batch and per entry (for the memory it reports).
 const BATCH_BYTES: usize = std::mem::size_of::<IndexedBatch>();
 const SPAN_BYTES: usize = std::mem::size_of::<RecordSpan>();
+const DAMAGE_BYTES: usize = std::mem::size_of::<IndexedDamage>();
 
 impl ReadIndex {
     /// Adds an acknowledged (or replayed) batch whose entries from `first_indexed_lsn` on have
@@ -99,10 +145,46 @@ impl ReadIndex {
         }
     }
 
-    /// The entry at `lsn`, if it is indexed.
+    /// Adds damage a quarantine open stepped over (after the entries and damage before it, in
+    /// LSN order): its LSNs' spans say so, and a read of one answers with what it holds.
+    pub(crate) fn push_damaged(&mut self, damage: IndexedDamage) {
+        debug_assert!(damage.first_lsn <= damage.last_lsn);
+        if self.spans.is_empty() {
+            self.spans_first_lsn = damage.first_lsn;
+        }
+        debug_assert_eq!(
+            self.spans_first_lsn + self.spans.len() as u64,
+            damage.first_lsn,
+            "damage is indexed contiguously with the entries around it"
+        );
+        let lsns = damage.last_lsn - damage.first_lsn + 1;
+        // Bounded by the ring: replay never reports more LSNs than the bytes between the
+        // damage and where the log goes on could hold.
+        self.spans
+            .extend(std::iter::repeat_n(RecordSpan::DAMAGED, lsns as usize));
+        self.damaged_lsns += lsns;
+        self.damaged.push_back(damage);
+    }
+
+    /// The damage holding `lsn`, if a quarantine open found it damaged.
+    pub(crate) fn damaged(&self, lsn: u64) -> Option<IndexedDamage> {
+        if self.damaged.is_empty() {
+            return None;
+        }
+        let found = self.damaged.partition_point(|damage| damage.last_lsn < lsn);
+        self.damaged
+            .get(found)
+            .filter(|damage| damage.first_lsn <= lsn)
+            .copied()
+    }
+
+    /// The entry at `lsn`, if it is indexed (a damaged LSN has none).
     pub(crate) fn record(&self, lsn: u64) -> Option<IndexedRecord> {
         let slot = lsn.checked_sub(self.spans_first_lsn)?;
         let span = *self.spans.get(usize::try_from(slot).ok()?)?;
+        if span.is_damaged() {
+            return None;
+        }
         let batch = self.batch_of(lsn)?;
         Some(IndexedRecord {
             lsn,
@@ -141,12 +223,30 @@ impl ReadIndex {
         }
     }
 
-    /// The oldest batch holding an entry above `lsn`.
-    pub(crate) fn first_keeping(&self, lsn: u64) -> Option<IndexedBatch> {
+    /// Where the oldest thing the log keeps above `lsn` is reached from: the oldest batch
+    /// holding an entry above it, or the oldest damage above it when that comes first (so a
+    /// trim that leaves damage keeps the head where the next open finds it again).
+    pub(crate) fn first_keeping(&self, lsn: u64) -> Option<Head> {
         let first = self
             .batches
             .partition_point(|batch| batch.next_lsn <= lsn + 1);
-        self.batches.get(first).copied()
+        let batch = self.batches.get(first).map(|batch| Head {
+            position: batch.position,
+            first_lsn: batch.first_lsn,
+            incarnation: batch.incarnation,
+        });
+        let damage = self
+            .damaged
+            .get(
+                self.damaged
+                    .partition_point(|damage| damage.last_lsn <= lsn),
+            )
+            .map(|damage| damage.head);
+        match (batch, damage) {
+            (Some(batch), Some(damage)) if damage.first_lsn < batch.first_lsn => Some(damage),
+            (Some(batch), _) => Some(batch),
+            (None, damage) => damage,
+        }
     }
 
     /// Drops every entry at or below `lsn` (a durable trim), and the batches holding no other:
@@ -161,6 +261,19 @@ impl ReadIndex {
         let spans = usize::try_from(trimmed).map_or(self.spans.len(), |n| n.min(self.spans.len()));
         self.spans.drain(..spans);
         self.spans_first_lsn += spans as u64;
+        // Damage the trim passed is gone; damage it passed in part keeps the rest.
+        while let Some(damage) = self.damaged.front_mut() {
+            if damage.last_lsn <= lsn {
+                self.damaged_lsns -= damage.last_lsn - damage.first_lsn + 1;
+                self.damaged.pop_front();
+            } else {
+                if damage.first_lsn <= lsn {
+                    self.damaged_lsns -= lsn + 1 - damage.first_lsn;
+                    damage.first_lsn = lsn + 1;
+                }
+                break;
+            }
+        }
         if self.spans.len() < self.spans.capacity() / 4 {
             self.spans.shrink_to(self.spans.len() * 2);
         }
@@ -169,14 +282,16 @@ impl ReadIndex {
         }
     }
 
-    /// Entries indexed.
+    /// Entries indexed (damaged LSNs not counted).
     pub(crate) fn entries(&self) -> u64 {
-        self.spans.len() as u64
+        self.spans.len() as u64 - self.damaged_lsns
     }
 
     /// Bytes of memory the index holds (its queues' capacity).
     pub(crate) fn memory_bytes(&self) -> u64 {
-        (self.batches.capacity() * BATCH_BYTES + self.spans.capacity() * SPAN_BYTES) as u64
+        (self.batches.capacity() * BATCH_BYTES
+            + self.spans.capacity() * SPAN_BYTES
+            + self.damaged.capacity() * DAMAGE_BYTES) as u64
     }
 }
 
@@ -244,5 +359,55 @@ mod tests {
         assert!(index.record(2).is_none());
         assert_eq!(index.record(3).expect("indexed").span, span(148));
         assert_eq!(index.record(5).expect("indexed").batch.next_lsn, 6);
+    }
+    /// Damage a quarantine open found: its LSNs are no entry, a lookup finds what failed, a trim
+    /// that leaves some of it keeps the head where a replay reaches it, and a trim past it
+    /// drops it.
+    #[test]
+    fn damaged_lsns_are_indexed_and_keep_the_head_until_trimmed() {
+        let mut index = ReadIndex::default();
+        // LSNs 1 and 2 intact, the rest of their batch (3 and 4) lost without headers, then a
+        // batch of LSNs 5 and 6.
+        index.push_replayed(batch(0, 4096, 1, 1), 1, span(0));
+        index.push_replayed(batch(0, 4096, 1, 1), 2, span(74));
+        let head = Head {
+            position: batch(0, 4096, 1, 1).position,
+            first_lsn: 1,
+            incarnation: 1,
+        };
+        let damage = IndexedDamage {
+            first_lsn: 3,
+            last_lsn: 4,
+            position: Position {
+                lap: 1,
+                segment: 0,
+                offset: 4096 + 148,
+            },
+            check: Check::HeaderCrc,
+            header: None,
+            head,
+        };
+        index.push_damaged(damage);
+        index.push_replayed(batch(0, 8192, 5, 5), 5, span(0));
+        index.push_replayed(batch(0, 8192, 5, 5), 6, span(74));
+        assert_eq!(index.entries(), 4);
+        assert!(index.record(3).is_none() && index.record(4).is_none());
+        assert_eq!(index.damaged(4), Some(damage));
+        assert_eq!(index.damaged(5), None);
+        assert_eq!(index.record(5).expect("indexed").batch.first_lsn, 5);
+        // A trim to 2 leaves 3 and 4: the head stays at the batch they are reached from.
+        assert_eq!(index.first_keeping(2), Some(head));
+        index.trim(2);
+        assert_eq!(index.first_keeping(2), Some(head));
+        // A trim into the damage keeps the rest of it.
+        index.trim(3);
+        assert_eq!(index.damaged(3), None);
+        assert_eq!(index.damaged(4).map(|damage| damage.first_lsn), Some(4));
+        assert_eq!(index.entries(), 2);
+        // A trim past it drops it, and the head moves to the next batch.
+        index.trim(4);
+        assert_eq!(index.damaged(4), None);
+        assert_eq!(index.first_keeping(4).map(|head| head.first_lsn), Some(5));
+        assert_eq!(index.entries(), 2);
     }
 }

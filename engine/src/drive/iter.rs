@@ -10,6 +10,12 @@
 //! time / (read time + check time)); short iterators never start the thread. A drive on a
 //! simulated device has no files for callers' threads: its iterators read entry by entry
 //! through the drive thread.
+//!
+//! Damage does not end an iteration: a batch that fails its check whole is read again entry by
+//! entry (point reads, replay's record checks), so each of its intact entries is served once
+//! and each damaged LSN is an `Err(ReadError::Damaged)` of its own, as is each LSN a quarantine
+//! open found damaged (the index says so; nothing is read). The iteration then goes on with the
+//! next LSN, so a compactor scans across damage. Any other error ends it.
 
 use std::collections::VecDeque;
 use std::io;
@@ -42,6 +48,9 @@ pub struct EntryIter<'a> {
     in_flight: Option<u64>,
     /// An error ended the iteration.
     ended: bool,
+    /// LSNs below this are read one at a time (the rest of a run that failed its check or its
+    /// read, so each LSN gets its own outcome).
+    point_until: u64,
 }
 
 /// A run of batches to read with one sequential read.
@@ -56,7 +65,8 @@ struct RunRead {
     /// run read ahead), so the CRCs of one run are computed while the iterator's caller copies
     /// out the one before.
     records: Vec<RunRecord>,
-    failure: Option<(u64, sealog_wal::Position, sealog_wal::Check)>,
+    /// The LSN after the batch whose check failed (the first that did), if one did.
+    failure: Option<u64>,
 }
 
 impl RunRead {
@@ -85,8 +95,8 @@ impl RunRead {
                         payload: offset + range.start..offset + range.end,
                     }
                 })),
-                Err(failure) => {
-                    self.failure = Some(failure);
+                Err(_) => {
+                    self.failure = Some(batch.next_lsn);
                     return;
                 }
             }
@@ -156,6 +166,7 @@ impl<'a> EntryIter<'a> {
             reader: None,
             in_flight: None,
             ended: false,
+            point_until: 0,
         }
     }
 
@@ -191,24 +202,40 @@ impl<'a> EntryIter<'a> {
             self.next_lsn += taken as u64;
             return Ok(true);
         }
-        if view.direct().is_none() {
-            let entry = self.drive.read_entry(self.next_lsn)?;
-            self.ready.push_back(entry);
-            self.next_lsn += 1;
-            return Ok(true);
+        let one_at_a_time = view.direct().is_none()
+            || self.next_lsn < self.point_until
+            || view.index().damaged(self.next_lsn).is_some();
+        if one_at_a_time {
+            return self.read_one();
         }
         view.index()
             .run_from(self.next_lsn, view.read_ahead_bytes, &mut self.run);
         if self.run.is_empty() {
-            // A trim passed the LSN since it was looked at (a live LSN is indexed).
-            view.check_live(self.next_lsn)?;
-            return Err(ReadError::Trimmed {
-                lsn: self.next_lsn,
-                first_live: view.trim_lsn() + 1,
-            });
+            // A live LSN in no batch: a trim passed it since it was looked at. The point read
+            // says so (or what else it is).
+            return self.read_one();
         }
         self.read_run()?;
         Ok(true)
+    }
+
+    /// Reads the entry at `next_lsn` alone (from the cache, or the device through a point
+    /// read and replay's record checks): the entry, or a damaged LSN's error, after which the
+    /// iteration goes on with the next LSN, or any other error.
+    fn read_one(&mut self) -> Result<bool, ReadError> {
+        let lsn = self.next_lsn;
+        match self.drive.read_entry(lsn) {
+            Ok(entry) => {
+                self.ready.push_back(entry);
+                self.next_lsn = lsn + 1;
+                Ok(true)
+            }
+            Err(error @ ReadError::Damaged { .. }) => {
+                self.next_lsn = lsn + 1;
+                Err(error)
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// A read-ahead buffer: a spare one, or a new mapping.
@@ -321,19 +348,20 @@ impl<'a> EntryIter<'a> {
         }
     }
 
-    /// Checks the batches `job` read and takes their entries from `next_lsn` on.
+    /// Checks the batches `job` read and takes their entries from `next_lsn` on; where the
+    /// read failed, or a batch failed its check, the LSNs from there to that batch's end (the
+    /// run's, for a failed read) are read one at a time next.
     fn take_run(&mut self, job: &RunRead) -> Result<(), ReadError> {
         let view = Arc::clone(&self.drive.view);
         view.count_device_read(job.len);
-        let first = job.run[0];
         if let Err(error) = &job.outcome {
             tracing::warn!(
                 lsn = self.next_lsn,
                 ring_offset = job.ring_offset,
                 "an iterator's read failed: {error}"
             );
-            let errno = error.raw_os_error().unwrap_or(libc::EIO);
-            return view.read_error(self.next_lsn, first.position, errno);
+            self.point_until = job.run.last().expect("a run has a batch").next_lsn;
+            return Ok(());
         }
         for record in &job.records {
             if record.lsn >= self.next_lsn {
@@ -346,17 +374,17 @@ impl<'a> EntryIter<'a> {
                 self.next_lsn = record.lsn + 1;
             }
         }
-        match job.failure {
-            // What was read before the damage is served first.
-            Some((lsn, position, check)) if self.ready.is_empty() => {
-                view.damaged(lsn.max(self.next_lsn), position, check)
-            }
-            _ => Ok(()),
+        // What was read before the damage is served first; the damaged batch is read entry
+        // by entry after it.
+        if let Some(batch_end) = job.failure {
+            self.point_until = batch_end;
         }
+        Ok(())
     }
 }
 
-/// Checks an indexed batch's bytes whole with replay's validator.
+/// Checks an indexed batch's bytes whole with replay's validator: the batch, or what failed
+/// (LSN, place, check).
 fn check<'b>(
     ring_id: sealog_wal::RingId,
     geometry: sealog_wal::Geometry,
@@ -411,6 +439,8 @@ impl Iterator for EntryIter<'_> {
             Ok(true) => self.next(),
             // The durable tail: nothing more for now.
             Ok(false) => None,
+            // A damaged LSN is its own outcome: the iteration goes on after it.
+            Err(error @ ReadError::Damaged { .. }) => Some(Err(error)),
             Err(error) => {
                 self.ended = true;
                 Some(Err(error))

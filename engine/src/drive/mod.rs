@@ -60,7 +60,7 @@ use self::appends::{Payload, QueuedRecord, Records};
 pub use self::buffers::{buffer_bytes, buffer_count, registered_buffer_count, READ_BUFFERS};
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::core::DriveCore;
-pub use self::entry::{EntryRef, LogEntry, NewEntry, RecoveryVisitor};
+pub use self::entry::{DamagedEntry, EntryRef, LogEntry, NewEntry, RecoveryVisitor};
 pub use self::iter::EntryIter;
 
 use self::direct::{DirectFiles, ReadBuffers};
@@ -136,7 +136,10 @@ pub struct DriveOptions {
     pub durability: Option<Durability>,
     /// Ring-full backpressure.
     pub when_full: WhenFull,
-    /// Strict (default) or truncating recovery.
+    /// Strict (the default), truncating, or quarantine recovery: what an open does when it
+    /// finds acknowledged data damaged (fail naming it; cut the log there; or step over it,
+    /// serving everything intact and reporting the damage, which reads of it then answer with
+    /// `ReadError::Damaged`, see [`RecoveryMode::Quarantine`]).
     pub recovery: RecoveryMode,
     /// Whether recovery's replay may stop its probe at the ring's tail hint (the default) or
     /// reads the whole ring ([`ScanPolicy::Full`]: for tests that compare the two).
@@ -236,7 +239,7 @@ impl DriveOptions {
         self
     }
 
-    /// Sets [`DriveOptions::recovery`]: strict or truncating recovery.
+    /// Sets [`DriveOptions::recovery`]: strict, truncating or quarantine recovery.
     pub fn recovery(mut self, recovery: RecoveryMode) -> DriveOptions {
         self.recovery = recovery;
         self

@@ -13,13 +13,13 @@ use std::path::Path;
 use sealog_wal::recovery::Written;
 use sealog_wal::{
     Entry, PlanError, RecoveryPlan, RecoveryReport, ReplayError, ReplayOptions, RingSource, Step,
-    TailMarker,
+    TailMarker, Visit,
 };
 
 use super::clock::Clock;
 use super::core::{DriveCore, Recovered};
-use super::entry::{EntryRef, RecoveryVisitor};
-use super::index::{IndexedBatch, ReadIndex, RecordSpan};
+use super::entry::{DamagedEntry, EntryRef, RecoveryVisitor};
+use super::index::{Head, IndexedBatch, IndexedDamage, ReadIndex, RecordSpan};
 use super::op::Op;
 use super::{DriveOptions, Durability};
 use crate::error::OpenError;
@@ -320,7 +320,8 @@ impl<B: IoBackend> DriveCore<B> {
     }
 
     /// [`DriveCore::recover`], handing every live entry replay accepts to `visitor` (see
-    /// [`RecoveryVisitor`]) during its one pass.
+    /// [`RecoveryVisitor`]) during its one pass, and in quarantine mode every damaged record
+    /// or range too.
     pub fn recover_visiting(
         mut backend: B,
         path: &Path,
@@ -377,15 +378,38 @@ fn replay_ring<B: IoBackend>(
         ahead: VecDeque::new(),
         completions: Vec::new(),
     };
-    let replayed = sealog_wal::replay(&mut source, &replay_options, &mut |entry| {
-        index_entry(&mut index, entry);
-        if let Some(visitor) = visitor.as_mut() {
-            visitor.visit(&EntryRef {
-                lsn: entry.lsn,
-                kind: entry.kind,
-                header: entry.embedder,
-                payload: entry.payload,
-            });
+    let replayed = sealog_wal::replay_visiting(&mut source, &replay_options, &mut |visited| {
+        match visited {
+            Visit::Entry(entry) => {
+                index_entry(&mut index, entry);
+                if let Some(visitor) = visitor.as_mut() {
+                    visitor.visit(&EntryRef {
+                        lsn: entry.lsn,
+                        kind: entry.kind,
+                        header: entry.embedder,
+                        payload: entry.payload,
+                    });
+                }
+            }
+            // Quarantined damage is part of the log: indexed, so reads of it answer with what
+            // failed, and a trim that leaves it keeps the head where the next open finds it.
+            Visit::Damaged(damaged) => {
+                index.push_damaged(IndexedDamage {
+                    first_lsn: damaged.first_lsn,
+                    last_lsn: damaged.last_lsn,
+                    position: damaged.position,
+                    check: damaged.check,
+                    header: damaged.header.map(|header| header.embedder),
+                    head: Head {
+                        position: damaged.batch,
+                        first_lsn: damaged.batch_first_lsn,
+                        incarnation: damaged.incarnation,
+                    },
+                });
+                if let Some(visitor) = visitor.as_mut() {
+                    visitor.visit_damaged(&DamagedEntry::from(damaged));
+                }
+            }
         }
     });
     // The reads ahead settle (and give their buffers back) before recovery writes.

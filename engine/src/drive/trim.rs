@@ -88,12 +88,13 @@ impl<B: IoBackend> DriveCore<B> {
     }
 
     /// The control block after a trim to `lsn`, numbered `sequence`: its head is the oldest
-    /// batch that keeps a live entry, else the oldest batch on the device, else where the
-    /// next batch goes.
+    /// batch that keeps a live entry (or where a replay reaches the oldest damage a quarantine
+    /// open found above `lsn`, when that comes first), else the oldest batch on the device,
+    /// else where the next batch goes.
     fn trimmed_control(&self, lsn: u64, sequence: u64) -> ControlBlock {
         let keep = self.view.index().first_keeping(lsn);
         let (head, head_lsn, head_incarnation) = match keep {
-            Some(batch) => (batch.position, batch.first_lsn, batch.incarnation),
+            Some(head) => (head.position, head.first_lsn, head.incarnation),
             None => match self.inflight_front() {
                 Some(front) => front,
                 None => (self.cursor.position, self.lsn_durable + 1, self.incarnation),

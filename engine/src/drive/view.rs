@@ -10,7 +10,8 @@
 //! their blocks. So a reader that sees an LSN at or below the durable tail finds it indexed
 //! unless a trim passed it, and a read whose bytes turn out to be something else is `Trimmed`
 //! exactly when the trim point (read again after the read) covers it; otherwise it is
-//! `Damaged`, never served.
+//! `Damaged`, never served. An LSN a quarantine open found damaged is `Damaged` without a read,
+//! with what failed then (the damage is never rewritten), until a trim passes it.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -240,7 +241,16 @@ impl ReadView {
             self.counters.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Lookup::Cached(payload));
         }
-        let Some(record) = self.index().record(lsn) else {
+        let index = self.index();
+        if let Some(damage) = index.damaged(lsn) {
+            drop(index);
+            // Damage a quarantine open stepped over: it never changes, so what failed then is
+            // the answer (nothing is read), unless a trim passed it meanwhile.
+            return self.failed_check((lsn, damage.position), damage.check, None, damage.header);
+        }
+        let record = index.record(lsn);
+        drop(index);
+        let Some(record) = record else {
             // Between the two loads a trim passed it (an acknowledged live LSN is indexed).
             self.check_live(lsn)?;
             return Err(ReadError::NotYetDurable {

@@ -58,8 +58,8 @@ pub fn catch_panic<T>(body: impl FnOnce() -> T) -> Result<T, String> {
 /// How a case ended.
 #[derive(Clone, Debug)]
 pub enum CaseResult {
-    /// Every invariant held.
-    Passed(Observed),
+    /// Every invariant held (what the checks saw, boxed: it is far larger than the others).
+    Passed(Box<Observed>),
     /// An invariant broke (or the base ring's workload found its own breakage).
     Violation(String),
     /// Something panicked: its place and message.
@@ -113,7 +113,7 @@ pub fn run_case(bases: &mut Bases, choices: &mut Choices<'_>) -> Case {
     };
     let outcome = catch_panic(|| case_body(bases, choices, false, &mut case));
     case.result = match outcome {
-        Ok(Ok(observed)) => CaseResult::Passed(observed),
+        Ok(Ok(observed)) => CaseResult::Passed(Box::new(observed)),
         Ok(Err(violation)) => CaseResult::Violation(violation),
         Err(panic) => CaseResult::Panicked(panic),
     };
@@ -160,26 +160,32 @@ pub struct RunOptions {
 /// Counts over a run.
 #[derive(Clone, Debug, Default)]
 pub struct Tally {
-    /// Inputs run (each replayed in both modes).
+    /// Inputs run (each replayed in every mode).
     pub inputs: u64,
     /// Inputs that panicked.
     pub panics: u64,
     /// Inputs that broke an invariant.
     pub violations: u64,
-    /// Inputs that reached each row (in either mode), in [`ROWS`] order.
+    /// Inputs that reached each row (in any mode), in [`ROWS`] order.
     pub row_inputs: [u64; ROWS.len()],
     /// Inputs whose strict replay reached each row.
     pub row_inputs_strict: [u64; ROWS.len()],
     /// Inputs whose truncating replay reached each row.
     pub row_inputs_truncating: [u64; ROWS.len()],
-    /// Times each row was taken, both modes together.
+    /// Inputs whose quarantine replay reached each row.
+    pub row_inputs_quarantine: [u64; ROWS.len()],
+    /// Times each row was taken, every mode together.
     pub row_decisions: [u64; ROWS.len()],
     /// Strict replay's outcomes and error kinds.
     pub strict: BTreeMap<String, u64>,
     /// Truncating replay's outcomes and error kinds.
     pub truncating: BTreeMap<String, u64>,
+    /// Quarantine replay's outcomes and error kinds.
+    pub quarantine: BTreeMap<String, u64>,
     /// The model writer's reopen checks.
     pub model: BTreeMap<&'static str, u64>,
+    /// The model writer's quarantine reopen checks.
+    pub quarantine_model: BTreeMap<&'static str, u64>,
     /// Mutations applied, by kind.
     pub mutations: BTreeMap<&'static str, u64>,
 }
@@ -207,13 +213,23 @@ impl Tally {
             .truncating
             .entry(observed.truncating.clone())
             .or_default() += 1;
+        *self
+            .quarantine
+            .entry(observed.quarantine.clone())
+            .or_default() += 1;
         *self.model.entry(observed.model.name()).or_default() += 1;
+        *self
+            .quarantine_model
+            .entry(observed.quarantine_model.name())
+            .or_default() += 1;
         for row in 0..ROWS.len() {
             let (strict, truncating) = (observed.strict_rows[row], observed.truncating_rows[row]);
-            self.row_inputs[row] += u64::from(strict + truncating > 0);
+            let quarantine = observed.quarantine_rows[row];
+            self.row_inputs[row] += u64::from(strict + truncating + quarantine > 0);
             self.row_inputs_strict[row] += u64::from(strict > 0);
             self.row_inputs_truncating[row] += u64::from(truncating > 0);
-            self.row_decisions[row] += strict + truncating;
+            self.row_inputs_quarantine[row] += u64::from(quarantine > 0);
+            self.row_decisions[row] += strict + truncating + quarantine;
         }
     }
 
@@ -226,18 +242,20 @@ impl Tally {
     /// mutations.
     pub fn lines(&self) -> Vec<String> {
         let mut lines = vec![format!(
-            "inputs {}, panics {}, invariant violations {} (each input replayed twice in both \
-             recovery modes)",
+            "inputs {}, panics {}, invariant violations {} (each input replayed twice in each \
+             of the three recovery modes)",
             self.inputs, self.panics, self.violations
         )];
         let width = ROWS.iter().map(|row| row.label.len()).max().unwrap_or(0);
         for (index, row) in ROWS.iter().enumerate() {
             lines.push(format!(
-                "row {:<width$} {:>8} inputs (strict {}, truncating {}), {} decisions",
+                "row {:<width$} {:>8} inputs (strict {}, truncating {}, quarantine {}), {} \
+                 decisions",
                 row.label,
                 self.row_inputs[index],
                 self.row_inputs_strict[index],
                 self.row_inputs_truncating[index],
+                self.row_inputs_quarantine[index],
                 self.row_decisions[index]
             ));
         }
@@ -253,7 +271,12 @@ impl Tally {
         };
         lines.push(format!("strict replay: {}", join(&self.strict)));
         lines.push(format!("truncating replay: {}", join(&self.truncating)));
+        lines.push(format!("quarantine replay: {}", join(&self.quarantine)));
         lines.push(format!("model writer reopen: {}", join_static(&self.model)));
+        lines.push(format!(
+            "model writer quarantine reopen: {}",
+            join_static(&self.quarantine_model)
+        ));
         lines.push(format!("mutations: {}", join_static(&self.mutations)));
         lines
     }

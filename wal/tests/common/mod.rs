@@ -51,6 +51,13 @@ pub fn salvage() -> ReplayOptions {
     }
 }
 
+pub fn quarantine() -> ReplayOptions {
+    ReplayOptions {
+        mode: sealog_wal::RecoveryMode::Quarantine,
+        ..ReplayOptions::default()
+    }
+}
+
 /// A freshly formatted and opened ring.
 pub fn new_writer(geometry: Geometry) -> ModelWriter {
     let image = ModelWriter::format(geometry, ring_id());
