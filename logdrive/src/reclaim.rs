@@ -877,7 +877,19 @@ fn judge_damaged(
     if live.state.generation != record.generation {
         return Verdict::Garbage;
     }
-    let Some((address, crc, len)) = live.state.damage_at(lsn) else {
+    let known = live.state.damage_at(lsn);
+    // Rot found since the open, in the record an address names: the address is damaged from
+    // now on (reads already answer so), and the damage is carried forward like any other.
+    let found = || match record.record_type {
+        RecordType::Write if live.state.record_of(record.value) == Some(lsn) => Some(record.value),
+        _ => None,
+    };
+    let damage = match (known, found()) {
+        (Some(known), _) => Some(known),
+        (None, Some(address)) => live.state.damage_found(address, lsn),
+        (None, None) => None,
+    };
+    let Some((address, crc, len)) = damage else {
         // A damaged rewrite of a value held intact elsewhere: nothing to carry.
         if record.record_type == RecordType::Write && live.state.record_of(record.value).is_some() {
             return Verdict::Garbage;

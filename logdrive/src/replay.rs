@@ -15,7 +15,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
-use sealog::{EntryRef, RecoveryVisitor};
+use sealog::{DamagedEntry, EntryRef, RecoveryVisitor};
 
 use crate::record::{Record, RecordType};
 use crate::state::{slot_len, Control, LogState};
@@ -60,6 +60,36 @@ impl RecoveryVisitor for Replay {
         if !applied {
             self.skipped += 1;
         }
+    }
+
+    /// Damage a quarantined open stepped over, in LSN order among the records: a write whose
+    /// header survived marks its address `Damaged` (written, value unknown but its length and
+    /// CRC); damage whose headers are gone marks the unwritten addresses every unsealed
+    /// LogDrive could have been writing (SEMANTICS.md I11).
+    fn visit_damaged(&mut self, damaged: &DamagedEntry) {
+        let record = match (damaged.kind, damaged.header) {
+            (Some(kind), Some(header)) => Record::decode(kind, &header),
+            _ => None,
+        };
+        let header_known = damaged.header.is_some();
+        let mut address = None;
+        match (record, damaged.payload_crc, damaged.payload_len) {
+            (Some(record), Some(crc), Some(len)) => {
+                if self.damaged_record(damaged.first_lsn, &record, crc, u64::from(len)) {
+                    address = Some((record.id, record.generation, record.value));
+                }
+            }
+            // A foreign entry (no LogDrive record) whose header survived: nothing of ours.
+            _ if header_known => {}
+            _ => {
+                self.damaged_range(damaged.first_lsn);
+            }
+        }
+        self.damage.push(DamageFound {
+            lsns: damaged.first_lsn..=damaged.last_lsn,
+            header: damaged.header,
+            address,
+        });
     }
 }
 

@@ -456,6 +456,20 @@ impl LogState {
         }
     }
 
+    /// The record at `lsn` holding `address`'s value fails its checks (rot found after the
+    /// open): the slot is damaged from now on, repaired only by a write of the same value.
+    /// Its CRC and length, or `None` when the slot does not name that record.
+    pub fn damage_found(&mut self, address: u64, lsn: u64) -> Option<(u64, u32, u32)> {
+        let slot = self.slots.get_mut(&address)?;
+        if slot.damaged || slot.lsn != Some(lsn) {
+            return None;
+        }
+        self.slot_bytes -= slot.bytes();
+        slot.damaged = true;
+        self.slot_bytes += slot.bytes();
+        Some((address, slot.crc, slot.len))
+    }
+
     /// Relocation's copy of the damage at `address` (found at `from`) is durable at `to`.
     pub fn relocated_damage(&mut self, address: u64, from: u64, to: u64) {
         if let Some(slot) = self.slots.get_mut(&address) {
