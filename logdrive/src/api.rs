@@ -3,7 +3,7 @@
 //! `length`. Every operation returns an [`OpFuture`], a boxed `Send + 'static` future, so a
 //! local drive, the striped and quorum compositions and a remote drive can all sit behind
 //! `Box<dyn LogDrive>` / `Arc<dyn LogDrive>`, and a composition can have many operations in
-//! flight on many children without a thread per call ([`crate::wait`] blocks on one).
+//! flight on many children without a thread per call ([`wait()`](crate::wait()) blocks on one).
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -137,7 +137,11 @@ pub enum LogDriveError {
     /// weak_tail cannot be answered: a damaged record whose header is gone may have held
     /// some of these addresses (a quarantined open; SEMANTICS.md I11). They read as
     /// `Damaged` until written again (repaired from a peer) or the LogDrive is sealed.
-    #[error("addresses {}..{} may have been held by a damaged record", addresses.start, addresses.end)]
+    #[error(
+        "addresses {}..{} may have been held by a damaged record",
+        addresses.start,
+        addresses.end
+    )]
     Damaged {
         /// The addresses in doubt (some may be written since).
         addresses: Range<u64>,

@@ -22,7 +22,7 @@
 //! least [`ReclaimPolicy::occupancy_min_fraction`] full, or while clients are refused room
 //! and there is garbage to win; paced to [`ReclaimPolicy::bandwidth_share`] of the time
 //! unless clients are refused. Its copies may use the reserve the store keeps from clients
-//! ([`crate::space`]), so a full ring can always be reclaimed.
+//! (`space`), so a full ring can always be reclaimed.
 //!
 //! Why this is safe across crashes: a copy is made under its LogDrive's mutex, so it takes
 //! an LSN after every record that LogDrive had queued, and replay applies it after them; the
@@ -235,7 +235,10 @@ impl Handles {
         let label = drive.path().display().to_string();
         let counter = |name: &'static str| ::metrics::counter!(name, "drive" => label.clone());
         let gauge = |name: &'static str| ::metrics::gauge!(name, "drive" => label.clone());
-        let refused = |class: &'static str| ::metrics::counter!(REFUSED_TOTAL, "drive" => label.clone(), "class" => class);
+        let refused = |class: &'static str| {
+            let drive = label.clone();
+            ::metrics::counter!(REFUSED_TOTAL, "drive" => drive, "class" => class)
+        };
         Handles {
             relocated_records: counter(RELOCATED_RECORDS_TOTAL),
             relocated_bytes: counter(RELOCATED_BYTES_TOTAL),

@@ -3,18 +3,20 @@
 //! header's CRC covers, so replay (and quarantine) can tell what a record was without its
 //! payload:
 //!
-//! | record     | entry kind | `log_id`    | `address`                     | `epoch`           | `extra`        | payload |
-//! |------------|------------|-------------|-------------------------------|-------------------|----------------|---------|
-//! | write      | `Data`     | LogDrive id | address written               | writer's epoch    | `gen << 8 \| 1` | bytes   |
-//! | create     | `Data`     | LogDrive id | capacity (addresses below it) | 0                 | `gen << 8 \| 2` | empty   |
-//! | delete     | `Data`     | LogDrive id | 0                             | 0                 | `gen << 8 \| 3` | empty   |
-//! | seal       | `Seal`     | LogDrive id | sealed length                 | 0                 | `gen << 8 \| 4` | empty   |
-//! | fence      | `Fence`    | LogDrive id | 0                             | fence epoch       | `gen << 8 \| 5` | empty   |
-//! | trim       | `Trim`     | LogDrive id | trim point (first kept)       | 0                 | `gen << 8 \| 6` | empty   |
-//! | generation | `Data`     | 0           | highest generation issued     | 0                 | `gen << 8 \| 7` | empty   |
-//! | damaged    | `Data`     | LogDrive id | address whose record is damaged | `crc << 32 \| len` | `gen << 8 \| 8` | empty |
-//! | suspect    | `Data`     | LogDrive id | first address of the range    | end of the range  | `gen << 8 \| 9` | empty   |
+//! | record     | kind    | `log_id` | `address`            | `epoch`          | payload |
+//! |------------|---------|----------|----------------------|------------------|---------|
+//! | write      | `Data`  | id       | address written      | writer's epoch   | bytes   |
+//! | create     | `Data`  | id       | capacity             | 0                | empty   |
+//! | delete     | `Data`  | id       | 0                    | 0                | empty   |
+//! | seal       | `Seal`  | id       | sealed length        | 0                | empty   |
+//! | fence      | `Fence` | id       | 0                    | fence epoch      | empty   |
+//! | trim       | `Trim`  | id       | trim point (kept)    | 0                | empty   |
+//! | generation | `Data`  | 0        | highest generation   | 0                | empty   |
+//! | damaged    | `Data`  | id       | the damaged address  | its CRC, length  | empty   |
+//! | suspect    | `Data`  | id       | first address        | end of the range | empty   |
 //!
+//! `extra` is `gen << 8 | type`, the type numbered 1 to 9 in the table's order; a damaged
+//! record's epoch is its payload's `crc << 32 | len`.
 //! `gen` is the LogDrive's generation: every creation takes the store's next one (1, 2, ...,
 //! at most 2^56 - 1), whatever its id, so an id deleted and created again never sees the old
 //! one's records, and no two LogDrives ever share an (id, generation), even once every record
@@ -33,7 +35,7 @@
 //!
 //! An entry whose low byte of `extra` names no record type, or whose kind does not match its
 //! type, is not a LogDrive record and replay skips it. Replay applies records in LSN order
-//! with the same checks the live path made when it queued them ([`crate::state`]).
+//! with the same checks the live path made when it queued them (`state`).
 
 use sealog::{EmbedderHeader, Kind};
 

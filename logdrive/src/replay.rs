@@ -1,6 +1,6 @@
 //! Rebuilding every LogDrive during the open's one replay pass: a [`RecoveryVisitor`] that
 //! decodes each live entry's record ([`crate::record`]) and applies it, in LSN order, with
-//! the checks the live path made ([`crate::state`]). Nothing is read a second time.
+//! the checks the live path made (`state`). Nothing is read a second time.
 //!
 //! Relocation writes a LogDrive's creation (and its seal, fence and trim point) forward as
 //! copies once the ring's head reaches them, while records of the same LogDrive written

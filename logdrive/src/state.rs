@@ -338,13 +338,12 @@ impl LogState {
             // have judged every other record of the value garbage (a rewrite while the first
             // was in flight, or the original a relocated copy took over from) and trimmed
             // it. Replay keeps the first it meets: the same bytes.
-            Some(lsn) => {
-                if slot.lsn.is_none() {
-                    slot.lsn = Some(lsn);
-                    self.pending_bytes -= slot.bytes();
-                    self.slot_bytes += slot.bytes();
-                }
+            Some(lsn) if slot.lsn.is_none() => {
+                slot.lsn = Some(lsn);
+                self.pending_bytes -= slot.bytes();
+                self.slot_bytes += slot.bytes();
             }
+            Some(_) => {}
             None if slot.pending == 0 && !slot.acknowledged() => {
                 self.pending_bytes -= slot.bytes();
                 self.slots.remove(&address);

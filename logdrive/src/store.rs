@@ -1,7 +1,7 @@
 //! Many LogDrives on one engine drive: [`LogDriveStore`] owns a [`sealog::Drive`], rebuilds
-//! every LogDrive in the open's replay pass ([`crate::replay`]), creates and deletes them
+//! every LogDrive in the open's replay pass (`replay`), creates and deletes them
 //! durably, hands out [`LocalLogDrive`] handles, each bound to one id and generation, keeps
-//! ring room for relocation ([`crate::space`]) and runs the reclaimer ([`crate::reclaim`]).
+//! ring room for relocation (`space`) and runs the reclaimer ([`crate::reclaim`]).
 //!
 //! Ordering: each LogDrive's checks and the queueing of its record happen under that
 //! LogDrive's mutex, held until the engine has the append queued, so records of one LogDrive
@@ -12,7 +12,7 @@
 //! A write's slot is indexed when its record is queued (so a second write of the address is
 //! checked against it) but counts as written (reads, T, N) only once its record is
 //! acknowledged. A seal, fence or trim is checked against and applied to the state as queued
-//! at once, and to what reads answer once durable ([`crate::state`]). Every record's outcome
+//! at once, and to what reads answer once durable (`state`). Every record's outcome
 //! is taken in exactly once: by its future when it completes, or, when the future was
 //! dropped first, from the ticket it leaves with the LogDrive (or the store, for a
 //! deletion), looked at on the LogDrive's next operation and by the reclaimer. A control
