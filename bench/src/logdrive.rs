@@ -231,10 +231,11 @@ fn create_logdrives(
 
 /// LogDrive writes (`LocalLogDrive::submit_write`, waited on with `PendingWrite::wait`, as a
 /// plain thread does: the engine's own ticket wait underneath). With as many LogDrives as
-/// writers or more, writer w writes the LogDrives w, w + W, w + 2W, ... in turn, each write to the next of its share, so every LogDrive has one
-/// writer; with fewer (one), every writer writes it. Either way a LogDrive's addresses are
-/// taken in order from its own counter, so its writes in flight are a contiguous run just past
-/// what is written (the K-window discipline: N - T stays within the writes in flight).
+/// writers or more, writer w writes the LogDrives w, w + W, w + 2W, ... in turn, each write to
+/// the next of its share, so every LogDrive has one writer; with fewer (one), every writer
+/// writes it. Either way a LogDrive's addresses are taken in order from its own counter, so
+/// its writes in flight are a contiguous run just past what is written (the K-window
+/// discipline: N - T stays within the writes in flight).
 struct LogDriveWrites<'a> {
     drives: &'a [LocalLogDrive],
     writers: usize,
