@@ -191,6 +191,27 @@ fn empty_and_close(drive: &Drive) -> Result<(), String> {
     trimmed.map_err(|error| error.to_string())
 }
 
+/// Deletes LogDrive `id`. A deletion may be refused room for a moment while the reclaimer's
+/// copies have the ring's last room (until the head's segment frees): it is retried, for at
+/// most [`DELETE_PATIENCE`].
+fn delete(store: &LogDriveStore, id: u64) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        match wait(store.delete(id)) {
+            Ok(()) => return Ok(()),
+            Err(sealog_logdrive::LogDriveError::RingFull)
+                if started.elapsed() < DELETE_PATIENCE =>
+            {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(error) => return Err(format!("delete of LogDrive {id}: {error}")),
+        }
+    }
+}
+
+/// How long a deletion refused room is retried.
+const DELETE_PATIENCE: Duration = Duration::from_secs(30);
+
 /// Opens the section's ring as a LogDrive store, its reclaimer on the default policy.
 fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, String> {
     let options = StoreOptions::default().drive(options);
@@ -202,10 +223,7 @@ fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, Strin
 /// (never trimmed under it: the store's reclaimer alone moves the head past LogDrive
 /// records), then the drive closed.
 fn empty_store_and_close(store: &LogDriveStore) -> Result<(), String> {
-    let deletions: Vec<_> = store.ids().into_iter().map(|id| store.delete(id)).collect();
-    let deleted: Result<(), String> = deletions
-        .into_iter()
-        .try_for_each(|deletion| wait(deletion).map_err(|error| format!("delete: {error}")));
+    let deleted = store.ids().into_iter().try_for_each(|id| delete(store, id));
     let reclaimed = store
         .reclaim_now()
         .map(|_| ())
@@ -295,14 +313,19 @@ impl WritePath for LogDriveWrites<'_> {
         let turn = self.release_turn.fetch_add(1, Ordering::Relaxed) as usize;
         let quarter = count.div_ceil(4);
         let start = (turn % 4) * quarter;
+        // The trims go out together and are waited for together, as a server trimming many
+        // ledgers at once would (one flush covers them).
+        let mut trims = Vec::with_capacity(quarter);
         for drive in self.drives.iter().skip(start).take(quarter) {
             let length = wait(drive.length()).map_err(|error| error.to_string())?;
             let upto = length.t.saturating_sub(keep);
             if upto > length.first {
-                wait(drive.trim(upto)).map_err(|error| format!("trim: {error}"))?;
+                trims.push(drive.trim(upto));
             }
         }
-        Ok(())
+        trims
+            .into_iter()
+            .try_for_each(|trim| wait(trim).map_err(|error| format!("trim: {error}")))
     }
 }
 

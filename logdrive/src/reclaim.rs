@@ -55,6 +55,11 @@ pub struct ReclaimPolicy {
     /// says, relocation waits for a segment's worth of garbage: segments are freed whole,
     /// so less wins nothing.
     pub occupancy_min_fraction: f64,
+    /// Relocate too, unpaced, while the room clients may still take (the usable bytes less
+    /// the reserves and what is queued) is under this share of the ring and there is garbage
+    /// to win: so that a ring whose live bytes sit near the bound is reclaimed before clients
+    /// are refused, not after. Between 0 and 1.
+    pub free_min_fraction: f64,
     /// The share of the reclaimer's time it may spend relocating while no client is refused
     /// room: after a step that took t, it pauses t * (1 - share) / share. 1 runs flat out.
     pub bandwidth_share: f64,
@@ -76,6 +81,7 @@ impl Default for ReclaimPolicy {
         ReclaimPolicy {
             space_amplification_max: 2.0,
             occupancy_min_fraction: 0.0,
+            free_min_fraction: 0.25,
             bandwidth_share: 0.25,
             reserve_bytes: None,
             step_bytes: None,
@@ -95,6 +101,12 @@ impl ReclaimPolicy {
     /// This policy with relocation waiting for the ring to be `fraction` full.
     pub fn occupancy_min_fraction(mut self, fraction: f64) -> ReclaimPolicy {
         self.occupancy_min_fraction = fraction;
+        self
+    }
+
+    /// This policy relocating unpaced once clients' room is under `fraction` of the ring.
+    pub fn free_min_fraction(mut self, fraction: f64) -> ReclaimPolicy {
+        self.free_min_fraction = fraction;
         self
     }
 
@@ -135,6 +147,10 @@ impl ReclaimPolicy {
             return Err(format!(
                 "an occupancy fraction of {occupancy} is not in 0..=1"
             ));
+        }
+        let free = self.free_min_fraction;
+        if !(0.0..=1.0).contains(&free) {
+            return Err(format!("a free room fraction of {free} is not in 0..=1"));
         }
         let share = self.bandwidth_share;
         if share.is_nan() || share <= 0.0 || share > 1.0 {
@@ -419,6 +435,8 @@ struct Survey {
     live_bytes: u64,
     capacity_bytes: u64,
     occupied_bytes: u64,
+    /// The ring bytes clients may still take (usable, less the reserves and what is queued).
+    client_room_bytes: u64,
 }
 
 impl Survey {
@@ -455,10 +473,13 @@ fn survey(inner: &Inner) -> Survey {
     }
     let shape = inner.drive.shape();
     let reclaimer = &inner.reclaimer;
+    let space = &inner.space;
+    let kept = space.reserve_bytes + space.control_reserve_bytes + space.queued_bytes();
     let survey = Survey {
         live_bytes,
         capacity_bytes: shape.capacity_bytes,
         occupied_bytes: shape.occupied_bytes,
+        client_room_bytes: shape.usable_bytes.saturating_sub(kept),
     };
     reclaimer.handles.live_bytes.set(live_bytes as f64);
     let amplification = survey.amplification();
@@ -477,6 +498,11 @@ enum Mode {
     Relocate,
 }
 
+/// Whether clients' room is short: under the policy's share of the ring.
+fn tight(policy: &ReclaimPolicy, survey: &Survey) -> bool {
+    (survey.client_room_bytes as f64) < policy.free_min_fraction * survey.capacity_bytes as f64
+}
+
 fn mode(policy: &ReclaimPolicy, survey: &Survey, segment_bytes: u64, pressure: bool) -> Mode {
     let occupied = survey.occupied_bytes as f64;
     let live = survey.live_bytes as f64;
@@ -487,7 +513,7 @@ fn mode(policy: &ReclaimPolicy, survey: &Survey, segment_bytes: u64, pressure: b
     let full_enough = occupied >= policy.occupancy_min_fraction * survey.capacity_bytes as f64;
     let amplified = occupied > policy.space_amplification_max * live;
     let garbage = garbage_bytes as f64 > PRESSURE_GARBAGE_MIN * occupied;
-    if (amplified && full_enough) || (pressure && garbage) {
+    if (amplified && full_enough) || ((pressure || tight(policy, survey)) && garbage) {
         Mode::Relocate
     } else {
         Mode::Advance
@@ -509,7 +535,8 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
         }
         inner.check_running()?;
         let survey = survey(inner);
-        let pressure = reclaimer.pressure.swap(false, Ordering::AcqRel);
+        let refused = reclaimer.pressure.swap(false, Ordering::AcqRel);
+        let pressure = refused || tight(policy, &survey);
         let segment_bytes = inner.drive.geometry().segment_size_bytes;
         let mut mode = mode(policy, &survey, segment_bytes, pressure);
         if mode == Mode::Relocate && relocated_this_pass > survey.live_bytes {
@@ -529,7 +556,7 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
                 .relocation_micros
                 .fetch_add(micros, Ordering::Relaxed);
             let share = policy.bandwidth_share;
-            if paced && share < 1.0 && !reclaimer.pressure.load(Ordering::Acquire) {
+            if paced && share < 1.0 && !pressure && !reclaimer.pressure.load(Ordering::Acquire) {
                 reclaimer.pace(elapsed.mul_f64((1.0 - share) / share));
             }
         }
