@@ -41,7 +41,7 @@ use sealog::{Drive, LogEntry, ReadError, Ticket};
 use crate::api::LogDriveError;
 use crate::record::{Record, RecordType};
 use crate::space::{Admission, Class};
-use crate::state::{Control, Suspect, RECORD_HEADER_BYTES};
+use crate::state::{Control, Suspect, CHUNK_LSNS, RECORD_HEADER_BYTES};
 use crate::store::{append_error, lock, read_error, Inner, Shared};
 
 /// When and how fast the ring's space is reclaimed.
@@ -201,6 +201,9 @@ pub struct ReclaimStats {
     pub garbage_records: u64,
     /// Trims of the ring the reclaimer made.
     pub ring_trims: u64,
+    /// Of those, advances past records no LogDrive needs made without reading them (by the
+    /// counts the LogDrives keep of the records they need).
+    pub advances: u64,
     /// Generation records written to carry the highest generation forward.
     pub generation_records: u64,
     /// Client writes, control records and copies refused room.
@@ -277,6 +280,7 @@ struct Counters {
     garbage_records: AtomicU64,
     ring_trims: AtomicU64,
     generation_records: AtomicU64,
+    advances: AtomicU64,
     relocation_micros: AtomicU64,
 }
 
@@ -437,6 +441,9 @@ struct Survey {
     occupied_bytes: u64,
     /// The ring bytes clients may still take (usable, less the reserves and what is queued).
     client_room_bytes: u64,
+    /// The last LSN the head may pass without a read: below the first record any LogDrive
+    /// needs or may need, and at most the durable tail as of the look.
+    advance_to: u64,
 }
 
 impl Survey {
@@ -452,8 +459,11 @@ impl Survey {
     }
 }
 
-/// Takes in every outcome that completed and sums the live bytes.
+/// Takes in every outcome that completed, sums the live bytes and bounds the advance.
 fn survey(inner: &Inner) -> Survey {
+    // Read before the states: a record queued after a state is looked at takes an LSN past
+    // this durable tail, so the bound below needs only what the states hold.
+    let durable = inner.drive.durable_lsn();
     let (live, dying): (Vec<Shared>, Vec<Shared>) = {
         let mut registry = lock(&inner.registry);
         registry.take_in();
@@ -463,13 +473,21 @@ fn survey(inner: &Inner) -> Survey {
         )
     };
     let mut live_bytes = 0;
+    let mut bound = durable + 1;
     for shared in &live {
         let mut live = lock(shared);
         live.take_in(inner);
         live_bytes += live.state.live_bytes();
+        bound = live.state.advance_bound().map_or(bound, |at| bound.min(at));
     }
+    // A deletion not yet known durable: its LogDrive's records may be needed again.
     for shared in &dying {
-        lock(shared).take_in(inner);
+        let mut dying = lock(shared);
+        dying.take_in(inner);
+        bound = dying
+            .state
+            .advance_bound()
+            .map_or(bound, |at| bound.min(at));
     }
     let shape = inner.drive.shape();
     let reclaimer = &inner.reclaimer;
@@ -480,6 +498,7 @@ fn survey(inner: &Inner) -> Survey {
         capacity_bytes: shape.capacity_bytes,
         occupied_bytes: shape.occupied_bytes,
         client_room_bytes: shape.usable_bytes.saturating_sub(kept),
+        advance_to: bound.saturating_sub(1),
     };
     reclaimer.handles.live_bytes.set(live_bytes as f64);
     let amplification = survey.amplification();
@@ -542,6 +561,9 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
         if mode == Mode::Relocate && relocated_this_pass > survey.live_bytes {
             mode = Mode::Advance;
         }
+        if advance(inner, &survey, pressure)? {
+            continue;
+        }
         let started = Instant::now();
         let walked = step(inner, mode, pressure)?;
         relocated_this_pass += walked.relocated_bytes;
@@ -561,6 +583,42 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
             }
         }
     }
+}
+
+/// Moves the ring's head past every record below the first one a LogDrive needs, by the
+/// counts the states keep, without reading the ring (what the walk would only pass over):
+/// when that is at least a chunk of LSNs, or clients wait for room. Whether it moved.
+fn advance(inner: &Inner, survey: &Survey, pressure: bool) -> Result<bool, LogDriveError> {
+    let drive = &inner.drive;
+    let head = drive.first_live_lsn();
+    let upto = survey.advance_to;
+    if upto < head || (upto + 1 - head < CHUNK_LSNS && !pressure) {
+        return Ok(false);
+    }
+    let mut upto = upto;
+    match generation_record(inner, upto) {
+        Some(Ok(marker)) => match marker.ticket.wait() {
+            Ok(to) => apply(inner, &marker.live, marker.from, &marker.carried, to),
+            Err(error) => return Err(append_error(error)),
+        },
+        // No room for the generation record: the head stays until there is.
+        Some(Err(())) => upto = head - 1,
+        None => {}
+    }
+    if upto < head {
+        return Ok(false);
+    }
+    drive.trim(upto).map_err(|error| LogDriveError::Io {
+        reason: format!("trimming the ring to LSN {upto}: {error}"),
+    })?;
+    let reclaimer = &inner.reclaimer;
+    reclaimer
+        .counters
+        .ring_trims
+        .fetch_add(1, Ordering::Relaxed);
+    reclaimer.counters.advances.fetch_add(1, Ordering::Relaxed);
+    reclaimer.handles.ring_trims.increment(1);
+    Ok(true)
 }
 
 /// What one step did.
@@ -1042,7 +1100,7 @@ fn apply(inner: &Inner, live: &Option<Shared>, from: u64, carried: &Carried, to:
     let state = &mut live.state;
     match carried {
         Carried::Write { address } => state.relocated_write(*address, from, to),
-        Carried::Create => state.holders.hold_create(to),
+        Carried::Create => state.hold_create(to),
         Carried::Control(control) => state.relocated_control(*control, to),
         Carried::Damaged { address } => state.relocated_damage(*address, from, to),
         Carried::Suspect => state.relocated_suspect(from, to),
@@ -1097,6 +1155,7 @@ pub(crate) fn stats(inner: &Inner) -> ReclaimStats {
         relocated_bytes: load(&counters.relocated_bytes),
         garbage_records: load(&counters.garbage_records),
         ring_trims: load(&counters.ring_trims),
+        advances: load(&counters.advances),
         generation_records: load(&counters.generation_records),
         refused_writes: refusals[0],
         refused_controls: refusals[1],

@@ -163,7 +163,7 @@ impl Replay {
                     // Records met before the creation were checked against no capacity.
                     replayed.state.confine_to_capacity();
                 }
-                replayed.state.holders.hold_create(lsn);
+                replayed.state.hold_create(lsn);
                 true
             }
             RecordType::Delete => {

@@ -95,6 +95,7 @@ impl Space {
         usable_bytes: u64,
         bytes: u64,
         class: Class,
+        floor: u64,
     ) -> Result<Admission, LogDriveError> {
         let kept = match class {
             Class::Write => self.reserve_bytes + self.control_reserve_bytes,
@@ -110,6 +111,7 @@ impl Space {
         Ok(Admission {
             space: Arc::clone(self),
             bytes,
+            floor,
         })
     }
 
@@ -129,6 +131,15 @@ impl Space {
 pub(crate) struct Admission {
     space: Arc<Space>,
     bytes: u64,
+    /// The drive's next LSN when the record was admitted: its LSN is no lower.
+    floor: u64,
+}
+
+impl Admission {
+    /// The drive's next LSN when the record was admitted (a bound below its LSN).
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
 }
 
 impl Drop for Admission {
@@ -155,13 +166,13 @@ mod tests {
     #[test]
     fn writes_leave_both_reserves_controls_one_and_relocation_none() {
         let space = space();
-        assert!(space.admit(1199, 100, Class::Write).is_err());
-        let write = space.admit(1200, 100, Class::Write).unwrap();
+        assert!(space.admit(1199, 100, Class::Write, 1).is_err());
+        let write = space.admit(1200, 100, Class::Write, 1).unwrap();
         assert_eq!(space.queued_bytes(), 100);
-        assert!(space.admit(1200, 150, Class::Control).is_err());
-        let control = space.admit(1200, 100, Class::Control).unwrap();
-        assert!(space.admit(1200, 1001, Class::Relocation).is_err());
-        let copy = space.admit(1200, 1000, Class::Relocation).unwrap();
+        assert!(space.admit(1200, 150, Class::Control, 1).is_err());
+        let control = space.admit(1200, 100, Class::Control, 1).unwrap();
+        assert!(space.admit(1200, 1001, Class::Relocation, 1).is_err());
+        let copy = space.admit(1200, 1000, Class::Relocation, 1).unwrap();
         assert_eq!(space.queued_bytes(), 1200);
         drop((write, control, copy));
         assert_eq!(space.queued_bytes(), 0);
@@ -176,7 +187,7 @@ mod tests {
             let threads: Vec<_> = (0..32)
                 .map(|_| {
                     let space = Arc::clone(&space);
-                    scope.spawn(move || space.admit(2100, 100, Class::Write).ok())
+                    scope.spawn(move || space.admit(2100, 100, Class::Write, 1).ok())
                 })
                 .collect();
             threads.into_iter().map(|t| t.join().unwrap()).collect()

@@ -127,6 +127,51 @@ impl Control {
     }
 }
 
+/// LSNs per chunk of [`Needed`]'s counts.
+pub(crate) const CHUNK_LSNS: u64 = 256;
+
+/// How many records a LogDrive needs in each chunk of [`CHUNK_LSNS`] LSNs (its values, their
+/// damage, its creation, the records holding its seal, fence and trim point, its suspect
+/// ranges): the first chunk with one bounds how far the ring's head may move without a read
+/// (the reclaimer's advance past garbage it need not look at).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Needed(BTreeMap<u64, u32>);
+
+impl Needed {
+    fn add(&mut self, lsn: u64) {
+        *self.0.entry(lsn / CHUNK_LSNS).or_insert(0) += 1;
+    }
+
+    fn remove(&mut self, lsn: u64) {
+        let chunk = lsn / CHUNK_LSNS;
+        match self.0.get_mut(&chunk) {
+            Some(1) => {
+                self.0.remove(&chunk);
+            }
+            Some(count) => *count -= 1,
+            None => debug_assert!(false, "no needed record counted at LSN {lsn}"),
+        }
+    }
+
+    /// The needed record at `from` (if any) is replaced by the one at `to` (if any).
+    fn moved(&mut self, from: Option<u64>, to: Option<u64>) {
+        if from == to {
+            return;
+        }
+        if let Some(from) = from {
+            self.remove(from);
+        }
+        if let Some(to) = to {
+            self.add(to);
+        }
+    }
+
+    /// The first LSN of the first chunk holding a needed record.
+    pub fn first_lsn(&self) -> Option<u64> {
+        self.0.keys().next().map(|chunk| chunk * CHUNK_LSNS)
+    }
+}
+
 /// The records that hold a LogDrive's control state: what relocation carries forward before
 /// the ring's head may pass them. Each is the value with the LSN of its newest durable
 /// record (a relocated copy takes over from the record it copies); `None` while no record of
@@ -155,13 +200,16 @@ impl Holders {
     }
 
     /// The record at `lsn` holding `value` is durable: it holds the state if its value is
-    /// newer (values only grow), or, for the same value, if it is the newer record.
-    fn hold(holder: &mut Option<Held>, value: u64, lsn: u64) {
+    /// newer (values only grow), or, for the same value, if it is the newer record. The
+    /// holder's LSN before and after.
+    fn hold(holder: &mut Option<Held>, value: u64, lsn: u64) -> (Option<u64>, Option<u64>) {
+        let before = holder.map(|held| held.lsn);
         match holder {
             Some(held) if held.value > value => {}
             Some(held) if held.value == value => held.lsn = held.lsn.max(lsn),
             _ => *holder = Some(Held { value, lsn }),
         }
+        (before, holder.map(|held| held.lsn))
     }
 
     /// Whether the durable record at `lsn` carrying `value` must be kept: it holds the
@@ -174,9 +222,12 @@ impl Holders {
         }
     }
 
-    /// The creation's record is durable at `lsn` (the newer of two holds it).
-    pub fn hold_create(&mut self, lsn: u64) {
+    /// The creation's record is durable at `lsn` (the newer of two holds it): the holder's
+    /// LSN before and after.
+    fn hold_create(&mut self, lsn: u64) -> (Option<u64>, Option<u64>) {
+        let before = self.create;
         self.create = Some(self.create.map_or(lsn, |held| held.max(lsn)));
+        (before, self.create)
     }
 }
 
@@ -223,6 +274,11 @@ pub(crate) struct LogState {
     /// not look like garbage).
     pending_bytes: u64,
     suspects: Vec<Suspect>,
+    /// The needed records by chunk of LSNs.
+    needed: Needed,
+    /// For each record queued whose outcome is not yet taken in, the drive's next LSN when
+    /// it was queued (a bound below its LSN), counted: the least bounds every such record.
+    unprocessed: BTreeMap<u64, u32>,
 }
 
 impl LogState {
@@ -243,6 +299,8 @@ impl LogState {
             slot_bytes: 0,
             pending_bytes: 0,
             suspects: Vec::new(),
+            needed: Needed::default(),
+            unprocessed: BTreeMap::new(),
         }
     }
 
@@ -331,6 +389,7 @@ impl LogState {
                 // The repair: the value is whole again, in its new record.
                 self.slot_bytes -= slot.bytes();
                 slot.damaged = false;
+                self.needed.moved(slot.lsn, Some(lsn));
                 slot.lsn = Some(lsn);
                 self.slot_bytes += slot.bytes();
             }
@@ -340,6 +399,7 @@ impl LogState {
             // it. Replay keeps the first it meets: the same bytes.
             Some(lsn) if slot.lsn.is_none() => {
                 slot.lsn = Some(lsn);
+                self.needed.add(lsn);
                 self.pending_bytes -= slot.bytes();
                 self.slot_bytes += slot.bytes();
             }
@@ -398,6 +458,7 @@ impl LogState {
         } else {
             self.pending_bytes -= slot.bytes();
         }
+        self.needed.moved(slot.lsn, Some(lsn));
         slot.lsn = Some(lsn);
         slot.damaged = false;
         self.slot_bytes += slot.bytes();
@@ -417,6 +478,7 @@ impl LogState {
             self.pending_bytes -= slot.bytes();
             self.slot_bytes += slot.bytes();
         }
+        self.needed.moved(slot.lsn, Some(to));
         slot.lsn = Some(to);
     }
 
@@ -435,6 +497,7 @@ impl LogState {
                 } else {
                     self.pending_bytes -= slot.bytes();
                 }
+                self.needed.moved(slot.lsn, Some(lsn));
                 slot.lsn = Some(lsn);
                 slot.damaged = true;
                 self.slot_bytes += slot.bytes();
@@ -449,6 +512,7 @@ impl LogState {
                     damaged: true,
                 };
                 self.slot_bytes += slot.bytes();
+                self.needed.add(lsn);
                 self.slots.insert(address, slot);
                 true
             }
@@ -473,6 +537,7 @@ impl LogState {
     pub fn relocated_damage(&mut self, address: u64, from: u64, to: u64) {
         if let Some(slot) = self.slots.get_mut(&address) {
             if slot.damaged && slot.lsn == Some(from) {
+                self.needed.moved(Some(from), Some(to));
                 slot.lsn = Some(to);
             }
         }
@@ -497,6 +562,7 @@ impl LogState {
             return false;
         }
         self.suspects.push(Suspect { addresses, lsn });
+        self.needed.add(lsn);
         true
     }
 
@@ -505,6 +571,7 @@ impl LogState {
         for suspect in &mut self.suspects {
             if suspect.lsn == from {
                 suspect.lsn = to;
+                self.needed.moved(Some(from), Some(to));
             }
         }
     }
@@ -642,12 +709,16 @@ impl LogState {
                 self.contiguous = self.contiguous.min(length);
                 // A settled length: nothing past it can be asked for, nothing below it is
                 // suspected any more (SEMANTICS.md I11).
-                self.suspects.clear();
-                Holders::hold(&mut self.holders.seal, length, lsn);
+                for suspect in std::mem::take(&mut self.suspects) {
+                    self.needed.remove(suspect.lsn);
+                }
+                let (before, after) = Holders::hold(&mut self.holders.seal, length, lsn);
+                self.needed.moved(before, after);
             }
             Control::Fence(epoch) => {
                 self.durable.fence = self.durable.fence.max(epoch);
-                Holders::hold(&mut self.holders.fence, epoch, lsn);
+                let (before, after) = Holders::hold(&mut self.holders.fence, epoch, lsn);
+                self.needed.moved(before, after);
             }
             Control::Trim(upto) => {
                 if upto > self.durable.first {
@@ -655,7 +726,8 @@ impl LogState {
                     self.drop_slots(0..upto);
                     self.contiguous = self.contiguous.max(upto);
                 }
-                Holders::hold(&mut self.holders.trim, upto, lsn);
+                let (before, after) = Holders::hold(&mut self.holders.trim, upto, lsn);
+                self.needed.moved(before, after);
             }
         }
     }
@@ -665,18 +737,57 @@ impl LogState {
     pub fn confine_to_capacity(&mut self) {
         self.drop_slots(self.capacity..u64::MAX);
         let capacity = self.capacity;
+        let needed = &mut self.needed;
         self.suspects.retain_mut(|suspect| {
             suspect.addresses.end = suspect.addresses.end.min(capacity);
-            !suspect.addresses.is_empty()
+            let keep = !suspect.addresses.is_empty();
+            if !keep {
+                needed.remove(suspect.lsn);
+            }
+            keep
         });
+    }
+
+    /// The creation's record is durable at `lsn` (the newer of two holds it).
+    pub fn hold_create(&mut self, lsn: u64) {
+        let (before, after) = self.holders.hold_create(lsn);
+        self.needed.moved(before, after);
+    }
+
+    /// A record was queued when the drive's next LSN was `floor` (its LSN is no lower).
+    pub fn queued_at(&mut self, floor: u64) {
+        *self.unprocessed.entry(floor).or_insert(0) += 1;
+    }
+
+    /// The outcome of a record queued at `floor` is taken in.
+    pub fn processed(&mut self, floor: u64) {
+        match self.unprocessed.get_mut(&floor) {
+            Some(1) => {
+                self.unprocessed.remove(&floor);
+            }
+            Some(count) => *count -= 1,
+            None => debug_assert!(false, "no record queued at {floor}"),
+        }
+    }
+
+    /// An LSN below which every record of this LogDrive that the state names (or will name
+    /// once an outcome is taken in) is counted in [`Needed`]: the lowest floor of a record
+    /// whose outcome is not yet taken in, and past that the first needed chunk.
+    pub fn advance_bound(&self) -> Option<u64> {
+        let unprocessed = self.unprocessed.keys().next().copied();
+        match (unprocessed, self.needed.first_lsn()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn drop_slots(&mut self, addresses: Range<u64>) {
         let dropped: Vec<u64> = self.slots.range(addresses).map(|(a, _)| *a).collect();
         for address in dropped {
             if let Some(slot) = self.slots.remove(&address) {
-                if slot.acknowledged() {
+                if let Some(lsn) = slot.lsn {
                     self.slot_bytes -= slot.bytes();
+                    self.needed.remove(lsn);
                 } else {
                     self.pending_bytes -= slot.bytes();
                 }
@@ -842,6 +953,123 @@ impl LogState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    impl LogState {
+        /// The needed records counted again from scratch: what `needed` must always be.
+        fn recount_needed(&self) -> Needed {
+            let mut needed = Needed::default();
+            for slot in self.slots.values() {
+                if let Some(lsn) = slot.lsn {
+                    needed.add(lsn);
+                }
+            }
+            let held = [self.holders.seal, self.holders.fence, self.holders.trim];
+            for lsn in held.iter().flatten().map(|held| held.lsn) {
+                needed.add(lsn);
+            }
+            if let Some(lsn) = self.holders.create {
+                needed.add(lsn);
+            }
+            for suspect in &self.suspects {
+                needed.add(suspect.lsn);
+            }
+            needed
+        }
+    }
+
+    /// One operation on a LogDrive's state, as the live path, replay or relocation makes it.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Write { address: u64, acknowledged: bool },
+        Relocate { address: u64 },
+        Damage { address: u64 },
+        Control { kind: u8, value: u64 },
+        RelocateControl { kind: u8, value: u64 },
+        Suspect { window: u64 },
+        RelocateSuspect,
+        Create,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..64u64, any::<bool>())
+                .prop_map(|(address, acknowledged)| Op::Write { address, acknowledged }),
+            2 => (0..64u64).prop_map(|address| Op::Relocate { address }),
+            1 => (0..64u64).prop_map(|address| Op::Damage { address }),
+            2 => (0..3u8, 0..70u64).prop_map(|(kind, value)| Op::Control { kind, value }),
+            1 => (0..3u8, 0..70u64).prop_map(|(kind, value)| Op::RelocateControl { kind, value }),
+            1 => (1..8u64).prop_map(|window| Op::Suspect { window }),
+            1 => Just(Op::RelocateSuspect),
+            1 => Just(Op::Create),
+        ]
+    }
+
+    fn control(kind: u8, value: u64) -> Control {
+        match kind {
+            0 => Control::Seal(value),
+            1 => Control::Fence(value),
+            _ => Control::Trim(value),
+        }
+    }
+
+    proptest! {
+        /// The counts of needed records by chunk, which let the head move without a read,
+        /// stay what a recount from the slots, holders and suspects gives, whatever the
+        /// operations (a count too low would let the head pass a needed record).
+        #[test]
+        fn needed_counts_match_a_recount(ops in proptest::collection::vec(op(), 1..200)) {
+            let mut state = LogState::new(1, 1, 64);
+            let mut lsn = 1;
+            for op in ops {
+                lsn += 1 + lsn % 300;
+                match op {
+                    Op::Write { address, acknowledged } => {
+                        if state.check_write(address, 0, 7, 3) == Ok(WriteCheck::Append) {
+                            state.queue_write(address, 7, 3);
+                            state.complete_write(address, acknowledged.then_some(lsn));
+                        }
+                    }
+                    Op::Relocate { address } => {
+                        if let Some(from) = state.record_of(address) {
+                            state.relocated_write(address, from, lsn);
+                        }
+                        state.replay_relocated_write(address, lsn + 1, 7, 3);
+                        lsn += 1;
+                    }
+                    Op::Damage { address } => {
+                        if let Some(at) = state.record_of(address) {
+                            state.damage_found(address, at);
+                            state.relocated_damage(address, at, lsn);
+                        } else {
+                            state.replay_damaged_write(address, lsn, 7, 3);
+                        }
+                    }
+                    Op::Control { kind, value } => {
+                        state.replay_control(control(kind, value), lsn);
+                    }
+                    Op::RelocateControl { kind, value } => {
+                        let control = control(kind, value);
+                        state.replay_relocated_control(control, lsn);
+                        state.relocated_control(control, lsn + 1);
+                        lsn += 1;
+                    }
+                    Op::Suspect { window } => {
+                        state.suspect_window(lsn, window);
+                    }
+                    Op::RelocateSuspect => {
+                        if let Some(from) = state.suspects.first().map(|s| s.lsn) {
+                            state.relocated_suspect(from, lsn);
+                        }
+                    }
+                    Op::Create => state.hold_create(lsn),
+                }
+                prop_assert_eq!(&state.needed, &state.recount_needed());
+            }
+            state.confine_to_capacity();
+            prop_assert_eq!(&state.needed, &state.recount_needed());
+        }
+    }
 
     #[test]
     fn a_seal_hides_what_it_drops_only_once_durable() {

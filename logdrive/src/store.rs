@@ -105,14 +105,14 @@ pub enum StoreOpenError {
 struct Orphan {
     address: u64,
     ticket: Ticket,
-    _admission: Admission,
+    admission: Admission,
 }
 
 /// A control record whose future was dropped before it completed.
 struct PendingControl {
     kind: ControlKind,
     ticket: Ticket,
-    _admission: Admission,
+    admission: Admission,
 }
 
 /// What a control record does once durable.
@@ -148,13 +148,14 @@ impl Live {
         } = self;
         orphans.retain(|orphan| match orphan.ticket.try_outcome() {
             Some(outcome) => {
-                finish_write(state, orphan.address, &outcome);
+                finish_write(state, orphan.address, &outcome, orphan.admission.floor());
                 false
             }
             None => true,
         });
         controls.retain(|pending| match pending.ticket.try_outcome() {
             Some(outcome) => {
+                state.processed(pending.admission.floor());
                 let _ = finish_control(inner, state, pending.kind, &outcome);
                 false
             }
@@ -298,7 +299,8 @@ pub(crate) fn read_error(error: ReadError) -> LogDriveError {
 
 /// Applies a write record's outcome to its slot (an outcome the drive's stop left unknown
 /// changes nothing: the store answers nothing more).
-fn finish_write(state: &mut LogState, address: u64, outcome: &AppendOutcome) {
+fn finish_write(state: &mut LogState, address: u64, outcome: &AppendOutcome, floor: u64) {
+    state.processed(floor);
     match outcome {
         Ok(lsn) => state.complete_write(address, Some(*lsn)),
         Err(AppendError::RingFull { .. }) => state.complete_write(address, None),
@@ -316,7 +318,7 @@ fn finish_control(
 ) -> Result<(), LogDriveError> {
     match (outcome, kind) {
         (Ok(lsn), ControlKind::Create) => {
-            state.holders.hold_create(*lsn);
+            state.hold_create(*lsn);
             Ok(())
         }
         (Ok(lsn), ControlKind::Control(control, Check::Apply)) => {
@@ -349,10 +351,12 @@ impl Inner {
     /// Admits a record of `payload_len` bytes of this class into the ring's room.
     pub(crate) fn admit(&self, payload_len: u64, class: Class) -> Result<Admission, LogDriveError> {
         self.check_running()?;
-        let usable = self.drive.shape().usable_bytes;
+        // Read before the record is queued: its LSN is at least this next LSN.
+        let shape = self.drive.shape();
+        let bytes = RECORD_HEADER_BYTES + payload_len;
         let admitted = self
             .space
-            .admit(usable, RECORD_HEADER_BYTES + payload_len, class);
+            .admit(shape.usable_bytes, bytes, class, shape.next_lsn);
         if admitted.is_err() {
             self.reclaimer.refused(class);
         }
@@ -439,7 +443,8 @@ impl Completion for WriteDone {
     type Output = ();
 
     fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
-        finish_write(&mut lock(&self.live).state, self.address, &outcome);
+        let floor = self.admission.floor();
+        finish_write(&mut lock(&self.live).state, self.address, &outcome, floor);
         drop(self.admission);
         outcome.map(|_| ()).map_err(append_error)
     }
@@ -448,7 +453,7 @@ impl Completion for WriteDone {
         lock(&self.live).orphans.push(Orphan {
             address: self.address,
             ticket,
-            _admission: self.admission,
+            admission: self.admission,
         });
     }
 }
@@ -464,12 +469,10 @@ impl Completion for ControlDone {
     type Output = ();
 
     fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
-        let done = finish_control(
-            &self.inner,
-            &mut lock(&self.live).state,
-            self.kind,
-            &outcome,
-        );
+        let mut live = lock(&self.live);
+        live.state.processed(self.admission.floor());
+        let done = finish_control(&self.inner, &mut live.state, self.kind, &outcome);
+        drop(live);
         drop(self.admission);
         self.inner.reclaimer.wake();
         done
@@ -479,7 +482,7 @@ impl Completion for ControlDone {
         lock(&self.live).controls.push(PendingControl {
             kind: self.kind,
             ticket,
-            _admission: self.admission,
+            admission: self.admission,
         });
     }
 }
@@ -692,9 +695,9 @@ impl LogDriveStore {
             Ok(ticket) => ticket,
             Err(error) => return ready(Err(error)),
         };
-        let live = Arc::new(Mutex::new(Live::new(LogState::new(
-            id, generation, capacity,
-        ))));
+        let mut state = LogState::new(id, generation, capacity);
+        state.queued_at(admission.floor());
+        let live = Arc::new(Mutex::new(Live::new(state)));
         registry.generation_max = generation;
         registry.live.insert(id, Arc::clone(&live));
         drop(registry);
@@ -887,6 +890,7 @@ impl LocalLogDrive {
         if check == Check::Apply {
             live.state.queue_control(control);
         }
+        live.state.queued_at(admission.floor());
         drop(live);
         let done = ControlDone {
             inner: Arc::clone(&self.inner),
@@ -942,6 +946,7 @@ impl LocalLogDrive {
                     Err(error) => return done(Err(error)),
                 };
                 live.state.queue_write(address, crc, len);
+                live.state.queued_at(admission.floor());
                 drop(live);
                 let done = WriteDone {
                     live: Arc::clone(&self.live),
