@@ -29,6 +29,7 @@ use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
+use crossbeam_queue::SegQueue;
 use sealog::io::IoBackend;
 use sealog::{
     AppendError, AppendOutcome, Drive, DriveOptions, Geometry, NewEntry, OpenError, ReadError,
@@ -122,11 +123,23 @@ enum ControlKind {
     Control(Control, Check),
 }
 
+/// A write's outcome left by its completion when the LogDrive's mutex was taken: the next
+/// holder of the mutex takes it in (eight writers completing one batch's writes of one
+/// LogDrive would otherwise queue on the mutex one after another).
+struct Ack {
+    address: u64,
+    outcome: AppendOutcome,
+    floor: u64,
+}
+
+type Acks = Arc<SegQueue<Ack>>;
+
 /// A LogDrive's state with the outcomes not yet taken in.
 pub(crate) struct Live {
     pub state: LogState,
     orphans: Vec<Orphan>,
     controls: Vec<PendingControl>,
+    acks: Acks,
 }
 
 impl Live {
@@ -135,6 +148,14 @@ impl Live {
             state,
             orphans: Vec::new(),
             controls: Vec::new(),
+            acks: Acks::default(),
+        }
+    }
+
+    /// Takes in the write outcomes their completions left while the mutex was held.
+    fn take_in_acks(&mut self) {
+        while let Some(ack) = self.acks.pop() {
+            finish_write(&mut self.state, ack.address, &ack.outcome, ack.floor);
         }
     }
 
@@ -145,7 +166,11 @@ impl Live {
             state,
             orphans,
             controls,
+            acks,
         } = self;
+        while let Some(ack) = acks.pop() {
+            finish_write(state, ack.address, &ack.outcome, ack.floor);
+        }
         orphans.retain(|orphan| match orphan.ticket.try_outcome() {
             Some(outcome) => {
                 finish_write(state, orphan.address, &outcome, orphan.admission.floor());
@@ -435,6 +460,7 @@ impl<C: Completion> Drop for Completing<C> {
 
 struct WriteDone {
     live: Shared,
+    acks: Acks,
     address: u64,
     admission: Admission,
 }
@@ -442,11 +468,38 @@ struct WriteDone {
 impl Completion for WriteDone {
     type Output = ();
 
+    /// Takes the outcome in under the LogDrive's mutex if it is free, and otherwise leaves it
+    /// for the mutex's holder (whoever takes the mutex next takes it in before anything
+    /// else, so a read after this write's acknowledgement sees it).
     fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
         let floor = self.admission.floor();
-        finish_write(&mut lock(&self.live).state, self.address, &outcome, floor);
+        let answer = outcome.clone().map(|_| ()).map_err(append_error);
+        let ack = Ack {
+            address: self.address,
+            outcome,
+            floor,
+        };
+        match self.live.try_lock() {
+            Ok(mut live) => {
+                live.take_in_acks();
+                finish_write(&mut live.state, ack.address, &ack.outcome, ack.floor);
+            }
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                let mut live = poisoned.into_inner();
+                finish_write(&mut live.state, ack.address, &ack.outcome, ack.floor);
+            }
+            Err(std::sync::TryLockError::WouldBlock) => {
+                self.acks.push(ack);
+                // The holder may have taken in the queue just before this push: look once
+                // more. An outcome still left waits for the next look, which takes it in
+                // before it answers anything.
+                if let Ok(mut live) = self.live.try_lock() {
+                    live.take_in_acks();
+                }
+            }
+        }
         drop(self.admission);
-        outcome.map(|_| ()).map_err(append_error)
+        answer
     }
 
     fn abandon(self, ticket: Ticket) {
@@ -947,9 +1000,11 @@ impl LocalLogDrive {
                 };
                 live.state.queue_write(address, crc, len);
                 live.state.queued_at(admission.floor());
+                let acks = Arc::clone(&live.acks);
                 drop(live);
                 let done = WriteDone {
                     live: Arc::clone(&self.live),
+                    acks,
                     address,
                     admission,
                 };
