@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use sealog::{
     format, AppendError, Drive, DriveOptions, EmbedderHeader, EntryRef, FormatOptions, Kind,
-    LogEntry, NewEntry, ReadError, RecoveryVisitor, SyncMethod, WhenFull, ENTRY_HEADER_SIZE,
+    LogEntry, NewEntry, ReadError, RecoveryVisitor, SummedBytes, SyncMethod, WhenFull,
+    ENTRY_HEADER_SIZE,
 };
 
 fn ring(directory: &tempfile::TempDir, size_bytes: u64, segment_bytes: u64) -> PathBuf {
@@ -51,8 +52,9 @@ fn options(read_cache_bytes: u64) -> DriveOptions {
     }
 }
 
-/// Appends entries of three ledgers every way there is (single entries with a header, groups,
-/// borrowed slices, plain appends with no header), and returns what the log must hold.
+/// Appends entries of four ledgers every way there is (single entries with a header, groups,
+/// borrowed slices, payloads summed by the caller, plain appends with no header), and returns
+/// what the log must hold.
 fn append_ledgers(drive: &Drive, rounds: u64) -> Vec<LogEntry> {
     let mut expected = Vec::new();
     for round in 0..rounds {
@@ -83,6 +85,23 @@ fn append_ledgers(drive: &Drive, rounds: u64) -> Vec<LogEntry> {
             .wait()
             .expect("durable");
         expected.push(entry(lsn, Kind::Seal, header(3, round), parts.clone()));
+        // A payload whose CRC the embedder computed already (as the LogDrive layer does).
+        let summed = SummedBytes::new(body(4, round).into());
+        assert_eq!(
+            summed.crc(),
+            sealog_wal::format::payload_crc(summed.bytes())
+        );
+        let lsn = drive
+            .append_summed(Kind::Data, header(4, round), summed.clone())
+            .expect("queued")
+            .wait()
+            .expect("durable");
+        expected.push(entry(
+            lsn,
+            Kind::Data,
+            header(4, round),
+            summed.bytes().to_vec(),
+        ));
         let lsn = drive.append(vec![round as u8; 7]).expect("queued");
         let lsn = lsn.wait().expect("durable");
         expected.push(entry(

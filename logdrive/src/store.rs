@@ -33,7 +33,7 @@ use crossbeam_queue::SegQueue;
 use sealog::io::IoBackend;
 use sealog::{
     AppendError, AppendOutcome, Drive, DriveOptions, Geometry, NewEntry, OpenError, ReadError,
-    Ticket,
+    SummedBytes, Ticket,
 };
 
 use crate::api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
@@ -397,6 +397,19 @@ impl Inner {
             payload,
         };
         self.drive.append_entry(entry).map_err(append_error)
+    }
+
+    /// Queues a record (admitted already) whose payload's CRC was computed already.
+    pub(crate) fn append_summed(
+        &self,
+        record: &Record,
+        payload: SummedBytes,
+    ) -> Result<Ticket, LogDriveError> {
+        self.check_running()?;
+        let (kind, header) = (record.record_type.kind(), record.header());
+        self.drive
+            .append_summed(kind, header, payload)
+            .map_err(append_error)
     }
 }
 
@@ -958,8 +971,11 @@ impl LocalLogDrive {
     /// thread waits for in the engine's own ticket wait ([`PendingWrite::wait`]).
     pub fn submit_write(&self, address: u64, epoch: u64, payload: Bytes) -> PendingWrite {
         let done = |outcome| PendingWrite(Pending::Done(Some(outcome)));
-        let crc = crc32c::crc32c(&payload);
-        let len = payload.len() as u64;
+        // The value's CRC summarises it in the index and is the entry's payload CRC too:
+        // computed once, here, outside the LogDrive's mutex.
+        let summed = SummedBytes::new(payload);
+        let crc = summed.crc();
+        let len = summed.len() as u64;
         let mut live = match self.lock() {
             Ok(live) => live,
             Err(error) => return done(Err(error)),
@@ -968,6 +984,7 @@ impl LocalLogDrive {
             Err(error) => done(Err(error)),
             Ok(WriteCheck::Durable(lsn)) => {
                 drop(live);
+                let payload = summed.into_bytes();
                 let handle = self.clone();
                 let compared = Box::pin(async move {
                     match handle.fetch(address, lsn).await? {
@@ -994,7 +1011,7 @@ impl LocalLogDrive {
                     Err(error) => return done(Err(error)),
                 };
                 let record = self.record(RecordType::Write, address, epoch);
-                let ticket = match self.inner.append(&record, payload) {
+                let ticket = match self.inner.append_summed(&record, summed) {
                     Ok(ticket) => ticket,
                     Err(error) => return done(Err(error)),
                 };

@@ -164,3 +164,47 @@ impl NewEntry {
         NewEntry { kind, ..self }
     }
 }
+
+/// Shared payload bytes with their CRC32C ([`sealog_wal::format::payload_crc`]), computed once
+/// when made: a layer that needs the CRC itself (to summarise or compare values, as the
+/// LogDrive layer does) hands the drive the same figure rather than the drive computing it a
+/// second time ([`Drive::append_summed`](super::Drive::append_summed)). The bytes are
+/// immutable and the fields private, so the CRC always is the bytes' own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummedBytes {
+    bytes: Bytes,
+    crc: u32,
+}
+
+impl SummedBytes {
+    /// `bytes` and their CRC32C.
+    pub fn new(bytes: Bytes) -> SummedBytes {
+        let crc = sealog_wal::format::payload_crc(&bytes);
+        SummedBytes { bytes, crc }
+    }
+
+    /// The CRC32C of the bytes, as an entry header stores it.
+    pub fn crc(&self) -> u32 {
+        self.crc
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// Their length.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The bytes, without their CRC.
+    pub fn into_bytes(self) -> Bytes {
+        self.bytes
+    }
+}

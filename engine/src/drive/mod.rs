@@ -60,7 +60,7 @@ use self::appends::{Payload, QueuedRecord, Records};
 pub use self::buffers::{buffer_bytes, buffer_count, registered_buffer_count, READ_BUFFERS};
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::core::DriveCore;
-pub use self::entry::{DamagedEntry, EntryRef, LogEntry, NewEntry, RecoveryVisitor};
+pub use self::entry::{DamagedEntry, EntryRef, LogEntry, NewEntry, RecoveryVisitor, SummedBytes};
 pub use self::iter::EntryIter;
 
 use self::direct::{DirectFiles, ReadBuffers};
@@ -830,16 +830,18 @@ impl Drive {
     }
 
     /// Queues an append of one record whose payload the drive will copy; its CRC is computed
-    /// here, on the caller's thread, so the drive thread only copies.
+    /// here, on the caller's thread (unless the caller has it: `summed`), so the drive thread
+    /// only copies.
     fn append_payload(
         &self,
         kind: Kind,
         header: EmbedderHeader,
         payload: Payload,
+        summed: Option<u32>,
     ) -> Result<Ticket, AppendError> {
         let queued_at = Instant::now();
         self.check_append(kind, payload.len())?;
-        let payload_crc = payload.crc();
+        let payload_crc = summed.unwrap_or_else(|| payload.crc());
         let record = QueuedRecord {
             kind,
             header,
@@ -881,14 +883,36 @@ impl Drive {
     /// Appends a record of `kind` (data, or the trim/seal/fence records of the layers above).
     /// Padding is the format's own and refused.
     pub fn append_kind(&self, kind: Kind, payload: Vec<u8>) -> Result<Ticket, AppendError> {
-        self.append_payload(kind, EmbedderHeader::ZERO, Payload::Owned(payload))
+        self.append_payload(kind, EmbedderHeader::ZERO, Payload::Owned(payload), None)
     }
 
     /// Appends one entry with its kind and embedder header (see [`EmbedderHeader`]): the
     /// header comes back from reads, iterators and recovery's visitor, checked by the entry
     /// header's CRC rather than the payload's.
     pub fn append_entry(&self, entry: NewEntry) -> Result<Ticket, AppendError> {
-        self.append_payload(entry.kind, entry.header, Payload::Shared(entry.payload))
+        self.append_payload(
+            entry.kind,
+            entry.header,
+            Payload::Shared(entry.payload),
+            None,
+        )
+    }
+
+    /// Appends one entry of `kind` with `header` whose payload's CRC the caller has already
+    /// computed ([`SummedBytes`]): [`Drive::append_entry`] without computing it again.
+    pub fn append_summed(
+        &self,
+        kind: Kind,
+        header: EmbedderHeader,
+        payload: SummedBytes,
+    ) -> Result<Ticket, AppendError> {
+        let crc = payload.crc();
+        self.append_payload(
+            kind,
+            header,
+            Payload::Shared(payload.into_bytes()),
+            Some(crc),
+        )
     }
 
     /// Appends a data record from shared bytes (no copy on the caller's side: the drive holds
@@ -899,7 +923,7 @@ impl Drive {
 
     /// [`Drive::append_bytes`] with a record kind.
     pub fn append_kind_bytes(&self, kind: Kind, payload: Bytes) -> Result<Ticket, AppendError> {
-        self.append_payload(kind, EmbedderHeader::ZERO, Payload::Shared(payload))
+        self.append_payload(kind, EmbedderHeader::ZERO, Payload::Shared(payload), None)
     }
 
     /// Appends several entries that recovery returns all or none: they share one batch (replay
