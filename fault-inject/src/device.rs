@@ -298,31 +298,12 @@ impl SimDevice {
     pub fn crash(&mut self) -> Vec<u8> {
         let hostile = self.rng.gen_bool(self.config.torn_writes.clamp(0.0, 1.0));
         let inflight = self.in_flight_writes();
-        let in_flight: Vec<InFlightWrite<'_>> = inflight
-            .iter()
-            .map(|(ring_offset, bytes)| InFlightWrite {
-                ring_offset: *ring_offset,
-                bytes,
-            })
-            .collect();
         let rng = &mut self.rng;
-        let image = self.disk.crash(&in_flight, SECTOR_BYTES, &mut |_| {
-            let choice = if hostile {
-                rng.gen_range(0..5)
-            } else {
-                rng.gen_range(0..2)
-            };
-            match choice {
-                0 => BlockFate::New,
-                1 => BlockFate::Old,
-                2 => BlockFate::Zero,
-                3 => BlockFate::Garbage(rng.gen()),
-                _ => BlockFate::TornAt {
-                    new_bytes: rng.gen_range(0..SECTOR_BYTES as u32),
-                    seed: rng.gen(),
-                },
-            }
-        });
+        let image = self
+            .disk
+            .crash(&in_flight_views(&inflight), SECTOR_BYTES, &mut |_| {
+                drawn_fate(rng, hostile)
+            });
         self.inflight.clear();
         self.disk = SimDisk::new(image.clone());
         image
@@ -733,5 +714,36 @@ impl IoBackend for SimDevice {
 
     fn waker(&self) -> Waker {
         Arc::new(|| {})
+    }
+}
+
+/// The writes not yet durable (ring offset and bytes) as [`SimDisk::crash`] takes them.
+pub fn in_flight_views(writes: &[(u64, Vec<u8>)]) -> Vec<InFlightWrite<'_>> {
+    writes
+        .iter()
+        .map(|(ring_offset, bytes)| InFlightWrite {
+            ring_offset: *ring_offset,
+            bytes,
+        })
+        .collect()
+}
+
+/// A seeded fate for one sector of a write not yet durable at a power cut: landed whole or
+/// not at all, and in a hostile crash also zeros, garbage or torn within the sector.
+pub fn drawn_fate(rng: &mut impl Rng, hostile: bool) -> BlockFate {
+    let choice = if hostile {
+        rng.gen_range(0..5)
+    } else {
+        rng.gen_range(0..2)
+    };
+    match choice {
+        0 => BlockFate::New,
+        1 => BlockFate::Old,
+        2 => BlockFate::Zero,
+        3 => BlockFate::Garbage(rng.gen()),
+        _ => BlockFate::TornAt {
+            new_bytes: rng.gen_range(0..SECTOR_BYTES as u32),
+            seed: rng.gen(),
+        },
     }
 }

@@ -28,9 +28,9 @@ use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{ControlBlock, Geometry, ReplayOptions, RingId};
 
-use crate::device::{FaultConfig, SimDevice, SECTOR_BYTES};
+use crate::device::{in_flight_views, FaultConfig, SimDevice, SECTOR_BYTES};
 use crate::scans::{check_quarantine, compare_scans, HintedScan};
-use sealog_wal::disk::{BlockFate, CrashUnit, InFlightWrite, SimDisk};
+use sealog_wal::disk::{BlockFate, CrashUnit, SimDisk};
 
 /// How many states to check and from which seed.
 #[derive(Clone, Copy, Debug)]
@@ -450,13 +450,7 @@ pub fn crash_plans(
 /// The image `plan` leaves of a cut point: the disk's own crash image
 /// ([`SimDisk::crash`]), with the fates chosen by the plan rather than drawn.
 pub fn crash_image(disk: &SimDisk, in_flight: &[(u64, Vec<u8>)], plan: CrashPlan) -> Vec<u8> {
-    let in_flight: Vec<InFlightWrite<'_>> = in_flight
-        .iter()
-        .map(|(ring_offset, bytes)| InFlightWrite {
-            ring_offset: *ring_offset,
-            bytes,
-        })
-        .collect();
+    let in_flight = in_flight_views(in_flight);
     let included = |write: usize| plan.subset & (1 << (write % 32)) != 0;
     disk.crash(&in_flight, SECTOR_BYTES, &mut |unit: CrashUnit| {
         let kept = match plan.torn {

@@ -21,7 +21,6 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::{DriveOptions, Durability, OpenError};
 use sealog_logdrive::StoreOpenError;
-use sealog_wal::disk::{BlockFate, InFlightWrite};
 use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, ReplayError, ReplayOptions, RingId};
@@ -30,7 +29,7 @@ use super::crash_states::{windows, Windows};
 use super::model::{check, Model};
 use super::workload::{Progress, Workload};
 use super::{open_sim_store, ring_geometry, TraceJournal};
-use crate::device::{FaultConfig, SECTOR_BYTES};
+use crate::device::{drawn_fate, in_flight_views, FaultConfig, SECTOR_BYTES};
 use crate::simulate::{surviving_watermark, Violation};
 use crate::trace::{Trace, TraceDisk};
 
@@ -310,31 +309,12 @@ pub fn run_logdrive_seed(
         let mut disk = TraceDisk::new(image);
         disk.advance_to(&events, cut);
         let in_flight = disk.in_flight();
-        let flying: Vec<InFlightWrite<'_>> = in_flight
-            .iter()
-            .map(|(ring_offset, bytes)| InFlightWrite {
-                ring_offset: *ring_offset,
-                bytes,
-            })
-            .collect();
         let hostile = rng.gen_bool(config.torn_writes);
-        image = disk.disk().crash(&flying, SECTOR_BYTES, &mut |_| {
-            let choice = if hostile {
-                rng.gen_range(0..5)
-            } else {
-                rng.gen_range(0..2)
-            };
-            match choice {
-                0 => BlockFate::New,
-                1 => BlockFate::Old,
-                2 => BlockFate::Zero,
-                3 => BlockFate::Garbage(rng.gen()),
-                _ => BlockFate::TornAt {
-                    new_bytes: rng.gen_range(0..SECTOR_BYTES as u32),
-                    seed: rng.gen(),
-                },
-            }
-        });
+        image = disk
+            .disk()
+            .crash(&in_flight_views(&in_flight), SECTOR_BYTES, &mut |_| {
+                drawn_fate(&mut rng, hostile)
+            });
         model.facts = work.facts(|index| journal.status(index, cut));
         model.lenient = counts.data_faults > 0;
         store.close();

@@ -330,13 +330,7 @@ impl Workload {
             // Every LogDrive but the ledger deleted, the ring reclaimed after and no creation
             // for a while: the head passes every record of the newest generations, which only
             // the generation record relocation writes then carries.
-            let others: Vec<u64> = self
-                .drives
-                .keys()
-                .copied()
-                .filter(|id| *id != LEDGER)
-                .collect();
-            for id in others {
+            for id in self.others() {
                 let active = self.drives.remove(&id).expect("live");
                 let generation = active.generation;
                 let index = self.issue(Op::Delete { id, generation }, journal);
@@ -352,12 +346,7 @@ impl Workload {
         let count = if sweep { 0 } else { self.rng.gen_range(1..=6) };
         for _ in 0..count {
             let roll = self.rng.gen_range(0..100);
-            let others: Vec<u64> = self
-                .drives
-                .keys()
-                .copied()
-                .filter(|id| *id != LEDGER)
-                .collect();
+            let others = self.others();
             let pick = |rng: &mut ChaCha8Rng, ids: &[u64]| ids[rng.gen_range(0..ids.len())];
             match roll {
                 0..=39 if self.drives.contains_key(&LEDGER) => {
@@ -528,6 +517,15 @@ impl Workload {
             self.rng.gen_range(0..4)
         };
         self.trim_below(id, kept, journal)
+    }
+
+    /// The live LogDrives other than the ledger.
+    fn others(&self) -> Vec<u64> {
+        self.drives
+            .keys()
+            .copied()
+            .filter(|id| *id != LEDGER)
+            .collect()
     }
 
     /// A trim of LogDrive `id` at its contiguous tail.
