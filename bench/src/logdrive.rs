@@ -54,6 +54,11 @@ pub const ROUNDS: usize = 3;
 pub const THROUGHPUT_WRITERS: usize = 8;
 /// Writes (or appends) each throughput writer keeps in flight.
 pub const THROUGHPUT_IN_FLIGHT: usize = 32;
+/// Rotations of the throughput comparison's engines: 8 rounds of 4 engines. Single runs of
+/// one engine ranged over 2x within one section on this project's machine (a virtual disk
+/// whose speed drifts), so a median of 4 could not tell 10% apart; each rotation adds about
+/// 12 s to the quick run.
+pub const THROUGHPUT_ROTATIONS: usize = 2;
 /// The LogDrives the spread throughput run writes over.
 pub const MANY_LOGDRIVES: usize = 1000;
 /// Addresses of every LogDrive the section creates (none comes near it).
@@ -98,6 +103,7 @@ pub fn logdrive_section(plan: &Plan<'_>) -> Result<LogDriveFigures, String> {
         plan,
         "latency",
         (1, 1),
+        1,
         &[
             WriteEngine::Raw,
             WriteEngine::RawControl,
@@ -108,6 +114,7 @@ pub fn logdrive_section(plan: &Plan<'_>) -> Result<LogDriveFigures, String> {
         plan,
         "throughput",
         (THROUGHPUT_WRITERS, THROUGHPUT_IN_FLIGHT),
+        THROUGHPUT_ROTATIONS,
         &[
             WriteEngine::Raw,
             WriteEngine::RawControl,
@@ -125,11 +132,12 @@ pub fn logdrive_section(plan: &Plan<'_>) -> Result<LogDriveFigures, String> {
 }
 
 /// One write comparison: `engines` (the raw engine first, then its control) under `(writers,
-/// in_flight)`, in as many interleaved rounds as engines.
+/// in_flight)`, in `rotations` times as many interleaved rounds as engines.
 fn write_comparison(
     plan: &Plan<'_>,
     name: &'static str,
     (writers, in_flight): (usize, usize),
+    rotations: usize,
     engines: &[WriteEngine],
 ) -> Result<WriteComparison, String> {
     let workload = Workload {
@@ -140,7 +148,7 @@ fn write_comparison(
         warmup: plan.warmup,
     };
     let started = Instant::now();
-    let rounds = engines.len();
+    let rounds = engines.len() * rotations;
     let cells = interleave(rounds, engines.len(), |engine, round| {
         crate::progress(&format!(
             "logdrive {name}, round {}/{rounds}: {}",

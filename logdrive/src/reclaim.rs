@@ -565,7 +565,7 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
             continue;
         }
         let started = Instant::now();
-        let walked = step(inner, mode, pressure)?;
+        let walked = step(inner, mode, pressure, survey.advance_to)?;
         relocated_this_pass += walked.relocated_bytes;
         if !walked.progress {
             return Ok(());
@@ -666,8 +666,14 @@ struct Copy {
     _admission: Admission,
 }
 
-/// Walks part of the ring from its head, then trims past what it walked.
-fn step(inner: &Inner, mode: Mode, pressure: bool) -> Result<Walked, LogDriveError> {
+/// Walks part of the ring from its head, then trims past what it walked. `advance_to` is
+/// the survey's: the last LSN below every record a LogDrive needed or might need then.
+fn step(
+    inner: &Inner,
+    mode: Mode,
+    pressure: bool,
+    advance_to: u64,
+) -> Result<Walked, LogDriveError> {
     let reclaimer = &inner.reclaimer;
     let drive = &inner.drive;
     let head = drive.first_live_lsn();
@@ -687,6 +693,21 @@ fn step(inner: &Inner, mode: Mode, pressure: bool) -> Result<Walked, LogDriveErr
         let batch = u64::from(geometry.batch_size_max_bytes);
         (geometry.segment_size_bytes / 4).clamp(batch, (8 << 20).max(batch))
     });
+    // The survey counted a record some LogDrive needed in the chunk of LSNs just past its
+    // bound: a walk that passes that chunk without meeting one has found the state moved on
+    // since (a trim or a deletion made it garbage) and stops there, so that the next survey
+    // moves the head past what the counts now show to be garbage without reading it.
+    // Reading on would take garbage off the device that the counts could have passed over.
+    // (A bound in a chunk before the head's, a record in flight admitted before the head
+    // passed its floor, says nothing of what lies past the head.)
+    let bound_chunk = (advance_to + 1) / CHUNK_LSNS;
+    let bound_chunk_last = if bound_chunk >= head / CHUNK_LSNS {
+        (bound_chunk + 1) * CHUNK_LSNS - 1
+    } else {
+        u64::MAX
+    };
+    let mut met_needed = false;
+    let mut bound_moved = false;
     let mut copies: Vec<Copy> = Vec::new();
     let mut passed: Option<u64> = None;
     let mut walked_bytes = 0;
@@ -698,6 +719,12 @@ fn step(inner: &Inner, mode: Mode, pressure: bool) -> Result<Walked, LogDriveErr
             None => break,
             Some(Ok(entry)) if entry.lsn > end => break,
             Some(Err(ReadError::Damaged { lsn, .. })) if lsn > end => break,
+            Some(Ok(LogEntry { lsn, .. }) | Err(ReadError::Damaged { lsn, .. }))
+                if lsn > bound_chunk_last && !met_needed =>
+            {
+                bound_moved = true;
+                break;
+            }
             Some(Ok(entry)) => {
                 let bytes = RECORD_HEADER_BYTES + entry.payload.len() as u64;
                 (entry.lsn, bytes, judge(inner, entry, mode))
@@ -711,6 +738,7 @@ fn step(inner: &Inner, mode: Mode, pressure: bool) -> Result<Walked, LogDriveErr
             Some(Err(ReadError::Trimmed { .. })) => break,
             Some(Err(error)) => return Err(read_error(error)),
         };
+        met_needed |= !matches!(verdict, Verdict::Garbage);
         match verdict {
             Verdict::Garbage => garbage += 1,
             Verdict::Copied(made) => copies.extend(made),
@@ -734,8 +762,15 @@ fn step(inner: &Inner, mode: Mode, pressure: bool) -> Result<Walked, LogDriveErr
     // Advancing trims only once it frees a meaningful share of a segment (segments are
     // reused whole, and every trim is a control block written and flushed), unless
     // clients wait for room.
+    // A walk that found the bound moved trims what it passed at once: the survey after it
+    // starts there.
     let granule = geometry.segment_size_bytes / 8;
-    if mode == Mode::Advance && copies.is_empty() && walked_bytes < granule && !pressure {
+    if mode == Mode::Advance
+        && copies.is_empty()
+        && walked_bytes < granule
+        && !pressure
+        && !bound_moved
+    {
         return Ok(Walked::default());
     }
     match generation_record(inner, trim_to) {
@@ -1008,7 +1043,8 @@ fn carry_suspects(inner: &Inner, lsn: u64, mode: Mode) -> Option<Verdict> {
     let holders: Vec<Shared> = shared
         .into_iter()
         .filter(|live| {
-            let live = lock(live);
+            let mut live = lock(live);
+            live.take_in(inner);
             !live.state.deleted && live.state.open_suspects().any(|suspect| suspect.lsn == lsn)
         })
         .collect();

@@ -18,7 +18,7 @@
 //! only acknowledged slots count towards T live, so replay's T is never smaller). Relocated
 //! copies are applied as the state they restore ([`crate::record`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
 
 use crate::api::{Length, LogDriveError, TailDesc};
@@ -172,6 +172,55 @@ impl Needed {
     }
 }
 
+/// The floors of the records queued whose outcomes are not yet taken in (the drive's next
+/// LSN when each was queued), counted, in order: the least bounds the LSN of every record
+/// the state does not yet know the place of.
+///
+/// A deque rather than an ordered map, because this is touched twice per write: a
+/// LogDrive's records are queued under its mutex and the drive's next LSN only grows, so
+/// floors arrive in order and join the back, and outcomes are taken in roughly in LSN order,
+/// so the floor they end is found near the front by a binary search. An entry whose count
+/// reaches zero inside the deque stays (with count zero) until the front reaches it: the
+/// front always has a count, so it is the least floor.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Unprocessed(VecDeque<(u64, u32)>);
+
+impl Unprocessed {
+    /// A record queued at `floor`.
+    fn queued(&mut self, floor: u64) {
+        match self.0.back_mut() {
+            Some((back, count)) if *back == floor => *count += 1,
+            Some((back, _)) if *back > floor => {
+                // Out of order (no caller does this today): kept sorted all the same.
+                match self.0.binary_search_by_key(&floor, |(at, _)| *at) {
+                    Ok(index) => self.0[index].1 += 1,
+                    Err(index) => self.0.insert(index, (floor, 1)),
+                }
+            }
+            _ => self.0.push_back((floor, 1)),
+        }
+    }
+
+    /// The outcome of a record queued at `floor` is taken in.
+    fn processed(&mut self, floor: u64) {
+        let Ok(index) = self.0.binary_search_by_key(&floor, |(at, _)| *at) else {
+            debug_assert!(false, "no record queued at {floor}");
+            return;
+        };
+        let count = &mut self.0[index].1;
+        debug_assert!(*count > 0, "no record left queued at {floor}");
+        *count = count.saturating_sub(1);
+        while self.0.front().is_some_and(|(_, count)| *count == 0) {
+            self.0.pop_front();
+        }
+    }
+
+    /// The least floor of a record whose outcome is not yet taken in.
+    fn least(&self) -> Option<u64> {
+        self.0.front().map(|(floor, _)| *floor)
+    }
+}
+
 /// The records that hold a LogDrive's control state: what relocation carries forward before
 /// the ring's head may pass them. Each is the value with the LSN of its newest durable
 /// record (a relocated copy takes over from the record it copies); `None` while no record of
@@ -277,8 +326,8 @@ pub(crate) struct LogState {
     /// The needed records by chunk of LSNs.
     needed: Needed,
     /// For each record queued whose outcome is not yet taken in, the drive's next LSN when
-    /// it was queued (a bound below its LSN), counted: the least bounds every such record.
-    unprocessed: BTreeMap<u64, u32>,
+    /// it was queued (a bound below its LSN): the least bounds every such record.
+    unprocessed: Unprocessed,
 }
 
 impl LogState {
@@ -300,7 +349,7 @@ impl LogState {
             pending_bytes: 0,
             suspects: Vec::new(),
             needed: Needed::default(),
-            unprocessed: BTreeMap::new(),
+            unprocessed: Unprocessed::default(),
         }
     }
 
@@ -756,26 +805,19 @@ impl LogState {
 
     /// A record was queued when the drive's next LSN was `floor` (its LSN is no lower).
     pub fn queued_at(&mut self, floor: u64) {
-        *self.unprocessed.entry(floor).or_insert(0) += 1;
+        self.unprocessed.queued(floor);
     }
 
     /// The outcome of a record queued at `floor` is taken in.
     pub fn processed(&mut self, floor: u64) {
-        match self.unprocessed.get_mut(&floor) {
-            Some(1) => {
-                self.unprocessed.remove(&floor);
-            }
-            Some(count) => *count -= 1,
-            None => debug_assert!(false, "no record queued at {floor}"),
-        }
+        self.unprocessed.processed(floor);
     }
 
     /// An LSN below which every record of this LogDrive that the state names (or will name
     /// once an outcome is taken in) is counted in [`Needed`]: the lowest floor of a record
     /// whose outcome is not yet taken in, and past that the first needed chunk.
     pub fn advance_bound(&self) -> Option<u64> {
-        let unprocessed = self.unprocessed.keys().next().copied();
-        match (unprocessed, self.needed.first_lsn()) {
+        match (self.unprocessed.least(), self.needed.first_lsn()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -1138,5 +1180,38 @@ mod tests {
         assert!(state.replay_control(Control::Seal(4), 6));
         assert_eq!(state.lookup(3), Ok(Lookup::Unwritten));
         assert_eq!(state.weak_tail(8).unwrap().t(), 3);
+    }
+
+    proptest! {
+        /// The unprocessed floors answer the least floor still counted, as an ordered map of
+        /// counts would, whatever order the floors come and go in (mostly in order, as the
+        /// live path queues them, sometimes not).
+        #[test]
+        fn unprocessed_floors_answer_the_least_still_counted(
+            ops in proptest::collection::vec((any::<bool>(), 0..64u64, 0..8u64), 1..400),
+        ) {
+            let mut floors = Unprocessed::default();
+            let mut model: BTreeMap<u64, u32> = BTreeMap::new();
+            let mut next = 0u64;
+            for (queue, step, pick) in ops {
+                if queue || model.is_empty() {
+                    // Mostly the drive's next LSN, which only grows; now and then an older one.
+                    let floor = if step < 56 { next += step % 4; next } else { next.saturating_sub(step) };
+                    floors.queued(floor);
+                    *model.entry(floor).or_insert(0) += 1;
+                } else {
+                    // Outcomes come roughly in order: one of the oldest few.
+                    let keys: Vec<u64> = model.keys().copied().collect();
+                    let floor = keys[(pick as usize).min(keys.len() - 1)];
+                    floors.processed(floor);
+                    match model.get_mut(&floor) {
+                        Some(1) => { model.remove(&floor); }
+                        Some(count) => *count -= 1,
+                        None => unreachable!(),
+                    }
+                }
+                prop_assert_eq!(floors.least(), model.keys().next().copied());
+            }
+        }
     }
 }

@@ -123,39 +123,42 @@ enum ControlKind {
     Control(Control, Check),
 }
 
-/// A write's outcome left by its completion when the LogDrive's mutex was taken: the next
-/// holder of the mutex takes it in (eight writers completing one batch's writes of one
-/// LogDrive would otherwise queue on the mutex one after another).
+/// A write's outcome, left by its completion for the LogDrive's next look: a completion
+/// takes no mutex (the next holder of the LogDrive's mutex takes the outcome in before it
+/// answers anything, so a read after this write's acknowledgement sees it), and a LogDrive
+/// state is locked once per write, by its submission, rather than once more per completion
+/// (eight writers completing one batch's writes of one LogDrive would otherwise queue on its
+/// mutex one after another, and a thousand LogDrives would each be brought into cache twice).
 struct Ack {
     address: u64,
     outcome: AppendOutcome,
     floor: u64,
 }
 
-type Acks = Arc<SegQueue<Ack>>;
+/// What completions and dropped futures leave for a LogDrive's next look, without its mutex.
+#[derive(Default)]
+struct Mailbox {
+    acks: SegQueue<Ack>,
+    /// Writes whose futures were dropped before they completed.
+    orphans: SegQueue<Orphan>,
+}
 
 /// A LogDrive's state with the outcomes not yet taken in.
 pub(crate) struct Live {
     pub state: LogState,
+    mailbox: Arc<Mailbox>,
+    /// Orphaned writes taken from the mailbox whose outcomes are not yet known.
     orphans: Vec<Orphan>,
     controls: Vec<PendingControl>,
-    acks: Acks,
 }
 
 impl Live {
     fn new(state: LogState) -> Live {
         Live {
             state,
+            mailbox: Arc::default(),
             orphans: Vec::new(),
             controls: Vec::new(),
-            acks: Acks::default(),
-        }
-    }
-
-    /// Takes in the write outcomes their completions left while the mutex was held.
-    fn take_in_acks(&mut self) {
-        while let Some(ack) = self.acks.pop() {
-            finish_write(&mut self.state, ack.address, &ack.outcome, ack.floor);
         }
     }
 
@@ -164,12 +167,15 @@ impl Live {
     pub(crate) fn take_in(&mut self, inner: &Inner) {
         let Live {
             state,
+            mailbox,
             orphans,
             controls,
-            acks,
         } = self;
-        while let Some(ack) = acks.pop() {
+        while let Some(ack) = mailbox.acks.pop() {
             finish_write(state, ack.address, &ack.outcome, ack.floor);
+        }
+        while let Some(orphan) = mailbox.orphans.pop() {
+            orphans.push(orphan);
         }
         orphans.retain(|orphan| match orphan.ticket.try_outcome() {
             Some(outcome) => {
@@ -472,8 +478,7 @@ impl<C: Completion> Drop for Completing<C> {
 }
 
 struct WriteDone {
-    live: Shared,
-    acks: Acks,
+    mailbox: Arc<Mailbox>,
     address: u64,
     admission: Admission,
 }
@@ -481,42 +486,23 @@ struct WriteDone {
 impl Completion for WriteDone {
     type Output = ();
 
-    /// Takes the outcome in under the LogDrive's mutex if it is free, and otherwise leaves it
-    /// for the mutex's holder (whoever takes the mutex next takes it in before anything
-    /// else, so a read after this write's acknowledgement sees it).
+    /// Leaves the outcome in the LogDrive's mailbox, for the next holder of its mutex
+    /// (whoever takes it next takes the outcome in before anything else).
     fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
-        let floor = self.admission.floor();
         let answer = outcome.clone().map(|_| ()).map_err(append_error);
-        let ack = Ack {
+        self.mailbox.acks.push(Ack {
             address: self.address,
             outcome,
-            floor,
-        };
-        match self.live.try_lock() {
-            Ok(mut live) => {
-                live.take_in_acks();
-                finish_write(&mut live.state, ack.address, &ack.outcome, ack.floor);
-            }
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
-                let mut live = poisoned.into_inner();
-                finish_write(&mut live.state, ack.address, &ack.outcome, ack.floor);
-            }
-            Err(std::sync::TryLockError::WouldBlock) => {
-                self.acks.push(ack);
-                // The holder may have taken in the queue just before this push: look once
-                // more. An outcome still left waits for the next look, which takes it in
-                // before it answers anything.
-                if let Ok(mut live) = self.live.try_lock() {
-                    live.take_in_acks();
-                }
-            }
-        }
+            floor: self.admission.floor(),
+        });
+        // The record's room is released only now that its outcome is where the next look
+        // takes it in (its floor, in the ack, bounds the reclaimer's advance until then).
         drop(self.admission);
         answer
     }
 
     fn abandon(self, ticket: Ticket) {
-        lock(&self.live).orphans.push(Orphan {
+        self.mailbox.orphans.push(Orphan {
             address: self.address,
             ticket,
             admission: self.admission,
@@ -835,7 +821,8 @@ impl LogDriveStore {
         let mut damaged: Vec<(u64, BTreeSet<u64>)> = shared
             .iter()
             .filter_map(|live| {
-                let live = lock(live);
+                let mut live = lock(live);
+                live.take_in(&self.inner);
                 let addresses = live.state.damaged_addresses();
                 (!addresses.is_empty()).then_some((live.state.id, addresses))
             })
@@ -1017,11 +1004,10 @@ impl LocalLogDrive {
                 };
                 live.state.queue_write(address, crc, len);
                 live.state.queued_at(admission.floor());
-                let acks = Arc::clone(&live.acks);
+                let mailbox = Arc::clone(&live.mailbox);
                 drop(live);
                 let done = WriteDone {
-                    live: Arc::clone(&self.live),
-                    acks,
+                    mailbox,
                     address,
                     admission,
                 };
