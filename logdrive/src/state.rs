@@ -1196,7 +1196,12 @@ mod tests {
             for (queue, step, pick) in ops {
                 if queue || model.is_empty() {
                     // Mostly the drive's next LSN, which only grows; now and then an older one.
-                    let floor = if step < 56 { next += step % 4; next } else { next.saturating_sub(step) };
+                    let floor = if step < 56 {
+                        next += step % 4;
+                        next
+                    } else {
+                        next.saturating_sub(step)
+                    };
                     floors.queued(floor);
                     *model.entry(floor).or_insert(0) += 1;
                 } else {
