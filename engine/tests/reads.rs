@@ -379,6 +379,80 @@ fn an_iterator_reads_ahead_across_segments_and_follows_the_tail() {
     ));
 }
 
+/// A drive on a ring of 4 MiB segments (runs are not cut short by segment ends) holding
+/// `batches` batches of 16 entries of 4,000 bytes (64 KiB each with their headers), its
+/// cache off.
+fn ring_of_batches(directory: &tempfile::TempDir, batches: u64) -> Drive {
+    let path = ring_of(directory, 32 << 20, 4 << 20);
+    let drive = Drive::open(&path, no_cache()).expect("opens");
+    for _ in 0..batches {
+        let group = (0..16)
+            .map(|_| sealog::NewEntry::data(vec![0x5a; 4000]))
+            .collect();
+        drive
+            .append_group(group)
+            .expect("queued")
+            .wait()
+            .expect("durable");
+    }
+    drive
+}
+
+/// Bytes the device reads for `take` entries from LSN 1 with `iterator`, the iterator
+/// dropped (and any read it had in flight finished) before the count.
+fn bytes_read_for(drive: &Drive, take: usize, iterator: sealog::EntryIter<'_>) -> u64 {
+    let before = drive.read_stats().device_read_bytes;
+    let mut taken = 0;
+    for entry in iterator.take(take) {
+        entry.expect("reads");
+        taken += 1;
+    }
+    assert_eq!(taken, take);
+    drive.read_stats().device_read_bytes - before
+}
+
+/// An iterator's first device read takes at most 256 KiB and each next one twice the last
+/// (up to the read-ahead size, 4 MiB by default): a reader that takes a few entries reads a
+/// few batches, not a full read-ahead.
+#[test]
+fn an_iterator_that_takes_a_few_entries_reads_a_few_batches() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let drive = ring_of_batches(&directory, 200);
+    let bytes = bytes_read_for(&drive, 5, drive.iter_from(1));
+    assert!(
+        bytes <= 256 << 10,
+        "{bytes} bytes read for 5 entries of 4,000 bytes"
+    );
+    // A long scan still ramps up to full-size reads: 3,200 entries (12.5 MiB) in a handful.
+    let reads = drive.read_stats().device_reads;
+    let bytes = bytes_read_for(&drive, 3200, drive.iter_from(1));
+    let scan_reads = drive.read_stats().device_reads - reads;
+    assert!(bytes >= 12 << 20, "{bytes} bytes read for 12.5 MiB");
+    assert!(scan_reads <= 12, "{scan_reads} reads for 12.5 MiB");
+}
+
+/// An iterator without read-ahead reads each run only when its first entry is asked for:
+/// taking the entries of the first two runs and one of the third reads those three runs,
+/// where the default iterator has also read the fourth ahead (on its reader thread).
+#[test]
+fn an_iterator_without_read_ahead_reads_no_run_before_it_is_needed() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let drive = ring_of_batches(&directory, 200);
+    // Runs of 4, 8 and 16 batches (256 KiB, 512 KiB, 1 MiB): 12 batches' entries and one
+    // more reach into the third run.
+    let take = 12 * 16 + 1;
+    let without = bytes_read_for(&drive, take, drive.iter_from(1).without_read_ahead());
+    let with = bytes_read_for(&drive, take, drive.iter_from(1));
+    assert!(
+        without <= (256 + 512 + 1024) << 10,
+        "{without} bytes read without read-ahead"
+    );
+    assert!(
+        with > without + (1 << 20),
+        "the default iterator read {with} bytes, without read-ahead {without}"
+    );
+}
+
 #[test]
 fn tail_waiters_are_woken_exactly_once_when_their_lsn_is_durable() {
     let directory = tempfile::tempdir().expect("tempdir");

@@ -25,10 +25,13 @@
 //! (`space`), so a full ring can always be reclaimed.
 //!
 //! Why this is safe across crashes: a copy is made under its LogDrive's mutex, so it takes
-//! an LSN after every record that LogDrive had queued, and replay applies it after them; the
-//! head moves only once every copy is durable; a record is garbage only by what is known
-//! durable (a deletion still in flight holds the walk, a durable record whose completion is
-//! not yet taken in is needed), so no trim can take a record a crash could make needed again.
+//! an LSN after every record that LogDrive had queued, and replay applies it after them (the
+//! creations one walk meets are copied together as one group, under the registry's mutex,
+//! which a deletion holds to queue its record: a creation's copy never lands after its
+//! LogDrive's deletion); the head moves only once every copy is durable; a record is garbage
+//! only by what is known durable (a deletion still in flight holds the walk, a durable record
+//! whose completion is not yet taken in is needed), so no trim can take a record a crash could
+//! make needed again.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -395,6 +398,32 @@ impl Reclaimer {
         !signal.stopped
     }
 
+    /// Waits, after a wake, until the wakes stop for [`SETTLE`] (at most [`SETTLE_MAX`] in
+    /// all), unless a client is refused room or the reclaimer stops. Wakes come in bursts: a
+    /// server trims or deletes many LogDrives at once, and their completions each wake the
+    /// reclaimer as they are taken in, one by one, over a millisecond or more. A look in the
+    /// middle of a burst sees some of them and not the rest, and its walk then reads, off the
+    /// device, records the rest made garbage while it read them; a look after the burst moves
+    /// the head past all of it by the counts, reading nothing.
+    fn settle(&self) {
+        let started = Instant::now();
+        let mut signal = lock(&self.signal);
+        while started.elapsed() < SETTLE_MAX {
+            if signal.stopped || self.pressure.load(Ordering::Acquire) {
+                return;
+            }
+            signal.woken = false;
+            let (next, timeout) = self
+                .condvar
+                .wait_timeout_while(signal, SETTLE, |signal| !signal.woken && !signal.stopped)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            signal = next;
+            if timeout.timed_out() {
+                return;
+            }
+        }
+    }
+
     /// Pauses for `pause` (relocation's pacing), cut short by a stop or a client refused.
     fn pace(&self, pause: Duration) {
         let until = Instant::now() + pause;
@@ -413,6 +442,11 @@ impl Reclaimer {
     }
 }
 
+/// How long the wakes must stop before the background reclaimer looks ([`Reclaimer::settle`]).
+const SETTLE: Duration = Duration::from_millis(1);
+/// The longest a burst of wakes delays a look.
+const SETTLE_MAX: Duration = Duration::from_millis(10);
+
 /// Starts the background reclaimer of `inner`'s store.
 pub(crate) fn spawn(inner: &Arc<Inner>) -> std::io::Result<JoinHandle<()>> {
     let weak: Weak<Inner> = Arc::downgrade(inner);
@@ -421,6 +455,7 @@ pub(crate) fn spawn(inner: &Arc<Inner>) -> std::io::Result<JoinHandle<()>> {
     let name = format!("sealog-reclaim {}", inner.drive.path().display());
     std::thread::Builder::new().name(name).spawn(move || {
         while reclaimer.wait(interval) {
+            reclaimer.settle();
             let Some(inner) = weak.upgrade() else {
                 return;
             };
@@ -598,7 +633,11 @@ fn advance(inner: &Inner, survey: &Survey, pressure: bool) -> Result<bool, LogDr
     let mut upto = upto;
     match generation_record(inner, upto) {
         Some(Ok(marker)) => match marker.ticket.wait() {
-            Ok(to) => apply(inner, &marker.live, marker.from, &marker.carried, to),
+            Ok(to) => {
+                for copy in &marker.copies {
+                    apply(inner, &copy.live, copy.from, &copy.carried, to);
+                }
+            }
             Err(error) => return Err(append_error(error)),
         },
         // No room for the generation record: the head stays until there is.
@@ -634,13 +673,16 @@ enum Verdict {
     /// Nothing needs it.
     Garbage,
     /// Copied; its copies are in flight.
-    Copied(Vec<Copy>),
+    Copied(Vec<Queued>),
+    /// A creation to copy with the others the walk meets, in one group
+    /// ([`queue_creations`]).
+    Deferred(Creation),
     /// Needed, and not copied (advancing only): the walk stops here.
     Needed(Pin),
     /// The walk cannot pass it now.
     Hold(Pin),
     /// Its copy found no room (the copies it made before are in flight).
-    Full(Vec<Copy>),
+    Full(Vec<Queued>),
 }
 
 /// What a copy carries forward, to apply to its LogDrive once durable.
@@ -661,9 +703,34 @@ struct Copy {
     /// The LSN of the record copied.
     from: u64,
     carried: Carried,
-    ticket: Ticket,
     bytes: u64,
     _admission: Admission,
+}
+
+/// Copies queued as one group: all of them durable or none, at consecutive LSNs from the
+/// one the ticket yields, in order.
+struct Queued {
+    ticket: Ticket,
+    copies: Vec<Copy>,
+}
+
+/// A LogDrive's creation record the walk found needed, to be copied in a group with the
+/// other creations it meets. Relocating every long-lived LogDrive's creation once per lap
+/// of the ring is the reclaimer's steady work when many LogDrives live long (a bookie's
+/// ledgers): copied one by one, the copies interleave with the clients' writes, and the
+/// next lap reads that garbage to reach them; copied as a group, they stay together and the
+/// next lap reads them alone.
+struct Creation {
+    live: Shared,
+    from: u64,
+    record: Record,
+}
+
+/// Creations copied per group at most: a sixteenth of a batch of headers (64 KiB in a
+/// 1 MiB batch), so that a group never keeps the clients' records out of a batch.
+fn creation_group_max(batch_size_max_bytes: u32) -> usize {
+    let headers = u64::from(batch_size_max_bytes) / RECORD_HEADER_BYTES / 16;
+    usize::try_from(headers).unwrap_or(usize::MAX).max(1)
 }
 
 /// Walks part of the ring from its head, then trims past what it walked. `advance_to` is
@@ -699,30 +766,38 @@ fn step(
     // moves the head past what the counts now show to be garbage without reading it.
     // Reading on would take garbage off the device that the counts could have passed over.
     // (A bound in a chunk before the head's, a record in flight admitted before the head
-    // passed its floor, says nothing of what lies past the head.)
+    // passed its floor, says nothing of what lies past the head.) For the same reason a
+    // relocating walk stops once it has read a chunk's worth of LSNs past the last record it
+    // copied without meeting another: the needed records it copied were what held the head,
+    // and what follows them is garbage the counts pass over, up to the next needed record.
     let bound_chunk = (advance_to + 1) / CHUNK_LSNS;
     let bound_chunk_last = if bound_chunk >= head / CHUNK_LSNS {
         (bound_chunk + 1) * CHUNK_LSNS - 1
     } else {
         u64::MAX
     };
-    let mut met_needed = false;
-    let mut bound_moved = false;
-    let mut copies: Vec<Copy> = Vec::new();
+    let mut last_needed: Option<u64> = None;
+    let mut counts_take_over = false;
+    let mut copies: Vec<Queued> = Vec::new();
+    let mut creations: Vec<Creation> = Vec::new();
+    let group_max = creation_group_max(geometry.batch_size_max_bytes);
+    // The first creation the walk passed that no group took: the head stays before it.
+    let mut held: Option<u64> = None;
     let mut passed: Option<u64> = None;
     let mut walked_bytes = 0;
     let mut garbage = 0;
     let mut pin = None;
-    let mut iterator = drive.iter_from(head);
+    // No read-ahead: the walk stops by what it finds, mostly within a run or two.
+    let mut iterator = drive.iter_from(head).without_read_ahead();
     while walked_bytes < budget {
         let (lsn, bytes, verdict) = match iterator.next() {
             None => break,
             Some(Ok(entry)) if entry.lsn > end => break,
             Some(Err(ReadError::Damaged { lsn, .. })) if lsn > end => break,
             Some(Ok(LogEntry { lsn, .. }) | Err(ReadError::Damaged { lsn, .. }))
-                if lsn > bound_chunk_last && !met_needed =>
+                if last_needed.map_or(lsn > bound_chunk_last, |at| lsn > at + CHUNK_LSNS) =>
             {
-                bound_moved = true;
+                counts_take_over = true;
                 break;
             }
             Some(Ok(entry)) => {
@@ -738,10 +813,24 @@ fn step(
             Some(Err(ReadError::Trimmed { .. })) => break,
             Some(Err(error)) => return Err(read_error(error)),
         };
-        met_needed |= !matches!(verdict, Verdict::Garbage);
+        if !matches!(verdict, Verdict::Garbage) {
+            last_needed = Some(lsn);
+        }
         match verdict {
             Verdict::Garbage => garbage += 1,
             Verdict::Copied(made) => copies.extend(made),
+            Verdict::Deferred(creation) => {
+                creations.push(creation);
+                if creations.len() == group_max {
+                    let (made, unqueued) = queue_creations(inner, &mut creations);
+                    copies.extend(made);
+                    if let Some(lsn) = unqueued {
+                        held = Some(held.map_or(lsn, |at| at.min(lsn)));
+                        passed = Some(lsn);
+                        break;
+                    }
+                }
+            }
             Verdict::Needed(at) | Verdict::Hold(at) => {
                 pin = Some(at);
                 break;
@@ -755,21 +844,30 @@ fn step(
         walked_bytes += bytes;
     }
     drop(iterator);
+    if !creations.is_empty() {
+        let (made, unqueued) = queue_creations(inner, &mut creations);
+        copies.extend(made);
+        if let Some(lsn) = unqueued {
+            held = Some(held.map_or(lsn, |at| at.min(lsn)));
+        }
+    }
     *lock(&reclaimer.pin) = pin;
     let Some(mut trim_to) = passed else {
         return Ok(Walked::default());
     };
+    if let Some(lsn) = held {
+        trim_to = trim_to.min(lsn - 1);
+    }
     // Advancing trims only once it frees a meaningful share of a segment (segments are
     // reused whole, and every trim is a control block written and flushed), unless
-    // clients wait for room.
-    // A walk that found the bound moved trims what it passed at once: the survey after it
-    // starts there.
+    // clients wait for room. A walk that stopped for the counts trims what it passed at
+    // once: the survey after it starts there.
     let granule = geometry.segment_size_bytes / 8;
     if mode == Mode::Advance
         && copies.is_empty()
         && walked_bytes < granule
         && !pressure
-        && !bound_moved
+        && !counts_take_over
     {
         return Ok(Walked::default());
     }
@@ -780,19 +878,23 @@ fn step(
     }
     let mut relocated_bytes = 0;
     let mut relocated_records = 0;
-    for copy in copies {
-        let from = copy.from;
-        match copy.ticket.wait() {
-            Ok(to) => {
-                apply(inner, &copy.live, from, &copy.carried, to);
-                if !matches!(copy.carried, Carried::Generation(_)) {
-                    relocated_bytes += copy.bytes;
-                    relocated_records += 1;
+    for queued in copies {
+        match queued.ticket.wait() {
+            Ok(first) => {
+                for (to, copy) in (first..).zip(&queued.copies) {
+                    apply(inner, &copy.live, copy.from, &copy.carried, to);
+                    if !matches!(copy.carried, Carried::Generation(_)) {
+                        relocated_bytes += copy.bytes;
+                        relocated_records += 1;
+                    }
                 }
             }
             // Not written (the reserve ran out despite the admission): the head stops
-            // before it; the walk resumes there.
-            Err(sealog::AppendError::RingFull { .. }) => trim_to = trim_to.min(from - 1),
+            // before them; the walk resumes there.
+            Err(sealog::AppendError::RingFull { .. }) => {
+                let from = queued.copies.iter().map(|copy| copy.from).min();
+                trim_to = from.map_or(trim_to, |from| trim_to.min(from - 1));
+            }
             Err(error) => return Err(append_error(error)),
         }
     }
@@ -932,7 +1034,13 @@ fn judge(inner: &Inner, entry: LogEntry, mode: Mode) -> Verdict {
             },
             record,
         ),
-        RecordType::Create => (Carried::Create, record),
+        RecordType::Create => {
+            return Verdict::Deferred(Creation {
+                live: Arc::clone(&shared),
+                from: entry.lsn,
+                record: record.relocated(),
+            })
+        }
         RecordType::Seal | RecordType::Fence | RecordType::Trim => {
             let control = Control::of(&record).expect("a control record");
             (Carried::Control(control), record)
@@ -958,7 +1066,7 @@ fn judge(inner: &Inner, entry: LogEntry, mode: Mode) -> Verdict {
         payload,
         carried,
     ) {
-        Some(copy) => Verdict::Copied(vec![copy]),
+        Some(queued) => Verdict::Copied(vec![queued]),
         None => Verdict::Full(Vec::new()),
     }
 }
@@ -1030,7 +1138,7 @@ fn judge_damaged(
     let marker = Record::damaged(record.id, record.generation, address, crc, len);
     let carried = Carried::Damaged { address };
     match queue_copy(inner, Some(&shared), lsn, marker, Bytes::new(), carried) {
-        Some(copy) => Verdict::Copied(vec![copy]),
+        Some(queued) => Verdict::Copied(vec![queued]),
         None => Verdict::Full(Vec::new()),
     }
 }
@@ -1057,7 +1165,7 @@ fn carry_suspects(inner: &Inner, lsn: u64, mode: Mode) -> Option<Verdict> {
         return Some(Verdict::Needed(Pin::Damage { lsn }));
     }
     // Several LogDrives may hold suspects from one damaged range: a record each.
-    let mut copies = Vec::new();
+    let mut copies: Vec<Queued> = Vec::new();
     for live in holders {
         let guard = lock(&live);
         let (id, generation) = (guard.state.id, guard.state.generation);
@@ -1078,7 +1186,7 @@ fn carry_suspects(inner: &Inner, lsn: u64, mode: Mode) -> Option<Verdict> {
             .relocated();
             let carried = Carried::Suspect;
             match queue_copy(inner, Some(&live), lsn, record, Bytes::new(), carried) {
-                Some(copy) => copies.push(copy),
+                Some(queued) => copies.push(queued),
                 // The copies queued so far are waited for and applied; the head stays
                 // before this record.
                 None => return Some(Verdict::Full(copies)),
@@ -1106,18 +1214,72 @@ fn queue_copy(
     record: Record,
     payload: Bytes,
     carried: Carried,
-) -> Option<Copy> {
+) -> Option<Queued> {
     let bytes = RECORD_HEADER_BYTES + payload.len() as u64;
     let admission = inner.admit(payload.len() as u64, Class::Relocation).ok()?;
     let ticket = inner.append(&record, payload).ok()?;
-    Some(Copy {
+    let copy = Copy {
         live: live.cloned(),
         from,
         carried,
-        ticket,
         bytes,
         _admission: admission,
+    };
+    Some(Queued {
+        ticket,
+        copies: vec![copy],
     })
+}
+
+/// Queues copies of the creations the walk found needed, as one group, and empties
+/// `creations`; also the LSN of the first creation it could not queue (its LogDrive's
+/// deletion was queued since it was judged, or the ring had no room), before which the head
+/// must stay.
+///
+/// The copies are queued under the registry's mutex, which a deletion holds while it
+/// queues its record: so a creation's copy either lands before its LogDrive's deletion
+/// (which replay then applies after it) or is not made, and never lands after it (which
+/// replay would take for the LogDrive created again). The LogDrive's other records may land
+/// on either side of the copy: replay keeps the records it meets before a creation.
+fn queue_creations(inner: &Inner, creations: &mut Vec<Creation>) -> (Option<Queued>, Option<u64>) {
+    let registry = lock(&inner.registry);
+    let mut copies = Vec::with_capacity(creations.len());
+    let mut entries = Vec::with_capacity(creations.len());
+    let mut unqueued = None;
+    for creation in creations.drain(..) {
+        let current = registry
+            .live
+            .get(&creation.record.id)
+            .is_some_and(|live| Arc::ptr_eq(live, &creation.live) && !lock(live).state.deleted);
+        let admission = if current {
+            inner.admit(0, Class::Relocation).ok()
+        } else {
+            None
+        };
+        let Some(admission) = admission else {
+            unqueued = unqueued.or(Some(creation.from));
+            continue;
+        };
+        entries.push((creation.record, Bytes::new()));
+        copies.push(Copy {
+            live: Some(creation.live),
+            from: creation.from,
+            carried: Carried::Create,
+            bytes: RECORD_HEADER_BYTES,
+            _admission: admission,
+        });
+    }
+    if copies.is_empty() {
+        return (None, unqueued);
+    }
+    match inner.append_group(entries) {
+        Ok(ticket) => (Some(Queued { ticket, copies }), unqueued),
+        // Not queued (the drive stopped: the next look says so): none of them was made.
+        Err(_) => {
+            let first = copies.iter().map(|copy| copy.from).min();
+            (None, first.into_iter().chain(unqueued).min())
+        }
+    }
 }
 
 /// A copy is durable at `to`: its LogDrive's state (or the generation marker) moves to it.
@@ -1147,7 +1309,7 @@ fn apply(inner: &Inner, live: &Option<Shared>, from: u64, carried: &Carried, to:
 /// The generation record a trim to `trim_to` needs written first, if any (unless the last
 /// one carries the highest generation issued and lies past the trim); `Err` when it found
 /// no room, and the trim must wait.
-fn generation_record(inner: &Inner, trim_to: u64) -> Option<Result<Copy, ()>> {
+fn generation_record(inner: &Inner, trim_to: u64) -> Option<Result<Queued, ()>> {
     let generation = lock(&inner.registry).generation_max;
     if generation == 0 {
         return None;
@@ -1198,5 +1360,67 @@ pub(crate) fn stats(inner: &Inner) -> ReclaimStats {
         refused_copies: refusals[2],
         relocation_seconds: load(&counters.relocation_micros) as f64 / 1e6,
         last_error: lock(&reclaimer.last_error).clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{wait, LogDriveStore, StoreOptions};
+
+    /// A store on a fresh 16 MiB ring, its reclaimer run by hand only.
+    fn store() -> (tempfile::TempDir, LogDriveStore) {
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let path = directory.path().join("ring");
+        let format = sealog::FormatOptions::new(16 << 20).segment_size_bytes(1 << 20);
+        sealog::format(&path, &format).expect("format");
+        let policy = ReclaimPolicy::default().background(false);
+        let options = StoreOptions::default().reclaim(policy);
+        let store = LogDriveStore::open_with_options(&path, options).expect("open");
+        (directory, store)
+    }
+
+    /// LogDrive `id`'s creation as a walk defers it: its state and its record's LSN.
+    fn creation_of(store: &LogDriveStore, id: u64) -> Creation {
+        let live = Arc::clone(&lock(&store.inner().registry).live[&id]);
+        let (from, record) = {
+            let mut guard = lock(&live);
+            guard.take_in(store.inner());
+            let state = &guard.state;
+            let record = Record::new(RecordType::Create, id, state.generation, 1 << 40, 0);
+            (state.holders.create.expect("durable"), record.relocated())
+        };
+        Creation { live, from, record }
+    }
+
+    /// A creation judged needed whose LogDrive's deletion is queued before the group is: no
+    /// copy is made (it would land after the deletion, and replay would take the LogDrive
+    /// for created again), and the head must stay before the creation. The live one beside
+    /// it is copied; after a reopen the deleted LogDrive stays deleted.
+    #[test]
+    fn a_creation_whose_deletion_was_queued_since_the_walk_met_it_is_not_copied() {
+        let (directory, store) = store();
+        let kept = wait(store.create(1, 1 << 40)).expect("create");
+        let deleted = wait(store.create(2, 1 << 40)).expect("create");
+        let mut creations = vec![creation_of(&store, 1), creation_of(&store, 2)];
+        let deleted_from = creations[1].from;
+        drop(deleted);
+        wait(store.delete(2)).expect("delete");
+        let (queued, unqueued) = queue_creations(store.inner(), &mut creations);
+        assert_eq!(unqueued, Some(deleted_from));
+        let queued = queued.expect("the live LogDrive's copy");
+        assert_eq!(queued.copies.len(), 1);
+        assert!(Arc::ptr_eq(
+            queued.copies[0].live.as_ref().expect("a LogDrive's copy"),
+            &lock(&store.inner().registry).live[&1]
+        ));
+        queued.ticket.wait().expect("the copy");
+        drop(kept);
+        let path = store.drive().path().to_path_buf();
+        store.close();
+        drop(store);
+        let store = LogDriveStore::open(&path, sealog::DriveOptions::default()).expect("reopen");
+        assert_eq!(store.ids(), [1]);
+        drop(directory);
     }
 }

@@ -405,6 +405,23 @@ impl Inner {
         self.drive.append_entry(entry).map_err(append_error)
     }
 
+    /// Queues records (admitted already) as one all-or-nothing group, at consecutive LSNs.
+    pub(crate) fn append_group(
+        &self,
+        records: Vec<(Record, Bytes)>,
+    ) -> Result<Ticket, LogDriveError> {
+        self.check_running()?;
+        let entries = records
+            .into_iter()
+            .map(|(record, payload)| NewEntry {
+                kind: record.record_type.kind(),
+                header: record.header(),
+                payload,
+            })
+            .collect();
+        self.drive.append_group(entries).map_err(append_error)
+    }
+
     /// Queues a record (admitted already) whose payload's CRC was computed already.
     pub(crate) fn append_summed(
         &self,
@@ -794,6 +811,12 @@ impl LogDriveStore {
             admission,
         };
         Completing::boxed(ticket, done)
+    }
+
+    /// The store's shared state, for the crate's own tests.
+    #[cfg(test)]
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
     }
 
     /// What the reclaimer has done, and the ring's space as it sees it now.

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::read;
 use sealog::{DriveOptions, FormatOptions};
+use sealog_logdrive::record::{Record, RecordType};
 use sealog_logdrive::{
     wait, LocalLogDrive, LogDrive, LogDriveError, LogDriveStore, ReadOutcome, ReclaimPolicy,
     ReclaimStats, StoreOpenError, StoreOptions,
@@ -590,4 +591,132 @@ fn a_write_whose_outcome_is_not_taken_in_holds_the_head() {
     drop(held);
     let store = reopen(&ring, store, policy);
     check_pages(&store.get(2).unwrap(), 2, 0..1);
+}
+
+/// A relocating walk reads the needed records that hold the head and no more than a chunk of
+/// the garbage after them: the counts the states keep take the head on past the rest without
+/// a read. Here one long-lived LogDrive's creation lies at the head, 2,000 trimmed writes of
+/// another behind it, and the trim's record and a needed write after them: the reclaimer
+/// copies the creations, reads a chunk (256 LSNs) of the garbage, trims, moves the head to
+/// the chunk of the trim's record by the counts, and reads only from there.
+#[test]
+fn a_relocating_walk_reads_garbage_only_a_chunk_past_what_it_copied() {
+    let ring = ring_of(32 << 20, 1 << 20, 256 << 10);
+    // Steps big enough to walk the whole garbage in one, were it read.
+    let policy = by_hand(1.0)
+        .occupancy_min_fraction(0.0)
+        .step_bytes(Some(16 << 20));
+    let store = open_with(&ring, policy.clone());
+    let long_lived = create(&store, 1);
+    let trimmed = create(&store, 2);
+    write_all(&trimmed, 0..2000);
+    wait(trimmed.trim(2000)).unwrap();
+    write_all(&long_lived, 0..1);
+    let stats = store.reclaim_now().unwrap();
+    print("after the relocation", &stats);
+    // The two creations (once the head passed the garbage, what is left is under a segment
+    // and not worth relocating).
+    assert!(stats.relocated_records >= 2, "{stats:?}");
+    assert!(
+        stats.garbage_records < 2 * 256 + 64,
+        "the walk read {} garbage records of 2,000, not at most a chunk past its copies \
+         and the chunk of the next needed record",
+        stats.garbage_records
+    );
+    assert!(stats.advances > 0, "{stats:?}");
+    check_pages(&long_lived, 1, 0..1);
+    assert_eq!(read(&trimmed, 5), ReadOutcome::Trimmed { first: 2000 });
+    drop((long_lived, trimmed));
+    let store = reopen(&ring, store, policy);
+    check_pages(&store.get(1).unwrap(), 1, 0..1);
+    assert_eq!(
+        read(&store.get(2).unwrap(), 5),
+        ReadOutcome::Trimmed { first: 2000 }
+    );
+}
+
+/// The creations one walk relocates are copied as one group, so that they lie together on
+/// the ring even while clients write (and the next lap reads them, not the clients' garbage
+/// between them): 300 long-lived LogDrives' creations at the head, relocated while a writer
+/// keeps appending (and trimming) a churning LogDrive. Every long-lived LogDrive's newest
+/// creation copy then lies in one run of consecutive LSNs; the LogDrives survive a reopen.
+#[test]
+fn creations_relocated_together_lie_together_while_clients_write() {
+    const LONG_LIVED: u64 = 300;
+    let ring = ring_of(32 << 20, 1 << 20, 1 << 20);
+    let policy = by_hand(1.0).occupancy_min_fraction(0.0);
+    let store = open_with(&ring, policy.clone());
+    // The creations first (one walk meets them all within its budget), then a page each.
+    let long_lived: Vec<LocalLogDrive> = (0..LONG_LIVED).map(|id| create(&store, id)).collect();
+    for drive in &long_lived {
+        write_all(drive, 0..1);
+    }
+    drop(long_lived);
+    let churn = create(&store, 1000);
+    let stop = AtomicBool::new(false);
+    let stats = std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let mut next = 0u64;
+            let mut pending = std::collections::VecDeque::new();
+            while !stop.load(Ordering::Relaxed) {
+                pending.push_back(churn.write(next, 1, page(1000, next)));
+                next += 1;
+                if pending.len() == 16 {
+                    wait(pending.pop_front().unwrap()).expect("churn write");
+                }
+                if next % 256 == 0 {
+                    wait(churn.trim(next - 16)).expect("churn trim");
+                }
+            }
+            pending.into_iter().for_each(|write| wait(write).unwrap());
+        });
+        let started = Instant::now();
+        let stats = loop {
+            let stats = store.reclaim_now().unwrap();
+            if stats.relocated_records >= 2 * LONG_LIVED {
+                break stats;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "no relocation: {stats:?}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        stats
+    });
+    print("after relocating the creations", &stats);
+    let drive = store.drive();
+    let mut newest: BTreeMap<u64, u64> = BTreeMap::new();
+    for entry in drive.iter_from(drive.first_live_lsn()) {
+        let entry = entry.expect("entry");
+        let Some(record) = Record::decode(entry.kind, &entry.header) else {
+            continue;
+        };
+        if record.record_type == RecordType::Create && record.relocated && record.id < LONG_LIVED {
+            newest.insert(record.id, entry.lsn);
+        }
+    }
+    assert_eq!(newest.len() as u64, LONG_LIVED, "a creation not relocated");
+    let lsns: Vec<u64> = {
+        let mut lsns: Vec<u64> = newest.values().copied().collect();
+        lsns.sort_unstable();
+        lsns
+    };
+    let breaks = lsns
+        .windows(2)
+        .filter(|pair| pair[1] != pair[0] + 1)
+        .count();
+    assert_eq!(
+        breaks,
+        0,
+        "the creations' copies lie in {} runs, not one: {lsns:?}",
+        breaks + 1
+    );
+    drop(churn);
+    let store = reopen(&ring, store, policy);
+    for id in 0..LONG_LIVED {
+        check_pages(&store.get(id).unwrap(), id, 0..1);
+    }
 }

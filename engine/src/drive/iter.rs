@@ -2,7 +2,10 @@
 //! large sequential reads, as recovery reads. The read index gives the run of batches that lie
 //! back to back in one segment from the next LSN on; the iterator reads them with one O_DIRECT
 //! read of up to [`DriveOptions::read_ahead_bytes`](super::DriveOptions::read_ahead_bytes) into
-//! a buffer of its own (on the caller's thread: an iterator never occupies the drive thread)
+//! a buffer of its own (its first read up to [`FIRST_READ_BYTES`], each next one twice the last,
+//! as the kernel ramps up its read-ahead: an iterator that stops after a few entries, such as a
+//! compactor's step, reads little more than it takes, and a long scan reads full-size runs from
+//! its fifth read on) (on the caller's thread: an iterator never occupies the drive thread)
 //! and checks each batch whole with replay's validator. Entries still in the recent-entry
 //! cache are taken from memory. From its second device read on, an iterator keeps the next run
 //! in flight on a reader thread of its own while it checks and hands out the current one, so a
@@ -33,6 +36,12 @@ use super::Drive;
 use crate::error::ReadError;
 use crate::pool::BUFFER_ALIGN_BYTES;
 
+/// The most bytes an iterator's first device read takes (a batch at least): a quarter of a
+/// default batch. A compactor's step or a reader's catch-up of a few entries here reads a
+/// batch or two, not the 4 MiB of a full read-ahead, which on a ring of 600 KiB batches came
+/// to a third of what a reclaimer read while clients wrote.
+const FIRST_READ_BYTES: u64 = 256 << 10;
+
 /// Live entries from an LSN on, each a [`LogEntry`].
 pub struct EntryIter<'a> {
     drive: &'a Drive,
@@ -43,6 +52,10 @@ pub struct EntryIter<'a> {
     spare: Vec<MmapMut>,
     /// Device reads made so far (the second starts the reader thread).
     device_runs: u64,
+    /// The most bytes the next device read takes (whole batches, at least one).
+    run_bytes: u64,
+    /// Never read a run before it is needed ([`EntryIter::without_read_ahead`]).
+    no_read_ahead: bool,
     /// The reader thread, once started, and the run it has in flight (planned for that LSN).
     reader: Option<RunReader>,
     in_flight: Option<u64>,
@@ -76,6 +89,8 @@ impl RunRead {
         self.outcome = direct
             .files
             .read_at(self.ring_offset, &mut self.buffer[..self.len]);
+        // Counted where it is read, so a read ahead that is never taken counts too.
+        view.count_device_read(self.len);
         self.records.clear();
         self.failure = None;
         if self.outcome.is_err() {
@@ -163,11 +178,23 @@ impl<'a> EntryIter<'a> {
             run: Vec::new(),
             spare: Vec::new(),
             device_runs: 0,
+            run_bytes: FIRST_READ_BYTES.min(drive.view.read_ahead_bytes),
+            no_read_ahead: false,
             reader: None,
             in_flight: None,
             ended: false,
             point_until: 0,
         }
+    }
+
+    /// This iterator reads each run of the device only when its first entry is asked for, on
+    /// the caller's thread, and never the one after it in advance: for a scan that stops by
+    /// what it finds (a compactor's step that ends at the first record still needed), whose
+    /// read-ahead would mostly be read for nothing. A reclaimer stepping through a ring that
+    /// clients write read half its bytes in read-ahead it never used.
+    pub fn without_read_ahead(mut self) -> EntryIter<'a> {
+        self.no_read_ahead = true;
+        self
     }
 
     /// The LSN the next entry will have.
@@ -209,7 +236,7 @@ impl<'a> EntryIter<'a> {
             return self.read_one();
         }
         view.index()
-            .run_from(self.next_lsn, view.read_ahead_bytes, &mut self.run);
+            .run_from(self.next_lsn, self.run_bytes, &mut self.run);
         if self.run.is_empty() {
             // A live LSN in no batch: a trim passed it since it was looked at. The point read
             // says so (or what else it is).
@@ -295,6 +322,7 @@ impl<'a> EntryIter<'a> {
             _ => self.read_now()?,
         };
         self.device_runs += 1;
+        self.run_bytes = (self.run_bytes * 2).min(self.drive.view.read_ahead_bytes);
         self.read_ahead(&job);
         let outcome = self.take_run(&job);
         self.run = job.run;
@@ -314,11 +342,10 @@ impl<'a> EntryIter<'a> {
     fn read_ahead(&mut self, job: &RunRead) {
         let view = Arc::clone(&self.drive.view);
         let next = job.run.last().expect("a run has a batch").next_lsn;
-        if self.device_runs < 2 || view.check_live(next).is_err() {
+        if self.no_read_ahead || self.device_runs < 2 || view.check_live(next).is_err() {
             return;
         }
-        view.index()
-            .run_from(next, view.read_ahead_bytes, &mut self.run);
+        view.index().run_from(next, self.run_bytes, &mut self.run);
         let cached = self
             .run
             .first()
@@ -352,8 +379,6 @@ impl<'a> EntryIter<'a> {
     /// read failed, or a batch failed its check, the LSNs from there to that batch's end (the
     /// run's, for a failed read) are read one at a time next.
     fn take_run(&mut self, job: &RunRead) -> Result<(), ReadError> {
-        let view = Arc::clone(&self.drive.view);
-        view.count_device_read(job.len);
         if let Err(error) = &job.outcome {
             tracing::warn!(
                 lsn = self.next_lsn,

@@ -191,7 +191,10 @@ pub struct DriveOptions {
     /// ring's batch limit plus a block, mapped at open and touched only as far as reads go);
     /// more readers wait in arrival order.
     pub read_buffers: usize,
-    /// Bytes an iterator reads at a time from the device (at least the ring's batch limit).
+    /// Bytes an iterator reads at a time from the device (at least the ring's batch limit),
+    /// once it has ramped up: its first read takes at most 256 KiB (whole batches, one at
+    /// least) and each next one twice the last, so that a short iteration reads little more
+    /// than it takes.
     /// An iterator that has read the device twice keeps its next read in flight on a thread
     /// of its own, so it holds at most two buffers of this size and one thread (a catch-up
     /// reader's cost; iterators that stay within the cache or stop early hold neither).
