@@ -3,8 +3,9 @@
 //! same pipelining, so that each ratio is measured in one run. Writes: one writer with one
 //! write in flight (latency), and 8 writers x 32 in flight (throughput) on one LogDrive and
 //! spread over 1,000, each against the raw engine's appends under the same load, in
-//! interleaved rounds (`rounds::interleave`: each round starts one engine later, each figure
-//! the median over the rounds, as the single writer is judged against the peers). Reads: a
+//! interleaved rounds (`rounds::interleave`, in a balanced order: each engine equally often in
+//! every position and right after every other engine; each figure the median over the rounds,
+//! as the single writer is judged against the peers). Reads: a
 //! LogDrive read against `Drive::read_entry` (and `read_entry_async`, the path a LogDrive read
 //! takes) of the same LogDrive's entries, from the recent-entry cache and from the device (the
 //! drive reopened with its cache off), in rounds too. weak_tail: the cost of one call for K =
@@ -47,18 +48,19 @@ use crate::rounds::interleave;
 /// The payload of every write and read of the section: 4 KiB, the raw cells' size.
 pub const PAYLOAD_BYTES: usize = 4096;
 /// Interleaved rounds of the reads (the writes run as many rounds as they have engines, so
-/// that each engine runs once in every position).
+/// that each engine runs once in every position and after every other engine).
 pub const ROUNDS: usize = 3;
 /// The throughput comparison's writers and writes in flight per writer: 256 in all, the
 /// deep cells' order of magnitude.
 pub const THROUGHPUT_WRITERS: usize = 8;
 /// Writes (or appends) each throughput writer keeps in flight.
 pub const THROUGHPUT_IN_FLIGHT: usize = 32;
-/// Rotations of the throughput comparison's engines: 8 rounds of 4 engines. Single runs of
+/// Rotations of the throughput comparison's engines: 12 rounds of 4 engines. Single runs of
 /// one engine ranged over 2x within one section on this project's machine (a virtual disk
-/// whose speed drifts), so a median of 4 could not tell 10% apart; each rotation adds about
-/// 12 s to the quick run.
-pub const THROUGHPUT_ROTATIONS: usize = 2;
+/// whose speed drifts), so a median of 4 could not tell 10% apart, and with 8 the raw
+/// engine's control still came to between 0.90 and 1.21 of it in three runs; each rotation
+/// adds about 12 s to the quick run.
+pub const THROUGHPUT_ROTATIONS: usize = 3;
 /// The LogDrives the spread throughput run writes over.
 pub const MANY_LOGDRIVES: usize = 1000;
 /// Addresses of every LogDrive the section creates (none comes near it).
