@@ -44,7 +44,7 @@ use sealog::{Drive, LogEntry, ReadError, Ticket};
 use crate::api::LogDriveError;
 use crate::record::{Record, RecordType};
 use crate::space::{Admission, Class};
-use crate::state::{Control, Suspect, CHUNK_LSNS, RECORD_HEADER_BYTES};
+use crate::state::{Control, Suspect, RECORD_HEADER_BYTES};
 use crate::store::{append_error, lock, read_error, Inner, Shared};
 
 /// When and how fast the ring's space is reclaimed.
@@ -442,6 +442,10 @@ impl Reclaimer {
     }
 }
 
+/// The fewest LSNs the head moves by the counts alone, unless clients wait for room: every
+/// ring trim is a control block written and flushed.
+const ADVANCE_LSNS_MIN: u64 = 256;
+
 /// How long the wakes must stop before the background reclaimer looks ([`Reclaimer::settle`]).
 const SETTLE: Duration = Duration::from_millis(1);
 /// The longest a burst of wakes delays a look.
@@ -627,7 +631,7 @@ fn advance(inner: &Inner, survey: &Survey, pressure: bool) -> Result<bool, LogDr
     let drive = &inner.drive;
     let head = drive.first_live_lsn();
     let upto = survey.advance_to;
-    if upto < head || (upto + 1 - head < CHUNK_LSNS && !pressure) {
+    if upto < head || (upto + 1 - head < ADVANCE_LSNS_MIN && !pressure) {
         return Ok(false);
     }
     let mut upto = upto;
@@ -751,7 +755,14 @@ fn step(
     if head > end {
         return Ok(Walked::default());
     }
-    // Under pressure an advancing walk still trims the garbage before its pin.
+    // An advancing walk would only read what the counts already say: they name the exact
+    // LSN of every record a LogDrive needs, and the advance has moved the head up to the
+    // first (or to within `ADVANCE_LSNS_MIN` of it, where a ring trim is not worth its
+    // flush). Under pressure it still walks, to trim the garbage before its pin (past a
+    // record in flight whose floor bounds the counts).
+    if mode == Mode::Advance && !pressure {
+        return Ok(Walked::default());
+    }
     if still_pinned(inner, head, mode) && !(pressure && mode == Mode::Advance) {
         return Ok(Walked::default());
     }
@@ -760,19 +771,18 @@ fn step(
         let batch = u64::from(geometry.batch_size_max_bytes);
         (geometry.segment_size_bytes / 4).clamp(batch, (8 << 20).max(batch))
     });
-    // The survey counted a record some LogDrive needed in the chunk of LSNs just past its
-    // bound: a walk that passes that chunk without meeting one has found the state moved on
-    // since (a trim or a deletion made it garbage) and stops there, so that the next survey
-    // moves the head past what the counts now show to be garbage without reading it.
-    // Reading on would take garbage off the device that the counts could have passed over.
-    // (A bound in a chunk before the head's, a record in flight admitted before the head
-    // passed its floor, says nothing of what lies past the head.) For the same reason a
-    // relocating walk stops once it has read a chunk's worth of LSNs past the last record it
-    // copied without meeting another: the needed records it copied were what held the head,
-    // and what follows them is garbage the counts pass over, up to the next needed record.
-    let bound_chunk = (advance_to + 1) / CHUNK_LSNS;
-    let bound_chunk_last = if bound_chunk >= head / CHUNK_LSNS {
-        (bound_chunk + 1) * CHUNK_LSNS - 1
+    // The survey's bound is the LSN of a record some LogDrive needed: a walk that passes it
+    // without meeting a needed record has found the state moved on since (a trim or a
+    // deletion made it garbage) and stops there, so that the next survey moves the head past
+    // what the counts now show to be garbage without reading it. Reading on would take
+    // garbage off the device that the counts could have passed over. (A bound before the
+    // head, a record in flight admitted before the head passed its floor, says nothing of
+    // what lies past the head.) For the same reason a relocating walk stops once it has read
+    // [`ADVANCE_LSNS_MIN`] LSNs past the last record it copied without meeting another: the
+    // needed records it copied were what held the head, and what follows them is garbage the
+    // counts pass over, up to the next needed record.
+    let bound_last = if advance_to + 1 >= head {
+        advance_to + 1
     } else {
         u64::MAX
     };
@@ -795,7 +805,7 @@ fn step(
             Some(Ok(entry)) if entry.lsn > end => break,
             Some(Err(ReadError::Damaged { lsn, .. })) if lsn > end => break,
             Some(Ok(LogEntry { lsn, .. }) | Err(ReadError::Damaged { lsn, .. }))
-                if last_needed.map_or(lsn > bound_chunk_last, |at| lsn > at + CHUNK_LSNS) =>
+                if last_needed.map_or(lsn > bound_last, |at| lsn > at + ADVANCE_LSNS_MIN) =>
             {
                 counts_take_over = true;
                 break;
