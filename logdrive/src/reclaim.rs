@@ -287,19 +287,12 @@ struct Counters {
     relocation_micros: AtomicU64,
 }
 
-/// Where the last walk that could not go on stopped, and why, so that the next look needs
-/// no read while nothing changed there.
+/// Where the last relocating walk stopped at a record it could not copy, and why, so that the
+/// next look needs no read while nothing changed there. (A record a LogDrive needs stops an
+/// advancing walk only, and an advancing step reads nothing unless clients wait for room, so
+/// no pin is kept for it.)
 #[derive(Clone, Debug)]
 enum Pin {
-    /// A record a live LogDrive needs (judged again under its mutex): holds an advancing
-    /// walk only.
-    Needed {
-        lsn: u64,
-        record: Record,
-        payload: (u32, u32),
-    },
-    /// A damaged record a LogDrive's state accounts for: holds an advancing walk only.
-    Damage { lsn: u64 },
     /// A record of a LogDrive whose deletion is not yet known durable.
     Dying { lsn: u64, key: (u64, u64) },
     /// A damaged record no state accounts for: the walk never passes it (a quarantined
@@ -310,10 +303,7 @@ enum Pin {
 impl Pin {
     fn lsn(&self) -> u64 {
         match self {
-            Pin::Needed { lsn, .. }
-            | Pin::Damage { lsn }
-            | Pin::Dying { lsn, .. }
-            | Pin::Unknown { lsn } => *lsn,
+            Pin::Dying { lsn, .. } | Pin::Unknown { lsn } => *lsn,
         }
     }
 }
@@ -682,9 +672,10 @@ enum Verdict {
     /// ([`queue_creations`]).
     Deferred(Creation),
     /// Needed, and not copied (advancing only): the walk stops here.
-    Needed(Pin),
-    /// The walk cannot pass it now.
-    Hold(Pin),
+    Needed,
+    /// The walk cannot pass it now; with the pin that says, without a read, while it still
+    /// cannot.
+    Hold(Option<Pin>),
     /// Its copy found no room (the copies it made before are in flight).
     Full(Vec<Queued>),
 }
@@ -763,7 +754,7 @@ fn step(
     if mode == Mode::Advance && !pressure {
         return Ok(Walked::default());
     }
-    if still_pinned(inner, head, mode) && !(pressure && mode == Mode::Advance) {
+    if mode == Mode::Relocate && still_pinned(inner, head) {
         return Ok(Walked::default());
     }
     let geometry = drive.geometry();
@@ -787,7 +778,6 @@ fn step(
         u64::MAX
     };
     let mut last_needed: Option<u64> = None;
-    let mut counts_take_over = false;
     let mut copies: Vec<Queued> = Vec::new();
     let mut creations: Vec<Creation> = Vec::new();
     let group_max = creation_group_max(geometry.batch_size_max_bytes);
@@ -807,8 +797,7 @@ fn step(
             Some(Ok(LogEntry { lsn, .. }) | Err(ReadError::Damaged { lsn, .. }))
                 if last_needed.map_or(lsn > bound_last, |at| lsn > at + ADVANCE_LSNS_MIN) =>
             {
-                counts_take_over = true;
-                break;
+                break
             }
             Some(Ok(entry)) => {
                 let bytes = RECORD_HEADER_BYTES + entry.payload.len() as u64;
@@ -841,8 +830,9 @@ fn step(
                     }
                 }
             }
-            Verdict::Needed(at) | Verdict::Hold(at) => {
-                pin = Some(at);
+            Verdict::Needed => break,
+            Verdict::Hold(at) => {
+                pin = at;
                 break;
             }
             Verdict::Full(made) => {
@@ -868,19 +858,8 @@ fn step(
     if let Some(lsn) = held {
         trim_to = trim_to.min(lsn - 1);
     }
-    // Advancing trims only once it frees a meaningful share of a segment (segments are
-    // reused whole, and every trim is a control block written and flushed), unless
-    // clients wait for room. A walk that stopped for the counts trims what it passed at
-    // once: the survey after it starts there.
-    let granule = geometry.segment_size_bytes / 8;
-    if mode == Mode::Advance
-        && copies.is_empty()
-        && walked_bytes < granule
-        && !pressure
-        && !counts_take_over
-    {
-        return Ok(Walked::default());
-    }
+    // A walk trims what it passed at once: it relocated (its copies hold the head past what
+    // they copied), or it advances because clients wait for room.
     match generation_record(inner, trim_to) {
         Some(Ok(marker)) => copies.push(marker),
         Some(Err(())) => trim_to = head - 1,
@@ -941,10 +920,10 @@ fn step(
     })
 }
 
-/// Whether the walk last stopped at or past the ring's head at a record that still stops a
-/// walk of this mode (what lies before it stays garbage): no read needed to know the head
+/// Whether the last relocating walk stopped at or past the ring's head at a record that
+/// still stops one (what lies before it stays garbage): no read needed to know the head
 /// cannot move.
-fn still_pinned(inner: &Inner, head: u64, mode: Mode) -> bool {
+fn still_pinned(inner: &Inner, head: u64) -> bool {
     let Some(pin) = lock(&inner.reclaimer.pin).clone() else {
         return false;
     };
@@ -954,21 +933,6 @@ fn still_pinned(inner: &Inner, head: u64, mode: Mode) -> bool {
     match pin {
         Pin::Unknown { .. } => true,
         Pin::Dying { key, .. } => lock(&inner.registry).dying.contains_key(&key),
-        Pin::Damage { .. } => mode == Mode::Advance,
-        Pin::Needed { .. } if mode == Mode::Relocate => false,
-        Pin::Needed {
-            lsn,
-            record,
-            payload,
-        } => match logdrive_of(inner, &record) {
-            Owner::Live(shared) => {
-                let mut live = lock(&shared);
-                live.take_in(inner);
-                live.state.needs(lsn, &record, || payload)
-            }
-            Owner::Dying(_) => true,
-            Owner::None => false,
-        },
     }
 }
 
@@ -1010,10 +974,10 @@ fn judge(inner: &Inner, entry: LogEntry, mode: Mode) -> Verdict {
     let shared = match logdrive_of(inner, &record) {
         Owner::Live(shared) => shared,
         Owner::Dying(key) => {
-            return Verdict::Hold(Pin::Dying {
+            return Verdict::Hold(Some(Pin::Dying {
                 lsn: entry.lsn,
                 key,
-            })
+            }))
         }
         Owner::None => return Verdict::Garbage,
     };
@@ -1025,17 +989,12 @@ fn judge(inner: &Inner, entry: LogEntry, mode: Mode) -> Verdict {
     {
         return Verdict::Garbage;
     }
-    let pin = || Pin::Needed {
-        lsn: entry.lsn,
-        record,
-        payload: summary(&entry.payload),
-    };
     if mode == Mode::Advance {
-        return Verdict::Needed(pin());
+        return Verdict::Needed;
     }
     // A deletion queued and not yet durable: copying now would put a creation after it.
     if live.state.deleted {
-        return Verdict::Hold(pin());
+        return Verdict::Hold(None);
     }
     let (carried, copy) = match record.record_type {
         RecordType::Write => (
@@ -1095,7 +1054,7 @@ fn judge_damaged(
             "the record at LSN {lsn} is damaged and no LogDrive state accounts for it: the \
              ring's head stays before it until a quarantined reopen accounts for it"
         ));
-        Verdict::Hold(Pin::Unknown { lsn })
+        Verdict::Hold(Some(Pin::Unknown { lsn }))
     };
     let Some(header) = header else {
         return carry_suspects(inner, lsn, mode).unwrap_or_else(unknown);
@@ -1110,7 +1069,7 @@ fn judge_damaged(
     };
     let shared = match logdrive_of(inner, &record) {
         Owner::Live(shared) => shared,
-        Owner::Dying(key) => return Verdict::Hold(Pin::Dying { lsn, key }),
+        Owner::Dying(key) => return Verdict::Hold(Some(Pin::Dying { lsn, key })),
         Owner::None => return Verdict::Garbage,
     };
     let mut live = lock(&shared);
@@ -1138,12 +1097,11 @@ fn judge_damaged(
         drop(live);
         return unknown();
     };
-    let pin = Pin::Damage { lsn };
     if mode == Mode::Advance {
-        return Verdict::Needed(pin);
+        return Verdict::Needed;
     }
     if live.state.deleted {
-        return Verdict::Hold(pin);
+        return Verdict::Hold(None);
     }
     let marker = Record::damaged(record.id, record.generation, address, crc, len);
     let carried = Carried::Damaged { address };
@@ -1172,7 +1130,7 @@ fn carry_suspects(inner: &Inner, lsn: u64, mode: Mode) -> Option<Verdict> {
         return was_damage_range(inner, lsn).then_some(Verdict::Garbage);
     }
     if mode == Mode::Advance {
-        return Some(Verdict::Needed(Pin::Damage { lsn }));
+        return Some(Verdict::Needed);
     }
     // Several LogDrives may hold suspects from one damaged range: a record each.
     let mut copies: Vec<Queued> = Vec::new();

@@ -133,9 +133,9 @@ impl Control {
 /// garbage it need not look at). Exact LSNs rather than counts per chunk of LSNs: a bound
 /// rounded down to a chunk left the reclaimer to read, off the device, the batch holding
 /// the chunk's garbage before the record, only to find it garbage, on every move of the
-/// bound (most of what it read on the 1,000-LogDrive bench workload). A LogDrive's records
-/// are then an entry each (some 24 bytes beside the slot's), where sparse LogDrives had an
-/// entry per record anyway.
+/// bound (most of what it read on the 1,000-LogDrive bench workload). A LogDrive's needed
+/// records are then an entry each in the map (a key and a count beside the slot), where
+/// sparse LogDrives had an entry per record anyway.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Needed(BTreeMap<u64, u32>);
 
