@@ -8,6 +8,8 @@
 //!   [`LocalLogDrive`] handles;
 //! - [`record`]: how each record sits in a WAL entry (kind and embedder header);
 //! - `state`: one LogDrive's index and the checks the live path and replay share;
+//! - `index`: the two indexes every write touches, slots by address and needed records by
+//!   LSN, stored for the keys a LogDrive's writes make;
 //! - `replay`: the recovery visitor that rebuilds every LogDrive in the open's one pass;
 //! - [`reclaim`]: the reclaimer, which moves the ring's head past what no LogDrive needs and
 //!   relocates what pins it, with its policy and figures;
@@ -17,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+mod index;
 pub mod reclaim;
 pub mod record;
 mod replay;

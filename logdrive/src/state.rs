@@ -18,10 +18,11 @@
 //! only acknowledged slots count towards T live, so replay's T is never smaller). Relocated
 //! copies are applied as the state they restore ([`crate::record`]).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::ops::Range;
 
 use crate::api::{Length, LogDriveError, TailDesc};
+use crate::index::{Needed, SlotIndex};
 use crate::record::{Record, RecordType};
 
 /// Ring bytes a record takes beyond its payload (its entry header, embedder header included).
@@ -124,52 +125,6 @@ impl Control {
             RecordType::Trim => Some(Control::Trim(record.value)),
             _ => None,
         }
-    }
-}
-
-/// The LSNs of the records a LogDrive needs (its values, their damage, its creation, the
-/// records holding its seal, fence and trim point, its suspect ranges), counted: the first
-/// bounds how far the ring's head may move without a read (the reclaimer's advance past
-/// garbage it need not look at). Exact LSNs rather than counts per chunk of LSNs: a bound
-/// rounded down to a chunk left the reclaimer to read, off the device, the batch holding
-/// the chunk's garbage before the record, only to find it garbage, on every move of the
-/// bound (most of what it read on the 1,000-LogDrive bench workload). A LogDrive's needed
-/// records are then an entry each in the map (a key and a count beside the slot), where
-/// sparse LogDrives had an entry per record anyway.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Needed(BTreeMap<u64, u32>);
-
-impl Needed {
-    fn add(&mut self, lsn: u64) {
-        *self.0.entry(lsn).or_insert(0) += 1;
-    }
-
-    fn remove(&mut self, lsn: u64) {
-        match self.0.get_mut(&lsn) {
-            Some(1) => {
-                self.0.remove(&lsn);
-            }
-            Some(count) => *count -= 1,
-            None => debug_assert!(false, "no needed record counted at LSN {lsn}"),
-        }
-    }
-
-    /// The needed record at `from` (if any) is replaced by the one at `to` (if any).
-    fn moved(&mut self, from: Option<u64>, to: Option<u64>) {
-        if from == to {
-            return;
-        }
-        if let Some(from) = from {
-            self.remove(from);
-        }
-        if let Some(to) = to {
-            self.add(to);
-        }
-    }
-
-    /// The LSN of the first needed record.
-    pub fn first_lsn(&self) -> Option<u64> {
-        self.0.keys().next().copied()
     }
 }
 
@@ -314,7 +269,7 @@ pub(crate) struct LogState {
     durable: Durable,
     pub deleted: bool,
     pub holders: Holders,
-    slots: BTreeMap<u64, Slot>,
+    slots: SlotIndex,
     /// Every address below it is acknowledged (or trimmed): where T's search starts.
     contiguous: u64,
     /// The ring bytes of the acknowledged records the slots name.
@@ -344,7 +299,7 @@ impl LogState {
             durable: Durable::default(),
             deleted: false,
             holders: Holders::default(),
-            slots: BTreeMap::new(),
+            slots: SlotIndex::default(),
             contiguous: 0,
             slot_bytes: 0,
             pending_bytes: 0,
@@ -400,7 +355,7 @@ impl LogState {
         if address < self.first {
             return Err(self.out_of_range(address));
         }
-        match self.slots.get(&address) {
+        match self.slots.get(address) {
             None => Ok(WriteCheck::Append),
             Some(slot) if slot.crc != crc || slot.len != slot_len(len) => {
                 Err(LogDriveError::Conflict { address })
@@ -413,7 +368,7 @@ impl LogState {
 
     /// A write's record queued.
     pub fn queue_write(&mut self, address: u64, crc: u32, len: u64) {
-        let slot = self.slots.entry(address).or_insert_with(|| {
+        let slot = self.slots.get_or_insert_with(address, || {
             let slot = Slot {
                 lsn: None,
                 crc,
@@ -430,7 +385,7 @@ impl LogState {
     /// A queued write's record completed: acknowledged at `lsn`, or not written (`None`).
     pub fn complete_write(&mut self, address: u64, lsn: Option<u64>) {
         // A seal below it (or a trim above it) dropped the slot: replay drops it too.
-        let Some(slot) = self.slots.get_mut(&address) else {
+        let Some(slot) = self.slots.get_mut(address) else {
             return;
         };
         slot.pending = slot.pending.saturating_sub(1);
@@ -456,7 +411,7 @@ impl LogState {
             Some(_) => {}
             None if slot.pending == 0 && !slot.acknowledged() => {
                 self.pending_bytes -= slot.bytes();
-                self.slots.remove(&address);
+                self.slots.remove(address);
             }
             None => {}
         }
@@ -481,7 +436,7 @@ impl LogState {
             && self.sealed.is_none_or(|length| address < length);
         let same = self
             .slots
-            .get(&address)
+            .get(address)
             .is_none_or(|slot| slot.crc == crc && slot.len == len);
         !self.deleted && inside && same
     }
@@ -492,7 +447,7 @@ impl LogState {
         if !self.takes_copy(address, crc, len) {
             return false;
         }
-        let slot = self.slots.entry(address).or_insert_with(|| {
+        let slot = self.slots.get_or_insert_with(address, || {
             let slot = Slot {
                 lsn: None,
                 crc,
@@ -518,7 +473,7 @@ impl LogState {
     /// Relocation's copy of the write at `address` (of the record at `from`) is durable at
     /// `to`: the slot names it, unless the slot moved on meanwhile (dropped, or repaired).
     pub fn relocated_write(&mut self, address: u64, from: u64, to: u64) {
-        let Some(slot) = self.slots.get_mut(&address) else {
+        let Some(slot) = self.slots.get_mut(address) else {
             return;
         };
         if slot.damaged || slot.lsn.is_some_and(|lsn| lsn != from) {
@@ -538,7 +493,7 @@ impl LogState {
         if !self.takes_copy(address, crc, len) {
             return false;
         }
-        match self.slots.get_mut(&address) {
+        match self.slots.get_mut(address) {
             // Already held intact by an earlier record: the damaged one was a rewrite.
             Some(slot) if slot.acknowledged() && !slot.damaged => false,
             Some(slot) => {
@@ -573,7 +528,7 @@ impl LogState {
     /// open): the slot is damaged from now on, repaired only by a write of the same value.
     /// Its CRC and length, or `None` when the slot does not name that record.
     pub fn damage_found(&mut self, address: u64, lsn: u64) -> Option<(u64, u32, u32)> {
-        let slot = self.slots.get_mut(&address)?;
+        let slot = self.slots.get_mut(address)?;
         if slot.damaged || slot.lsn != Some(lsn) {
             return None;
         }
@@ -585,7 +540,7 @@ impl LogState {
 
     /// Relocation's copy of the damage at `address` (found at `from`) is durable at `to`.
     pub fn relocated_damage(&mut self, address: u64, from: u64, to: u64) {
-        if let Some(slot) = self.slots.get_mut(&address) {
+        if let Some(slot) = self.slots.get_mut(address) {
             if slot.damaged && slot.lsn == Some(from) {
                 self.needed.moved(Some(from), Some(to));
                 slot.lsn = Some(to);
@@ -645,7 +600,7 @@ impl LogState {
     pub fn damaged_slots(&self) -> impl Iterator<Item = (u64, u64, u32, u32)> + '_ {
         self.slots.iter().filter_map(|(address, slot)| {
             let lsn = slot.lsn.filter(|_| slot.damaged)?;
-            Some((*address, lsn, slot.crc, slot.len))
+            Some((address, lsn, slot.crc, slot.len))
         })
     }
 
@@ -675,7 +630,7 @@ impl LogState {
                 first: self.durable.first,
             });
         }
-        Ok(match self.slots.get(&address) {
+        Ok(match self.slots.get(address) {
             Some(Slot {
                 lsn: Some(_),
                 damaged: true,
@@ -691,7 +646,7 @@ impl LogState {
     /// (for a read or a comparison retried after relocation moved it).
     pub fn record_of(&self, address: u64) -> Option<u64> {
         self.slots
-            .get(&address)
+            .get(address)
             .filter(|slot| !slot.damaged)
             .and_then(|slot| slot.lsn)
     }
@@ -825,9 +780,9 @@ impl LogState {
     }
 
     fn drop_slots(&mut self, addresses: Range<u64>) {
-        let dropped: Vec<u64> = self.slots.range(addresses).map(|(a, _)| *a).collect();
+        let dropped: Vec<u64> = self.slots.range(addresses).map(|(a, _)| a).collect();
         for address in dropped {
-            if let Some(slot) = self.slots.remove(&address) {
+            if let Some(slot) = self.slots.remove(address) {
                 if let Some(lsn) = slot.lsn {
                     self.slot_bytes -= slot.bytes();
                     self.needed.remove(lsn);
@@ -892,7 +847,7 @@ impl LogState {
             return false;
         }
         match record.record_type {
-            RecordType::Write => match self.slots.get(&record.value) {
+            RecordType::Write => match self.slots.get(record.value) {
                 Some(slot) if slot.damaged => false,
                 Some(Slot {
                     lsn: Some(held), ..
@@ -906,7 +861,7 @@ impl LogState {
             RecordType::Trim => Holders::needs(&self.holders.trim, record.value, lsn),
             RecordType::Damaged => self
                 .slots
-                .get(&record.value)
+                .get(record.value)
                 .is_some_and(|slot| slot.damaged && slot.lsn == Some(lsn)),
             RecordType::Suspect => self.open_suspects().any(|suspect| suspect.lsn == lsn),
             RecordType::Delete | RecordType::Generation => false,
@@ -921,7 +876,7 @@ impl LogState {
     }
 
     fn acknowledged(&self, address: u64) -> bool {
-        self.slots.get(&address).is_some_and(Slot::acknowledged)
+        self.slots.get(address).is_some_and(Slot::acknowledged)
     }
 
     /// T: the first address at or past the trim point not acknowledged (a damaged slot is
@@ -966,7 +921,7 @@ impl LogState {
         let mut next = t;
         for (address, slot) in self.slots.range(t..n) {
             if slot.acknowledged() {
-                holes.extend(next..*address);
+                holes.extend(next..address);
                 next = address + 1;
             }
         }
@@ -1192,7 +1147,7 @@ mod tests {
             ops in proptest::collection::vec((any::<bool>(), 0..64u64, 0..8u64), 1..400),
         ) {
             let mut floors = Unprocessed::default();
-            let mut model: BTreeMap<u64, u32> = BTreeMap::new();
+            let mut model: std::collections::BTreeMap<u64, u32> = Default::default();
             let mut next = 0u64;
             for (queue, step, pick) in ops {
                 if queue || model.is_empty() {
