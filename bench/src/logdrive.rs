@@ -316,7 +316,8 @@ impl WritePath for LogDriveWrites<'_> {
     /// Trims each LogDrive to all but its share of `keep_writes` below its T (a LogDrive
     /// trim, one control record each): the store's reclaimer then moves the ring's head past
     /// what was trimmed, as an embedder's store would. A quarter of the LogDrives each time,
-    /// in turn, so that a release costs 250 control records on 1,000 LogDrives, not 1,000.
+    /// in turn, so that a release costs 250 control records on 1,000 LogDrives, not 1,000
+    /// (fewer than four LogDrives: all of them, each to its even share, as the raw log).
     ///
     /// The share is 5/8 of an even one, so that the LogDrives hold as many writes as the raw
     /// engine's log on average and the two runs reclaim rings equally full: the raw log holds
@@ -331,8 +332,15 @@ impl WritePath for LogDriveWrites<'_> {
             (keep_writes * 5 / (8 * count as u64)).max(1)
         };
         let turn = self.release_turn.fetch_add(1, Ordering::Relaxed) as usize;
-        let quarter = count.div_ceil(4);
-        let start = (turn % 4) * quarter;
+        // Fewer than four LogDrives are all trimmed every time: a quarter of one rounds up to
+        // one, and taking turns would trim a lone LogDrive at every fourth release only, so
+        // that it held up to twice the raw log's writes.
+        let (start, quarter) = if count < 4 {
+            (0, count)
+        } else {
+            let quarter = count.div_ceil(4);
+            ((turn % 4) * quarter, quarter)
+        };
         // The trims go out together and are waited for together, as a server trimming many
         // ledgers at once would (one flush covers them).
         let mut trims = Vec::with_capacity(quarter);
@@ -592,4 +600,86 @@ fn check_entry(
         return Err(format!("read of address {address}: another record"));
     }
     check_payload(address, &entry.payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sealog::{format, FormatOptions};
+
+    fn store(dir: &Path) -> LogDriveStore {
+        format(
+            dir,
+            &FormatOptions {
+                size_bytes: 64 << 20,
+                segment_size_bytes: Some(4 << 20),
+                force: true,
+                ..FormatOptions::default()
+            },
+        )
+        .unwrap();
+        open_store(dir, DriveOptions::default()).unwrap()
+    }
+
+    /// Writes `count` addresses to every LogDrive in `writes`.
+    fn write_all(writes: &LogDriveWrites<'_>, count: u64) {
+        let mut share = Share {
+            drives: (0..writes.drives.len()).collect(),
+            turn: 0,
+        };
+        let pending: Vec<_> = (0..count * writes.drives.len() as u64)
+            .map(|_| writes.submit(&mut share, Bytes::from_static(b"x")).unwrap())
+            .collect();
+        pending
+            .into_iter()
+            .for_each(|write| writes.finish(write).unwrap());
+    }
+
+    fn firsts(drives: &[LocalLogDrive]) -> Vec<u64> {
+        drives
+            .iter()
+            .map(|drive| wait(drive.length()).unwrap().first)
+            .collect()
+    }
+
+    /// Every release trims a lone LogDrive to its share, as the raw engine's log is trimmed,
+    /// rather than every fourth (a quarter of one LogDrive rounded up to one, in turn).
+    #[test]
+    fn every_release_trims_fewer_than_four_logdrives_each_to_its_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir.path().join("ring"));
+        for count in [1, 3] {
+            let first = 10 * count as u64;
+            let drives = create_logdrives(&store, first, count).unwrap();
+            let writes = LogDriveWrites::new(&drives, 1);
+            for round in 1..=4u64 {
+                write_all(&writes, 100);
+                writes.release(store.drive(), 30 * count as u64).unwrap();
+                // Each LogDrive holds 100 more after each round, and keeps its last 30.
+                assert_eq!(
+                    firsts(&drives),
+                    vec![100 * round - 30; count],
+                    "round {round}"
+                );
+            }
+        }
+        store.close();
+    }
+
+    /// Four or more LogDrives are trimmed a quarter at a time, in turn, each to 5/8 of an
+    /// even share.
+    #[test]
+    fn releases_trim_a_quarter_of_many_logdrives_in_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir.path().join("ring"));
+        let drives = create_logdrives(&store, 0, 8).unwrap();
+        let writes = LogDriveWrites::new(&drives, 1);
+        write_all(&writes, 100);
+        // keep 128 over 8 LogDrives: 10 each (5/8 of 16).
+        writes.release(store.drive(), 128).unwrap();
+        assert_eq!(firsts(&drives), [90, 90, 0, 0, 0, 0, 0, 0]);
+        writes.release(store.drive(), 128).unwrap();
+        assert_eq!(firsts(&drives), [90, 90, 90, 90, 0, 0, 0, 0]);
+        store.close();
+    }
 }

@@ -89,6 +89,12 @@ impl SlotIndex {
             return Some(0);
         }
         let end = self.end();
+        if address == end && self.sparse.is_empty() {
+            // The next address past the window, the way a LogDrive's writes mostly come (it
+            // keeps the window's bound: one more slot spanned, one more held).
+            self.window.push_back(None);
+            return Some(self.window.len() - 1);
+        }
         if address >= end {
             if address - self.base >= self.window_max() {
                 return None;
@@ -112,7 +118,7 @@ impl SlotIndex {
     }
 
     fn take_sparse(&mut self, addresses: Range<u64>) -> Vec<(u64, Slot)> {
-        if self.sparse.range(addresses.clone()).next().is_none() {
+        if self.sparse.is_empty() || self.sparse.range(addresses.clone()).next().is_none() {
             return Vec::new();
         }
         let keys: Vec<u64> = self.sparse.range(addresses).map(|(a, _)| *a).collect();
