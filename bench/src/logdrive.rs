@@ -5,7 +5,7 @@
 //! spread over 1,000, each against the raw engine's appends under the same load, in
 //! interleaved rounds (`rounds::interleave`, in a balanced order: each engine equally often in
 //! every position and right after every other engine; each figure the median over the rounds,
-//! as the single writer is judged against the peers). Reads: a
+//! and each ratio to the raw engine the median of the rounds' ratios). Reads: a
 //! LogDrive read against `Drive::read_entry` (and `read_entry_async`, the path a LogDrive read
 //! takes) of the same LogDrive's entries, from the recent-entry cache and from the device (the
 //! drive reopened with its cache off), in rounds too. weak_tail: the cost of one call for K =

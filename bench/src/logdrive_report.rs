@@ -1,5 +1,6 @@
 //! The LogDrive section's figures (`logdrive.rs` measures them): the write comparisons (each
-//! engine's cells by round, judged on the medians over the rounds), the read rows (the median
+//! engine's cells by round, judged on the median over the rounds of each round's ratio to the
+//! raw engine's run in the same round), the read rows (the median
 //! of each figure over a row's runs) and the weak_tail rows; their tables, their JSON (the
 //! `logdrive` object: `writes`, `reads`, `weak_tail`; every write cell, and each engine's
 //! medians, with the `cells` contract's fields) and issue 13's targets: a LogDrive write's p50
@@ -140,11 +141,27 @@ impl WriteComparison {
         }
     }
 
-    /// The judged ratio of engine `engine`: its median judged figure over the raw engine's.
+    /// The judged ratio of engine `engine`: the median over the rounds of its judged figure
+    /// over the raw engine's in the same round. Paired by round because the device's speed
+    /// drifts and jumps between runs (this project's virtual disk ran the same raw workload
+    /// at 140,000 and at 200,000 appends/s a few seconds apart, and either way for seconds),
+    /// and the runs of one round lie within seconds of each other, so a round's ratio
+    /// cancels most of what the device did then; the median of the rounds' ratios drops a
+    /// round that a stall of either run spoiled. Over nine runs of the section, the raw
+    /// engine's control came to a standard deviation of 0.063 this way and of 0.085 as the
+    /// ratio of the two engines' medians over the rounds (which compares how many of each
+    /// engine's runs the device happened to run fast).
     pub fn over_raw(&self, engine: usize) -> Option<f64> {
-        let raw = self.median(0, |cell| self.judged(cell));
-        let this = self.median(engine, |cell| self.judged(cell));
-        (raw > 0.0 && this > 0.0).then(|| this / raw)
+        let mut ratios: Vec<f64> = self
+            .cells
+            .iter()
+            .filter_map(|round| {
+                let raw = self.judged(&round[0]);
+                let this = self.judged(&round[engine]);
+                (raw > 0.0 && this > 0.0).then(|| this / raw)
+            })
+            .collect();
+        (!ratios.is_empty()).then(|| crate::cells::median(&mut ratios))
     }
 
     /// The index of `engine`, if this comparison ran it.
@@ -401,7 +418,7 @@ fn write_lines(figures: &LogDriveFigures) -> Vec<String> {
              interleaved rounds (latency {}, throughput {}: as many as engines, or a multiple), \
              each run {:.2} s after {:.2} s of warm-up, in a balanced order (each engine \
              equally often in every position and right after every other engine); each figure \
-             the median over the rounds",
+             the median over the rounds, and xraw the median of the rounds' ratios",
             first.cells[0][0].payload_bytes,
             figures.comparison("latency").map_or(0, |c| c.cells.len()),
             figures.comparison("throughput").map_or(0, |c| c.cells.len()),
@@ -435,8 +452,8 @@ fn write_lines(figures: &LogDriveFigures) -> Vec<String> {
         }
     }
     lines.push(
-        "xraw: the judged figure's median over the raw engine's (writes/s: higher is better; \
-         p50: lower is better); drives: LogDrives written (- the raw engine, which appends); \
+        "xraw: the median over the rounds of the judged figure over the raw engine's in the \
+         same round (writes/s: higher is better; p50: lower is better); drives: LogDrives written (- the raw engine, which appends); \
          CPU us: the process's CPU per write acknowledged (writers, drive thread and kernel), \
          xCPU: over the raw engine's; sealog-control: the raw engine's appends again in the \
          same rounds, so its xraw is this run's noise"
@@ -660,21 +677,21 @@ pub fn targets(figures: Option<&LogDriveFigures>) -> Vec<Target> {
     vec![
         Target {
             name: "LogDrive write, 1 writer x 4 KiB, 1 in flight: p50 over the raw append's p50 \
-                   (medians of 3 interleaved rounds)",
+                   (median of 3 interleaved rounds' ratios)",
             value: ratio("latency", 1),
             goal: LOGDRIVE_OVER_RAW_MAX,
             higher_is_better: false,
         },
         Target {
             name: "LogDrive writes on one LogDrive, 8 writers x 32 in flight x 4 KiB: writes/s \
-                   over the raw appends/s (medians of 12 interleaved rounds)",
+                   over the raw appends/s (median of 12 interleaved rounds' ratios)",
             value: ratio("throughput", 1),
             goal: 1.0 / LOGDRIVE_OVER_RAW_MAX,
             higher_is_better: true,
         },
         Target {
             name: "LogDrive writes over 1,000 LogDrives, 8 writers x 32 in flight x 4 KiB: \
-                   writes/s over the raw appends/s (medians of 12 interleaved rounds)",
+                   writes/s over the raw appends/s (median of 12 interleaved rounds' ratios)",
             value: ratio("throughput", crate::logdrive::MANY_LOGDRIVES),
             goal: 1.0 / LOGDRIVE_OVER_RAW_MAX,
             higher_is_better: true,
@@ -722,20 +739,23 @@ mod tests {
         }
     }
 
-    /// Throughput is judged on the ratio of the medians of writes/s (a spoiled round of either
-    /// side dropped), latency on the ratio of the median p50s; each target against 1.1x.
+    /// Throughput is judged on the median of the rounds' ratios of writes/s (a round that a
+    /// stall of either side spoiled dropped), latency on the median of the rounds' ratios of
+    /// p50; each target against 1.1x.
     #[test]
-    fn targets_judge_the_medians_against_one_point_one() {
+    fn targets_judge_the_rounds_ratios_median_against_one_point_one() {
         let throughput = throughput([
             [(100_000.0, 2000.0), (95_000.0, 2100.0), (10_000.0, 9000.0)],
             [(20_000.0, 9000.0), (96_000.0, 2050.0), (88_000.0, 2300.0)],
             [(98_000.0, 2050.0), (5_000.0, 9999.0), (89_000.0, 2200.0)],
         ]);
         assert_eq!(throughput.median(0, |cell| cell.appends_per_sec), 98_000.0);
+        // Rounds' ratios 0.95, 4.8 (the raw run stalled) and 0.05 (the LogDrive run did).
         let one = throughput.over_raw(1).expect("judged");
-        assert!((one - 95_000.0 / 98_000.0).abs() < 1e-12);
+        assert!((one - 0.95).abs() < 1e-12);
+        // 0.1, 4.4 and 0.908: short of 1 / 1.1 (the ratio of the medians would be 0.898).
         let many = throughput.over_raw(2).expect("judged");
-        assert!((many - 88_000.0 / 98_000.0).abs() < 1e-12);
+        assert!((many - 89_000.0 / 98_000.0).abs() < 1e-12);
         let mut latency = throughput.clone();
         latency.name = "latency";
         latency.engines.truncate(2);
@@ -743,7 +763,7 @@ mod tests {
             round.truncate(2);
         }
         let p50 = latency.over_raw(1).expect("judged");
-        assert!((p50 - 2100.0 / 2050.0).abs() < 1e-12);
+        assert!((p50 - 2100.0 / 2000.0).abs() < 1e-12);
         let figures = LogDriveFigures {
             writes: vec![latency, throughput],
             reads: Vec::new(),
@@ -795,7 +815,8 @@ mod tests {
             to_json(&figures)["writes"][0]["medians"][1]["control"],
             true
         );
-        assert_eq!(targets(Some(&figures))[0].value, Some(1.0));
+        // The LogDrive's rounds: 190/200, 200/210, 210/190.
+        assert_eq!(targets(Some(&figures))[0].value, Some(200.0 / 210.0));
     }
 
     /// The weak_tail cases: the window is [N - K, N) above 4,096 addresses written; with holes,
