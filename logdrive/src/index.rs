@@ -161,6 +161,13 @@ impl SlotIndex {
         };
         let slot = self.window[index].take()?;
         self.occupied -= 1;
+        self.settle();
+        Some(slot)
+    }
+
+    /// After removals: the window's ends hold slots, it stays dense enough (or moves into the
+    /// B-tree whole), and a deque that a trim emptied gives most of its memory back.
+    fn settle(&mut self) {
         while self.window.front().is_some_and(Option::is_none) {
             self.window.pop_front();
             self.base += 1;
@@ -180,10 +187,36 @@ impl SlotIndex {
             self.occupied = 0;
         }
         if self.window.capacity() > 4 * self.window.len().max(16) {
-            // A trim emptied most of it: give the memory back.
             self.window.shrink_to(2 * self.window.len());
         }
-        Some(slot)
+    }
+
+    /// Removes the slots in `addresses`, in address order. A range that starts at or before
+    /// the window (a trim's prefix, a seal's suffix of a window starting past it) takes the
+    /// window's front by pops, not a removal apiece.
+    pub fn take_range(&mut self, addresses: Range<u64>) -> Vec<(u64, Slot)> {
+        if addresses.start > self.base || addresses.end <= self.base || self.window.is_empty() {
+            let addresses: Vec<u64> = self.range(addresses).map(|(address, _)| address).collect();
+            return addresses
+                .into_iter()
+                .filter_map(|address| self.remove(address).map(|slot| (address, slot)))
+                .collect();
+        }
+        let end = self.end();
+        let mut taken = self.take_sparse(addresses.start..self.base);
+        while self.base < addresses.end {
+            let Some(entry) = self.window.pop_front() else {
+                break;
+            };
+            if let Some(slot) = entry {
+                self.occupied -= 1;
+                taken.push((self.base, slot));
+            }
+            self.base += 1;
+        }
+        taken.extend(self.take_sparse(end..addresses.end.max(end)));
+        self.settle();
+        taken
     }
 
     /// The slots in `addresses`, in address order.
@@ -276,7 +309,12 @@ impl Needed {
     }
 
     pub fn remove(&mut self, lsn: u64) {
-        let Ok(index) = self.counts.binary_search_by_key(&lsn, |(at, _)| *at) else {
+        // A trim drops the oldest records, so most removals end the front: no search.
+        let found = match self.counts.front() {
+            Some((front, _)) if *front == lsn => Ok(0),
+            _ => self.counts.binary_search_by_key(&lsn, |(at, _)| *at),
+        };
+        let Ok(index) = found else {
             debug_assert!(false, "no needed record counted at LSN {lsn}");
             return;
         };
@@ -357,6 +395,7 @@ mod tests {
         Touch(u64),
         Remove(u64),
         Drop(Range<u64>),
+        Trim(u64),
     }
 
     /// Addresses mostly near a moving front, as a LogDrive's writes come, with far ones and
@@ -377,6 +416,7 @@ mod tests {
             1 => (address(), 0..400u64).prop_map(|(start, len)| {
                 SlotOp::Drop(start..start.saturating_add(len))
             }),
+            1 => address().prop_map(SlotOp::Trim),
         ]
     }
 
@@ -408,10 +448,18 @@ mod tests {
                         let got: Vec<(u64, Slot)> =
                             index.range(range.clone()).map(|(a, s)| (a, *s)).collect();
                         let want: Vec<(u64, Slot)> =
-                            model.range(range).map(|(a, s)| (*a, *s)).collect();
+                            model.range(range.clone()).map(|(a, s)| (*a, *s)).collect();
                         prop_assert_eq!(&got, &want);
-                        for (address, _) in got {
-                            prop_assert!(index.remove(address).is_some());
+                        prop_assert_eq!(index.take_range(range), want.clone());
+                        for (address, _) in want {
+                            model.remove(&address);
+                        }
+                    }
+                    SlotOp::Trim(upto) => {
+                        let want: Vec<(u64, Slot)> =
+                            model.range(0..upto).map(|(a, s)| (*a, *s)).collect();
+                        prop_assert_eq!(index.take_range(0..upto), want.clone());
+                        for (address, _) in want {
                             model.remove(&address);
                         }
                     }

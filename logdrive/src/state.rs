@@ -785,15 +785,12 @@ impl LogState {
     }
 
     fn drop_slots(&mut self, addresses: Range<u64>) {
-        let dropped: Vec<u64> = self.slots.range(addresses).map(|(a, _)| a).collect();
-        for address in dropped {
-            if let Some(slot) = self.slots.remove(address) {
-                if let Some(lsn) = slot.lsn {
-                    self.slot_bytes -= slot.bytes();
-                    self.needed.remove(lsn);
-                } else {
-                    self.pending_bytes -= slot.bytes();
-                }
+        for (_, slot) in self.slots.take_range(addresses) {
+            if let Some(lsn) = slot.lsn {
+                self.slot_bytes -= slot.bytes();
+                self.needed.remove(lsn);
+            } else {
+                self.pending_bytes -= slot.bytes();
             }
         }
     }
