@@ -23,7 +23,8 @@ const WINDOW_SLACK_SLOTS: u64 = 64;
 /// The slots by address: a dense window `[base, base + window.len())` in a deque, whose
 /// every address lives in the window (a vacant one as `None`), and the addresses outside it
 /// in a B-tree. An address joins the window when the window, grown to reach it, would hold
-/// at most twice its occupied slots plus [`WINDOW_SLACK_SLOTS`], so the window's memory
+/// at most twice its occupied slots plus [`WINDOW_SLACK_SLOTS`] (the address just past its
+/// end always joins: one more slot spanned, one more held), so the window's memory
 /// stays within a constant factor of the slots it holds; vacant slots at its ends are
 /// dropped as they appear (a trim or a seal empties it from the ends), and a window that
 /// falls below an eighth occupied by removals inside it moves into the B-tree whole: it
