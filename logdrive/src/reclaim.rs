@@ -1334,7 +1334,7 @@ pub(crate) fn stats(inner: &Inner) -> ReclaimStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{wait, LogDriveStore, StoreOptions};
+    use crate::{wait, LogDrive, LogDriveStore, StoreOptions};
 
     /// A store on a fresh 16 MiB ring, its reclaimer run by hand only.
     fn store() -> (tempfile::TempDir, LogDriveStore) {
@@ -1389,6 +1389,59 @@ mod tests {
         drop(store);
         let store = LogDriveStore::open(&path, sealog::DriveOptions::default()).expect("reopen");
         assert_eq!(store.ids(), [1]);
+        drop(directory);
+    }
+
+    /// A LogDrive whose deletion is queued and not yet durable is still needed: a crash
+    /// could lose the deletion and bring the LogDrive back, so the head must not pass its
+    /// records, whether the counts would let it skip them or a relocating walk meets them.
+    /// Its 600 records of 4 KiB lie at the head (two segments and more, so that relocation
+    /// has a segment's worth to win), before a live LogDrive's creation; with the deletion
+    /// durable, they are garbage and the head moves past them.
+    #[test]
+    fn a_logdrive_whose_deletion_is_not_yet_durable_holds_the_head() {
+        let (directory, store) = store();
+        let dying = wait(store.create(1, 1 << 40)).expect("create");
+        let value = Bytes::from(vec![7u8; 4096]);
+        let writes: Vec<_> = (0..600)
+            .map(|address| dying.write(address, 1, value.clone()))
+            .collect();
+        for write in writes {
+            wait(write).expect("write");
+        }
+        let kept = wait(store.create(2, 1 << 40)).expect("create");
+        wait(kept.write(0, 1, Bytes::from_static(b"kept"))).expect("write");
+        let first_record = creation_of(&store, 1).from;
+        // The deletion as queued (the LogDrive out of the live set, its state deleted) and
+        // its record not yet known durable: what `delete` leaves until its flush completes.
+        let generation = {
+            let mut registry = lock(&store.inner().registry);
+            let shared = registry.live.remove(&1).expect("live");
+            let generation = {
+                let mut live = lock(&shared);
+                live.state.deleted = true;
+                live.state.generation
+            };
+            registry.dying.insert((1, generation), shared);
+            generation
+        };
+        store.reclaim_now().expect("reclaim");
+        let head = store.drive().first_live_lsn();
+        assert!(
+            head <= first_record,
+            "the head moved to {head}, past the dying LogDrive's creation at {first_record}"
+        );
+        // Durable: nothing holds its records any more.
+        lock(&store.inner().registry).dying.remove(&(1, generation));
+        store.reclaim_now().expect("reclaim");
+        let head = store.drive().first_live_lsn();
+        assert!(head > first_record + 600, "the head stayed at {head}");
+        assert_eq!(
+            wait(kept.read(0)).expect("read"),
+            crate::ReadOutcome::Value(Bytes::from_static(b"kept"))
+        );
+        drop((dying, kept));
+        store.close();
         drop(directory);
     }
 }
