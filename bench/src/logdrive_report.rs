@@ -453,10 +453,11 @@ fn write_lines(figures: &LogDriveFigures) -> Vec<String> {
     }
     lines.push(
         "xraw: the median over the rounds of the judged figure over the raw engine's in the \
-         same round (writes/s: higher is better; p50: lower is better); drives: LogDrives written (- the raw engine, which appends); \
-         CPU us: the process's CPU per write acknowledged (writers, drive thread and kernel), \
-         xCPU: over the raw engine's; sealog-control: the raw engine's appends again in the \
-         same rounds, so its xraw is this run's noise"
+         same round (writes/s: higher is better; p50: lower is better); drives: LogDrives \
+         written (- the raw engine, which appends); CPU us: the process's CPU per write \
+         acknowledged (writers, drive thread and kernel), xCPU: over the raw engine's; \
+         sealog-control: the raw engine's appends again in the same rounds, so its xraw is \
+         this run's noise"
             .to_string(),
     );
     let noise: Vec<String> = figures

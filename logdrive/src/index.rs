@@ -500,7 +500,9 @@ mod tests {
                     let lsn = next.saturating_sub(back * u64::from(copies == 0));
                     needed.add(lsn);
                     *model.entry(lsn).or_insert(0) += 1;
-                } else if let Some((&lsn, _)) = model.iter().nth(back as usize % model.len().max(1)) {
+                } else if let Some((&lsn, _)) =
+                    model.iter().nth(back as usize % model.len().max(1))
+                {
                     needed.remove(lsn);
                     match model.get_mut(&lsn) {
                         Some(1) => { model.remove(&lsn); }
