@@ -1228,7 +1228,7 @@ fn queue_creations(inner: &Inner, creations: &mut Vec<Creation>) -> (Option<Queu
             unqueued = unqueued.or(Some(creation.from));
             continue;
         };
-        entries.push((creation.record, Bytes::new()));
+        entries.push(creation.record.entry(Bytes::new()));
         copies.push(Copy {
             live: Some(creation.live),
             from: creation.from,

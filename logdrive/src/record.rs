@@ -37,7 +37,8 @@
 //! type, is not a LogDrive record and replay skips it. Replay applies records in LSN order
 //! with the same checks the live path made when it queued them (`state`).
 
-use sealog::{EmbedderHeader, Kind};
+use bytes::Bytes;
+use sealog::{EmbedderHeader, Kind, NewEntry};
 
 /// What a record does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -153,6 +154,15 @@ impl Record {
             address: self.value,
             epoch: self.epoch,
             extra: self.generation << 8 | u64::from(self.record_type as u8 | flags),
+        }
+    }
+
+    /// The entry that writes the record with `payload`.
+    pub fn entry(&self, payload: Bytes) -> NewEntry {
+        NewEntry {
+            kind: self.record_type.kind(),
+            header: self.header(),
+            payload,
         }
     }
 

@@ -429,28 +429,15 @@ impl Inner {
     /// Queues a record (admitted already).
     pub(crate) fn append(&self, record: &Record, payload: Bytes) -> Result<Ticket, LogDriveError> {
         self.check_running()?;
-        let entry = NewEntry {
-            kind: record.record_type.kind(),
-            header: record.header(),
-            payload,
-        };
-        self.drive.append_entry(entry).map_err(append_error)
+        self.drive
+            .append_entry(record.entry(payload))
+            .map_err(append_error)
     }
 
-    /// Queues records (admitted already) as one all-or-nothing group, at consecutive LSNs.
-    pub(crate) fn append_group(
-        &self,
-        records: Vec<(Record, Bytes)>,
-    ) -> Result<Ticket, LogDriveError> {
+    /// Queues entries of records (admitted already) as one all-or-nothing group, at
+    /// consecutive LSNs.
+    pub(crate) fn append_group(&self, entries: Vec<NewEntry>) -> Result<Ticket, LogDriveError> {
         self.check_running()?;
-        let entries = records
-            .into_iter()
-            .map(|(record, payload)| NewEntry {
-                kind: record.record_type.kind(),
-                header: record.header(),
-                payload,
-            })
-            .collect();
         self.drive.append_group(entries).map_err(append_error)
     }
 
