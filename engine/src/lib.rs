@@ -41,10 +41,10 @@ pub mod ticket;
 pub mod uring;
 
 pub use drive::{
-    Clock, DamagedEntry, Drive, DriveCore, DriveFuture, DriveOptions, DriveState, Durability,
-    DurableFuture, EntryIter, EntryRef, LogEntry, LogShape, ManualClock, NewEntry, PayloadFuture,
-    QueueDepths, ReadReply, ReadStats, RecoveryVisitor, Request, Stats, SummedBytes, SystemClock,
-    TrimReply, Wait, WhenFull,
+    AppendRoom, Clock, DamagedEntry, Drive, DriveCore, DriveFuture, DriveOptions, DriveState,
+    Durability, DurableFuture, EntryIter, EntryRef, LogEntry, LogShape, ManualClock, NewEntry,
+    PayloadFuture, QueueDepths, ReadReply, ReadStats, RecoveryVisitor, Request, Stats, SummedBytes,
+    SystemClock, TrimReply, Wait, WhenFull,
 };
 pub use engine::Engine;
 pub use error::{

@@ -130,6 +130,11 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
     let segment_bytes = Shape::small().segment_size_bytes;
     let mut full = None;
     let mut usable_before = u64::MAX;
+    // The settled bytes count every append the drive placed or refused: at least those it
+    // acknowledged, and, once a trim has returned (the shape is published before it does),
+    // every one sent, the refused one too.
+    let settled_before = drive.room().settled_append_bytes;
+    let mut sent_bytes = 0;
     for round in 0..200u64 {
         let usable = drive.shape().usable_bytes;
         assert!(
@@ -137,11 +142,16 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
             "usable bytes shrink as the ring fills"
         );
         usable_before = usable;
+        sent_bytes += record_bytes;
         match drive.append(payload(round, 30_000)).expect("queued").wait() {
-            Ok(_) => assert!(
-                usable >= record_bytes,
-                "{usable} usable bytes held a record"
-            ),
+            Ok(_) => {
+                assert!(
+                    usable >= record_bytes,
+                    "{usable} usable bytes held a record"
+                );
+                let settled = drive.room().settled_append_bytes - settled_before;
+                assert!(settled >= sent_bytes, "{settled} settled of {sent_bytes}");
+            }
             Err(error) => {
                 let most = 2 * record_bytes + segment_bytes;
                 assert!(usable < most, "{usable} usable, refused");
@@ -157,6 +167,8 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
     let before_trim = drive.shape().usable_bytes;
     drive.trim(drive.durable_lsn()).expect("trim");
     let after_trim = drive.shape().usable_bytes;
+    let settled = drive.room().settled_append_bytes - settled_before;
+    assert_eq!(settled, sent_bytes, "every append sent is settled");
     assert!(
         after_trim >= before_trim + 8 * segment_bytes,
         "a trim of the whole log frees its segments: {before_trim} then {after_trim}"

@@ -310,6 +310,7 @@ impl<B: IoBackend> DriveCore<B> {
             }
             let append = self.queue.pop_front().expect("the front exists");
             self.queued_bytes -= append.bytes_in_batch;
+            self.settled_append_bytes += append.bytes_in_batch;
             append
                 .completer
                 .complete(Err(AppendError::RingFull { next_lsn }));
@@ -468,6 +469,7 @@ impl<B: IoBackend> DriveCore<B> {
         }
         for append in self.queue.drain(..appends) {
             self.queued_bytes -= append.bytes_in_batch;
+            self.settled_append_bytes += append.bytes_in_batch;
             let handoff = now.saturating_duration_since(append.queued_at);
             let _ = self
                 .enqueue_to_submit_us

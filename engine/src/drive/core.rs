@@ -80,6 +80,11 @@ pub struct DriveCore<B: IoBackend> {
     pub(super) queue: VecDeque<QueuedAppend>,
     /// Bytes the queued appends will take in a batch, headers included.
     pub(super) queued_bytes: u64,
+    /// Bytes (records with their headers) of every append this core has settled since it
+    /// opened: placed in a batch, or refused (as it arrived, for want of room, or behind a
+    /// failure). Published after the usable bytes, so that a client that counts what it sent
+    /// knows how much of it still waits to take room ([`crate::Drive::room`]).
+    pub(super) settled_append_bytes: u64,
     pub(super) waiters: VecDeque<(crate::ticket::TicketCompleter, u64)>,
     pub(super) inflight: VecDeque<Inflight>,
     /// The records handed to batches not yet acknowledged, in LSN order: each payload's
@@ -186,6 +191,7 @@ impl<B: IoBackend> DriveCore<B> {
             lanes: Lanes::new(&geometry),
             queue: VecDeque::new(),
             queued_bytes: 0,
+            settled_append_bytes: 0,
             waiters: VecDeque::new(),
             inflight: VecDeque::new(),
             inflight_payloads: VecDeque::new(),
@@ -428,8 +434,12 @@ impl<B: IoBackend> DriveCore<B> {
         } else {
             0
         };
-        self.view
-            .publish_shape(self.cursor.next_lsn, occupied, usable);
+        self.view.publish_shape(
+            self.cursor.next_lsn,
+            occupied,
+            usable,
+            self.settled_append_bytes,
+        );
     }
 
     /// Takes a request, as the thread does when one arrives on the channel.
@@ -511,11 +521,12 @@ impl<B: IoBackend> DriveCore<B> {
                 // A request built without a time (for a core stepped by hand, whose clock may
                 // not be the system's) counts from when the core takes it, on its clock.
                 let queued_at = queued_at.unwrap_or_else(|| self.clock.now());
+                let bytes_in_batch = records.bytes_in_batch();
                 if let Err(error) = self.admit_append(&records) {
+                    self.settled_append_bytes += bytes_in_batch;
                     completer.complete(Err(error));
                     return;
                 }
-                let bytes_in_batch = records.bytes_in_batch();
                 self.queued_bytes += bytes_in_batch;
                 self.queue.push_back(QueuedAppend {
                     records,
@@ -694,6 +705,7 @@ impl<B: IoBackend> DriveCore<B> {
         };
         self.queued_bytes = 0;
         for append in self.queue.drain(..) {
+            self.settled_append_bytes += append.bytes_in_batch;
             append.completer.complete(Err(failure.clone().into()));
         }
         for read in self.reads_waiting.drain(..) {

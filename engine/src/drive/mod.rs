@@ -440,10 +440,22 @@ pub struct LogShape {
     /// the block kept for a tail marker. A batch that does not fit the rest of a segment
     /// skips it, so appends fit in somewhat less.
     pub usable_bytes: u64,
+    /// Bytes (records with their headers) of the appends the drive has settled since it
+    /// opened: placed in a batch, or refused. See [`Drive::room`].
+    pub settled_append_bytes: u64,
     /// Running, or failed with its error.
     pub state: DriveState,
     /// The drive was closed (its state is the one it closed in).
     pub closed: bool,
+}
+
+/// The ring's room for appends ([`Drive::room`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendRoom {
+    /// The ring's bytes the writer can still take (see [`LogShape::usable_bytes`]).
+    pub usable_bytes: u64,
+    /// Bytes of the appends the drive has settled since it opened (placed or refused).
+    pub settled_append_bytes: u64,
 }
 
 /// How many requests a drive holds, by where they wait (a snapshot, for watchdogs and
@@ -1137,6 +1149,7 @@ impl Drive {
         let geometry = self.geometry;
         let durable_lsn = self.view.durable_lsn();
         let trim_lsn = self.view.trim_lsn();
+        let room = self.room();
         let (state, closed) = match self.view.stopped() {
             None => (DriveState::Running, false),
             Some(Ok(failure)) => (DriveState::Failed(failure), false),
@@ -1150,10 +1163,33 @@ impl Drive {
             live_entries: durable_lsn.saturating_sub(trim_lsn),
             capacity_bytes: geometry.segment_size_bytes * u64::from(geometry.segment_count),
             occupied_bytes: self.view.occupied_bytes(),
-            usable_bytes: self.view.usable_bytes(),
+            usable_bytes: room.usable_bytes,
+            settled_append_bytes: room.settled_append_bytes,
             state,
             closed,
         }
+    }
+
+    /// The ring's room for appends, for a client that keeps its own reserve: the usable
+    /// bytes, and the bytes of every append the drive has settled since it opened (placed in
+    /// a batch or refused). A client that counts the bytes of the appends it sent (records
+    /// with their [`ENTRY_HEADER_SIZE`](sealog_wal::format::ENTRY_HEADER_SIZE)-byte headers)
+    /// knows that the sent less the settled still wait to take room, so the room left for
+    /// what it sends next is the usable bytes less that. Read so that it errs only towards
+    /// less room: an append just placed may count both as taken and as waiting for a moment,
+    /// never as neither.
+    pub fn room(&self) -> AppendRoom {
+        let (settled_append_bytes, usable_bytes) = self.view.room();
+        AppendRoom {
+            usable_bytes,
+            settled_append_bytes,
+        }
+    }
+
+    /// The LSN the next append will get, as of the drive's last turn (one atomic load: what
+    /// [`Drive::shape`]'s `next_lsn` says, without the rest of the shape).
+    pub fn next_lsn(&self) -> u64 {
+        self.view.next_lsn().max(self.view.durable_lsn() + 1)
     }
 
     /// Releases every entry with LSN at or below `lsn` (inclusive), durably: once this returns,

@@ -53,6 +53,9 @@ pub(crate) struct ReadView {
     next_lsn: AtomicU64,
     occupied_bytes: AtomicU64,
     usable_bytes: AtomicU64,
+    /// Bytes of the appends the drive has settled (placed or refused) since it opened,
+    /// stored after `usable_bytes` (see [`ReadView::room`]).
+    settled_append_bytes: AtomicU64,
     /// What the drive thread publishes for [`crate::Drive::stats`].
     pub(crate) stats: super::shared_stats::SharedStats,
 }
@@ -145,23 +148,40 @@ impl ReadView {
             next_lsn: AtomicU64::new(durable_lsn + 1),
             occupied_bytes: AtomicU64::new(0),
             usable_bytes: AtomicU64::new(0),
+            settled_append_bytes: AtomicU64::new(0),
             stats: Default::default(),
         }
     }
 
     /// The drive's turn ended with `next_lsn` the next LSN to assign, `occupied_bytes` of
-    /// the ring between its head and its write position, and `usable_bytes` the writer can
-    /// still take before the ring is full.
-    pub(crate) fn publish_shape(&self, next_lsn: u64, occupied_bytes: u64, usable_bytes: u64) {
+    /// the ring between its head and its write position, `usable_bytes` the writer can
+    /// still take before the ring is full, and `settled_append_bytes` of appends placed or
+    /// refused since the open. The settled bytes are stored last, with release: a reader
+    /// that loads them first ([`ReadView::room`]) sees usable bytes at least as new, so it
+    /// never counts a placed append as both placed (in the usable bytes) and waiting.
+    pub(crate) fn publish_shape(
+        &self,
+        next_lsn: u64,
+        occupied_bytes: u64,
+        usable_bytes: u64,
+        settled_append_bytes: u64,
+    ) {
         self.next_lsn.store(next_lsn, Ordering::Relaxed);
         self.occupied_bytes.store(occupied_bytes, Ordering::Relaxed);
         self.usable_bytes.store(usable_bytes, Ordering::Relaxed);
+        self.settled_append_bytes
+            .store(settled_append_bytes, Ordering::Release);
     }
 
-    /// The ring's bytes the writer can still take before the ring is full, as of the drive's
-    /// last turn.
-    pub(crate) fn usable_bytes(&self) -> u64 {
-        self.usable_bytes.load(Ordering::Relaxed)
+    /// The settled append bytes and the usable bytes, read in the order that errs only on
+    /// the side of less room: settled first (acquire), so that the usable bytes read after
+    /// are at least as new as the placements the settled bytes count (a newer usable figure
+    /// may count placements the settled one does not yet: those bytes are then counted
+    /// twice, as taken and as waiting, for a moment).
+    pub(crate) fn room(&self) -> (u64, u64) {
+        let settled = self.settled_append_bytes.load(Ordering::Acquire);
+        let usable = self.usable_bytes.load(Ordering::Acquire);
+        (settled, usable)
     }
 
     /// The next LSN the drive will assign, as of its last turn.
