@@ -23,8 +23,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use sealog::reader::RingReader;
 use sealog::{
-    AppendError, Drive, DriveOptions, FormatError, FormatOptions, OpenError, Signature, SyncChoice,
-    SyncMethod, TrimError,
+    AppendError, Drive, DriveOptions, FormatError, FormatOptions, OpenError, RingPurpose,
+    Signature, SyncChoice, SyncMethod, TrimError,
 };
 use sealog_wal::format::SegmentDefect;
 use sealog_wal::{Outcome, RecoveryReport, ReplayError, ReplayOptions, ScanPolicy};
@@ -709,6 +709,7 @@ struct StatJson {
     reader_pids: Vec<u32>,
     control_sequence: u64,
     incarnation: u32,
+    purpose: &'static str,
     scan_bytes_read: u64,
     consistent: bool,
     snapshot: &'static str,
@@ -740,6 +741,7 @@ fn stat(path: &Path, json: bool) -> Result<(), Failure> {
         reader_pids: stat.holders.reader_pids.clone(),
         control_sequence: stat.control_sequence,
         incarnation: stat.incarnation,
+        purpose: stat.purpose.name(),
         scan_bytes_read: stat.bytes_read,
         consistent: false,
         snapshot: STAT_SNAPSHOT,
@@ -749,6 +751,7 @@ fn stat(path: &Path, json: bool) -> Result<(), Failure> {
         return Ok(());
     }
     println!("path: {} (ring {})", shown.path, shown.ring_id);
+    println!("holds: {}", purpose_sentence(stat.purpose));
     println!(
         "LSNs: first live {}, trim {}, last {}, next {}",
         shown.first_live_lsn,
@@ -778,6 +781,16 @@ fn stat(path: &Path, json: bool) -> Result<(), Failure> {
         }
     );
     Ok(())
+}
+
+/// What a ring holds, in the plain reports' words.
+fn purpose_sentence(purpose: RingPurpose) -> &'static str {
+    match purpose {
+        RingPurpose::Log => "a plain log (log)",
+        RingPurpose::LogDriveStore => {
+            "a LogDrive store's records (logdrive_store): the store's reclaimer owns the head"
+        }
+    }
 }
 
 fn kind_json(kind: sealog::storage::RingKind) -> &'static str {
@@ -878,6 +891,7 @@ impl Inspected<'_> {
         println!("path: {} ({})", self.path.display(), self.kind_name());
         println!("ring id: {}", control.ring_id);
         println!("format version: {}", sealog_wal::format::FORMAT_VERSION);
+        println!("holds: {}", purpose_sentence(control.purpose));
         println!(
             "geometry: {} segments of {} bytes, {}-byte blocks, {} bytes in all",
             geometry.segment_count,
@@ -971,6 +985,7 @@ impl Inspected<'_> {
             "kind": kind_json(self.kind),
             "ring_id": control.ring_id.to_string(),
             "format_version": sealog_wal::format::FORMAT_VERSION,
+            "purpose": control.purpose.name(),
             "geometry": {
                 "block_size_bytes": geometry.block_size_bytes,
                 "segment_size_bytes": geometry.segment_size_bytes,

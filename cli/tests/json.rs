@@ -1,7 +1,8 @@
 //! Every read-only command's `--json` parses as JSON and carries the fields of its contract
 //! (DESIGN.md "Contracts", docs/cli.md): `dump` one object per line (`lsn`, `len`,
 //! `payload_hex`), `verify` one object (`status`, `first_lsn`, `last_lsn`, and `torn` or
-//! `corruption` when present), `inspect` and `stat` one object each.
+//! `corruption` when present), `inspect` and `stat` one object each, both saying what the ring
+//! holds (`purpose`: `log`, or `logdrive_store` for a LogDrive store's ring).
 
 mod common;
 
@@ -127,4 +128,31 @@ fn inspect_and_stat_json_parse_and_agree() {
         .expect("segment size")
         * geometry["segment_count"].as_u64().expect("segment count");
     assert_eq!(stat["capacity_bytes"], capacity);
+}
+
+#[test]
+fn inspect_and_stat_json_say_what_the_ring_holds() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let plain = ring_with(directory.path(), b"a\n");
+    let store_ring = directory.path().join("store");
+    let options = sealog::FormatOptions::new(8 << 20)
+        .segment_size_bytes(1 << 20)
+        .sync_method(sealog::SyncMethod::Fdatasync)
+        .purpose(sealog::RingPurpose::LogDriveStore);
+    sealog::format(&store_ring, &options).expect("formats a store's ring");
+    let store = store_ring.to_str().expect("utf-8");
+    for (path, purpose, words) in [
+        (plain.as_str(), "log", "holds: a plain log"),
+        (store, "logdrive_store", "holds: a LogDrive store's records"),
+    ] {
+        let inspect = json(&sealog(&["inspect", path, "--json"], b""));
+        assert_eq!(inspect["purpose"], purpose, "{inspect}");
+        let stat = json(&sealog(&["stat", path, "--json"], b""));
+        assert_eq!(stat["purpose"], purpose, "{stat}");
+        let report = sealog(&["inspect", path], b"");
+        assert!(
+            String::from_utf8_lossy(&report.stdout).contains(words),
+            "{path}"
+        );
+    }
 }

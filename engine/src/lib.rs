@@ -54,7 +54,7 @@ pub use error::{
 // The types of the format and of recovery that this crate's API names, so that an embedder
 // needs no second dependency to name them.
 pub use sealog_wal::format::{
-    EmbedderHeader, SyncChoice, SyncMeasurement, SyncMethod, EMBEDDER_HEADER_SIZE,
+    EmbedderHeader, RingPurpose, SyncChoice, SyncMeasurement, SyncMethod, EMBEDDER_HEADER_SIZE,
     ENTRY_HEADER_SIZE,
 };
 pub use sealog_wal::{

@@ -12,7 +12,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use sealog_wal::{RecoveryReport, ReplayError, ReplayOptions, RingId};
+use sealog_wal::{RecoveryReport, ReplayError, ReplayOptions, RingId, RingPurpose};
 
 use crate::error::OpenError;
 use crate::reader::RingReader;
@@ -45,6 +45,8 @@ pub struct RingStat {
     pub control_sequence: u64,
     /// The control block's incarnation.
     pub incarnation: u32,
+    /// What the control block says the ring holds.
+    pub purpose: RingPurpose,
     /// The first live LSN (the trim point plus one).
     pub first_live_lsn: u64,
     /// The trim point: every entry at or below it is released.
@@ -127,6 +129,7 @@ fn shape_of(path: &Path, kind: RingKind, report: &RecoveryReport, holders: Holde
         ring_id: control.ring_id,
         control_sequence: control.sequence,
         incarnation: control.incarnation,
+        purpose: control.purpose,
         first_live_lsn: report.trim_lsn + 1,
         trim_lsn: report.trim_lsn,
         last_lsn: report.last_lsn,

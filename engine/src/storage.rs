@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sealog_wal::format::{ControlBlock, SyncChoice, SyncMethod, BLOCK_SIZE_MIN_BYTES};
+use sealog_wal::format::{ControlBlock, RingPurpose, SyncChoice, SyncMethod, BLOCK_SIZE_MIN_BYTES};
 use sealog_wal::{Geometry, RingId};
 
 use crate::error::{FormatError, OpenError};
@@ -151,6 +151,10 @@ pub struct FormatOptions {
     /// Called as format writes the ring, with the bytes written so far and the bytes it will
     /// write in all (zero-filled segments on a directory, segment headers on a device).
     pub progress: Option<FormatProgress>,
+    /// What the ring will hold, recorded in its control block; default [`RingPurpose::Log`],
+    /// a plain log. A LogDrive store's ring says so, so that the operator CLI leaves its head
+    /// to the store's reclaimer.
+    pub purpose: RingPurpose,
 }
 
 impl Default for FormatOptions {
@@ -166,6 +170,7 @@ impl Default for FormatOptions {
             file_mode: RING_FILE_MODE,
             overwrite: Vec::new(),
             progress: None,
+            purpose: RingPurpose::Log,
         }
     }
 }
@@ -226,6 +231,12 @@ impl FormatOptions {
         if !self.overwrite.contains(&signature) {
             self.overwrite.push(signature);
         }
+        self
+    }
+
+    /// Records `purpose` as what the ring holds instead of a plain log.
+    pub fn purpose(mut self, purpose: RingPurpose) -> FormatOptions {
+        self.purpose = purpose;
         self
     }
 
@@ -477,7 +488,7 @@ fn format_device(
             measure_sync(files)?
         }
     };
-    let control = write_control_copies(&mut file, path, ring_id, geometry, sync)?;
+    let control = write_control_copies(&mut file, path, ring_id, geometry, sync, options.purpose)?;
     Ok(control)
 }
 
@@ -556,17 +567,21 @@ fn measure_sync(files: RingFiles) -> Result<SyncChoice, FormatError> {
     Ok(probe.choice())
 }
 
+/// Writes both copies of a fresh ring's control block, recording `sync` and `purpose`, and
+/// syncs them.
 fn write_control_copies(
     file: &mut File,
     path: &Path,
     ring_id: RingId,
     geometry: Geometry,
     sync: SyncChoice,
+    purpose: RingPurpose,
 ) -> Result<ControlBlock, FormatError> {
     let block = geometry.block_size_bytes as usize;
     let mut bytes = vec![0u8; 2 * block];
     let mut control = ControlBlock {
         sync,
+        purpose,
         ..ControlBlock::new_ring(ring_id, geometry)
     };
     for sequence in 0..2u64 {
@@ -639,7 +654,8 @@ fn format_directory(
             block,
         )?)?,
     };
-    let control = write_control_copies(&mut control_file, path, ring_id, geometry, sync)?;
+    let purpose = options.purpose;
+    let control = write_control_copies(&mut control_file, path, ring_id, geometry, sync, purpose)?;
     fs::rename(&temporary, path.join(CONTROL_FILE)).map_err(io_error(path, "rename"))?;
     // The directory's descriptor holds the lock: it is released only after this sync.
     directory

@@ -4,7 +4,8 @@
 //! unmeasured; a drive opened with the default durability uses what the control block records,
 //! and an option overrides it; trims and reopens carry the record over unchanged; and a ring
 //! of format version 1, formatted before the choice was recorded (zeros in its bytes, the old
-//! CRC) or after, is refused with an error naming both versions.
+//! CRC) or after, is refused with an error naming both versions, as are rings of versions 2
+//! and 3, whose control blocks have this version's layout.
 
 use std::path::Path;
 
@@ -139,17 +140,24 @@ fn trims_and_reopens_carry_the_record_over_unchanged() {
     }
 }
 
+/// The error a writable open gives on a freshly formatted ring whose control file `rewrite`
+/// has rewritten as an older writer would have.
+fn refusal_after(rewrite: impl FnOnce(&Path, &ControlBlock)) -> String {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("ring");
+    let control = format(&path, &options(Some(SyncMethod::Dsync))).expect("formats");
+    rewrite(&path, &control);
+    Drive::open(&path, DriveOptions::default())
+        .err()
+        .expect("an older ring is refused")
+        .to_string()
+}
+
 #[test]
 fn a_version_1_ring_is_refused_naming_both_versions() {
     for crc_bytes in [CONTROL_SIZE_V1, CONTROL_SIZE_V1_BEFORE_SYNC] {
-        let directory = tempfile::tempdir().expect("tempdir");
-        let path = directory.path().join("ring");
-        let control = format(&path, &options(Some(SyncMethod::Dsync))).expect("formats");
-        write_control_as_version_1(&path, &control, crc_bytes);
-        let refused = Drive::open(&path, DriveOptions::default())
-            .err()
-            .expect("a version 1 ring is refused");
-        let text = refused.to_string();
+        let text =
+            refusal_after(|path, control| write_control_as_version_1(path, control, crc_bytes));
         assert!(
             text.contains("version 1") && text.contains(&format!("version {FORMAT_VERSION}")),
             "{crc_bytes}: {text}"
@@ -157,32 +165,37 @@ fn a_version_1_ring_is_refused_naming_both_versions() {
     }
 }
 
-/// A version 2 ring (entries without the embedder header; the control block's layout is
-/// this version's) is refused with an error naming both versions, never read.
+/// A version 2 ring (entries without the embedder header) and a version 3 ring (no purpose
+/// byte in the control block, zero where version 4 records it) have control blocks of this
+/// version's layout: each is refused with an error naming both versions, never read.
 #[test]
-fn a_version_2_ring_is_refused_naming_both_versions() {
-    let directory = tempfile::tempdir().expect("tempdir");
-    let path = directory.path().join("ring");
-    let control = format(&path, &options(Some(SyncMethod::Dsync))).expect("formats");
+fn version_2_and_3_rings_are_refused_naming_both_versions() {
+    for version in [2u16, 3] {
+        let text = refusal_after(|path, control| write_control_as_version(path, control, version));
+        let expected = format!(
+            "ring format version {version} is not supported (this build reads version \
+             {FORMAT_VERSION})"
+        );
+        assert!(text.contains(&expected), "{text}");
+    }
+}
+
+/// Rewrites both control copies with `version` in their version field, resealed: a block of
+/// this version's layout (a plain log's, so zero where the purpose byte is) that an older
+/// writer could have written.
+fn write_control_as_version(path: &Path, control: &ControlBlock, version: u16) {
     let block = control.geometry.block_size_bytes as usize;
     let mut bytes = std::fs::read(path.join(CONTROL_FILE)).expect("reads the control file");
     for copy in 0..2 {
         let at = copy * block;
         let copy_bytes = &mut bytes[at..at + block];
-        copy_bytes[4..6].copy_from_slice(&2u16.to_le_bytes());
+        assert_eq!(copy_bytes[164], 0, "a plain log's purpose byte");
+        copy_bytes[4..6].copy_from_slice(&version.to_le_bytes());
         copy_bytes[8..12].fill(0);
         let crc = crc32c::crc32c(&copy_bytes[..CONTROL_SIZE]);
         copy_bytes[8..12].copy_from_slice(&crc.to_le_bytes());
     }
     std::fs::write(path.join(CONTROL_FILE), &bytes).expect("writes the control file");
-    let text = Drive::open(&path, DriveOptions::default())
-        .err()
-        .expect("a version 2 ring is refused")
-        .to_string();
-    assert!(
-        text.contains("version 2 is not supported") && text.contains("reads version 3"),
-        "{text}"
-    );
 }
 
 /// Rewrites both control copies as format version 1 wrote them: the same fields, no tail

@@ -145,6 +145,16 @@ pub enum ReplayError {
         /// The source byte found.
         source_byte: u8,
     },
+    /// A control copy checks out but records a purpose byte this version does not know, and
+    /// no other copy checks out.
+    #[error(
+        "the control block records an unknown ring purpose (byte {purpose_byte}): the ring \
+         cannot be opened"
+    )]
+    ControlPurpose {
+        /// The purpose byte found.
+        purpose_byte: u8,
+    },
     /// The ring was written by another format version.
     #[error("ring format version {found} is not supported (this build reads version {supported})")]
     UnsupportedVersion {

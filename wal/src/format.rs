@@ -50,11 +50,11 @@
 //!  |  cut  |  cut  |  cut  |  cut  |syn|syn|syn|mar| probe |probe  |writes |
 //!  |  lap  | seg.  | offset| incar.|mth|src|flg|gin| bytes |rounds |/round |
 //!  +-------+-------+-------+-------+---+---+---+---+-------+-------+-------+
-//!  132     136     140     144     148     152     156     160     164             176
-//!  +-------+-------+-------+-------+-------+-------+-------+-------+---------------+
-//!  |fdsync |fdsync | dsync | dsync | hint  | hint  | hint  | hint  |   reserved    |
-//!  |p50 us |p99 us |p50 us |p99 us |  lap  | seg.  | offset| incar.|               |
-//!  +-------+-------+-------+-------+-------+-------+-------+-------+---------------+
+//!  132     136     140     144     148     152     156     160     164 165         176
+//!  +-------+-------+-------+-------+-------+-------+-------+-------+---+-----------+
+//!  |fdsync |fdsync | dsync | dsync | hint  | hint  | hint  | hint  |pur| reserved  |
+//!  |p50 us |p99 us |p50 us |p99 us |  lap  | seg.  | offset| incar.|pos|           |
+//!  +-------+-------+-------+-------+-------+-------+-------+-------+---+-----------+
 //! ```
 //!
 //! `crc` is CRC32C over the 176 bytes with the crc field zeroed. The copy with the highest
@@ -90,10 +90,19 @@
 //! in-flight window (`replay.rs`, "the pass"). A freshly formatted ring records the head with
 //! incarnation 0: nothing is written before the first writable open.
 //!
+//! `purpose` (byte 164, added in version 4) says what the ring holds ([`RingPurpose`]): 0 a
+//! plain log, 1 a LogDrive store's records. A tool that appends or trims raw entries reads it
+//! first, because a store's reclaimer owns the head of such a ring and its records are
+//! otherwise ordinary entries. Any other value is refused ([`ControlDefect::Purpose`]). Every
+//! rewrite of the control block carries the byte over unchanged, as it does the sync choice,
+//! but for a writable open asked to record a purpose, which sets it in the block it writes
+//! for its new incarnation anyway.
+//!
 //! Version 1 blocks (160 bytes used, no hint; or, written before the sync choice existed, a
 //! CRC over the first 128 bytes and zeros after) are recognised as intact blocks of version
 //! 1 by their CRC, so a version 1 ring is refused with an error naming both versions rather
-//! than reported as damaged.
+//! than reported as damaged. Version 2 and 3 blocks have this layout with the purpose byte
+//! zero, and a CRC over the same 176 bytes, so their version field names them.
 //!
 //! # Segment header (block 0 of every segment; 64 bytes used, the rest zero)
 //!
@@ -156,9 +165,10 @@
 use crate::error::{GeometryError, SequenceExhausted};
 
 /// The format version this crate writes and the only one it reads. Version 2 added the tail
-/// hint to the control block, version 3 the embedder header to every entry header; rings of
-/// earlier versions are refused (`ReplayError::UnsupportedVersion` names both versions).
-pub const FORMAT_VERSION: u16 = 3;
+/// hint to the control block, version 3 the embedder header to every entry header, version 4
+/// the ring's purpose to the control block; rings of earlier versions are refused
+/// (`ReplayError::UnsupportedVersion` names both versions).
+pub const FORMAT_VERSION: u16 = 4;
 
 /// Magic of a control block: the bytes `SLGC`.
 pub const CONTROL_MAGIC: u32 = u32::from_le_bytes(*b"SLGC");
@@ -223,9 +233,10 @@ const CONTROL_HINT_LAP_OFFSET: usize = CONTROL_DSYNC_P99_OFFSET + 4;
 const CONTROL_HINT_SEGMENT_OFFSET: usize = CONTROL_HINT_LAP_OFFSET + 4;
 const CONTROL_HINT_OFFSET_OFFSET: usize = CONTROL_HINT_SEGMENT_OFFSET + 4;
 const CONTROL_HINT_INCARNATION_OFFSET: usize = CONTROL_HINT_OFFSET_OFFSET + 4;
-const CONTROL_RESERVED_OFFSET: usize = CONTROL_HINT_INCARNATION_OFFSET + 4;
+const CONTROL_PURPOSE_OFFSET: usize = CONTROL_HINT_INCARNATION_OFFSET + 4;
+const CONTROL_RESERVED_OFFSET: usize = CONTROL_PURPOSE_OFFSET + 1;
 /// Bytes of a control block that carry fields (the rest of its block is zero).
-pub const CONTROL_SIZE: usize = CONTROL_RESERVED_OFFSET + 12;
+pub const CONTROL_SIZE: usize = CONTROL_RESERVED_OFFSET + 11;
 /// Bytes a version 1 control block's CRC covered (it had no tail hint).
 pub const CONTROL_SIZE_V1: usize = 160;
 /// Bytes a version 1 control block's CRC covered when it was written before the sync choice
@@ -278,6 +289,9 @@ const _: () = assert!(CONTROL_HINT_LAP_OFFSET == CONTROL_SIZE_V1 - 12);
 const _: () = assert!(CONTROL_SYNC_METHOD_OFFSET < CONTROL_SIZE_V1_BEFORE_SYNC);
 const _: () = assert!(CONTROL_SIZE_V1_BEFORE_SYNC < CONTROL_SIZE_V1);
 const _: () = assert!(CONTROL_SIZE_V1 < CONTROL_SIZE);
+const _: () = assert!(CONTROL_PURPOSE_OFFSET == 164);
+const _: () = assert!(CONTROL_PURPOSE_OFFSET >= CONTROL_SIZE_V1);
+const _: () = assert!(CONTROL_RESERVED_OFFSET < CONTROL_SIZE);
 const _: () = assert!(SEGMENT_HEADER_SIZE == 64);
 const _: () = assert!(ENTRY_EMBEDDER_OFFSET == 64);
 const _: () = assert!(ENTRY_HEADER_SIZE == 96);
@@ -589,8 +603,8 @@ fn crc_skipping_field(seed: u32, bytes: &[u8], crc_offset: usize) -> u32 {
     crc32c::crc32c_append(crc, &bytes[crc_offset + 4..])
 }
 
-/// What a control block records: identity, geometry, incarnation, trim point, and how the
-/// ring's default durability was chosen.
+/// What a control block records: identity, geometry, incarnation, trim point, how the ring's
+/// default durability was chosen, and what the ring holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ControlBlock {
     /// Bumped on every rewrite; the valid copy with the highest sequence is current.
@@ -618,6 +632,40 @@ pub struct ControlBlock {
     pub sync: SyncChoice,
     /// How far the log can reach (see [`TailHint`]).
     pub tail_hint: TailHint,
+    /// What the ring holds; every rewrite carries it over (a writable open may set it).
+    pub purpose: RingPurpose,
+}
+
+/// What a ring holds, recorded in its control block so that a tool can tell, before it
+/// appends or trims raw entries, whether a layer above owns the ring's head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum RingPurpose {
+    /// A plain log: the embedder appends and trims as it likes. The default.
+    #[default]
+    Log = 0,
+    /// A LogDrive store's records: the store's reclaimer owns the ring's head, so raw trims
+    /// (and raw appends, which the store's index would never know) are not the operator's.
+    LogDriveStore = 1,
+}
+
+impl RingPurpose {
+    /// Decodes a purpose byte; `None` for a byte that names no purpose.
+    pub fn from_byte(byte: u8) -> Option<RingPurpose> {
+        match byte {
+            0 => Some(RingPurpose::Log),
+            1 => Some(RingPurpose::LogDriveStore),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name, for reports and the CLI's JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            RingPurpose::Log => "log",
+            RingPurpose::LogDriveStore => "logdrive_store",
+        }
+    }
 }
 
 /// How far the log can reach: the writer of `incarnation` never ends a batch past `limit`.
@@ -769,6 +817,12 @@ pub enum ControlDefect {
         /// The source byte found.
         source_byte: u8,
     },
+    /// The CRC matches but the purpose byte names no [`RingPurpose`] this version knows (a
+    /// crafted block, or one of a later writer).
+    Purpose {
+        /// The purpose byte found.
+        purpose_byte: u8,
+    },
 }
 
 impl ControlBlock {
@@ -800,6 +854,7 @@ impl ControlBlock {
                 },
                 incarnation: 0,
             },
+            purpose: RingPurpose::Log,
         }
     }
 
@@ -860,6 +915,7 @@ impl ControlBlock {
             CONTROL_HINT_INCARNATION_OFFSET,
             self.tail_hint.incarnation,
         );
+        buf[CONTROL_PURPOSE_OFFSET] = self.purpose as u8;
         let crc = crc_skipping_field(0, &buf[..CONTROL_SIZE], CONTROL_CRC_OFFSET);
         put_u32(buf, CONTROL_CRC_OFFSET, crc);
     }
@@ -887,6 +943,9 @@ impl ControlBlock {
             return Err(ControlDefect::Version(version));
         }
         let sync = decode_sync(bytes)?;
+        let purpose_byte = bytes[CONTROL_PURPOSE_OFFSET];
+        let purpose =
+            RingPurpose::from_byte(purpose_byte).ok_or(ControlDefect::Purpose { purpose_byte })?;
         let mut ring_id = [0u8; 16];
         ring_id.copy_from_slice(&bytes[CONTROL_RING_ID_OFFSET..CONTROL_RING_ID_OFFSET + 16]);
         Ok(ControlBlock {
@@ -924,6 +983,7 @@ impl ControlBlock {
                 },
                 incarnation: get_u32(bytes, CONTROL_HINT_INCARNATION_OFFSET),
             },
+            purpose,
         })
     }
 }

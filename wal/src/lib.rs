@@ -36,12 +36,12 @@ pub use batch::{BatchBuilder, BatchStart, EncodedBatch};
 pub use disk::SimDisk;
 pub use error::{EncodeError, GeometryError, ReplayError, RingFull, SequenceExhausted};
 pub use format::{
-    ControlBlock, EmbedderHeader, EntryHeader, Geometry, Kind, Position, RingId, SegmentHeader,
-    TailHint,
+    ControlBlock, EmbedderHeader, EntryHeader, Geometry, Kind, Position, RingId, RingPurpose,
+    SegmentHeader, TailHint,
 };
 pub use layout::{BatchSlot, WriteCursor};
 pub use quarantine::{Damaged, DamagedHeader, DamagedRange, DAMAGED_REPORTED};
-pub use recovery::{plan, PlanError, RecoveryPlan, Step, TailMarker};
+pub use recovery::{plan, plan_with_purpose, PlanError, RecoveryPlan, Step, TailMarker};
 pub use replay::{
     entries, read_control, replay, replay_visiting, scan, trusted_hint, Check, Corruption, Entry,
     Evidence, FullScan, Outcome, RecoveredEntries, RecoveredEntry, RecoveryMode, RecoveryReport,

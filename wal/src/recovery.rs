@@ -45,7 +45,7 @@
 
 use crate::batch::{BatchBuilder, BatchStart};
 use crate::error::{RingFull, SequenceExhausted};
-use crate::format::{ControlBlock, Geometry, Position, TailHint};
+use crate::format::{ControlBlock, Geometry, Position, RingPurpose, TailHint};
 use crate::layout::WriteCursor;
 use crate::replay::{Invalidate, RecoveryReport};
 
@@ -165,8 +165,19 @@ fn scanned_segments(geometry: &Geometry, head: Position, scan_end: Position) -> 
         .collect()
 }
 
-/// The plan for a writable open of the ring `report` describes.
+/// The plan for a writable open of the ring `report` describes; its control block keeps the
+/// ring's purpose.
 pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
+    plan_with_purpose(report, report.control.purpose)
+}
+
+/// [`plan`], with the new incarnation's control block recording `purpose`: a writer that
+/// knows what the ring holds marks it in the block the open writes anyway, so marking a ring
+/// costs no control write of its own.
+pub fn plan_with_purpose(
+    report: &RecoveryReport,
+    purpose: RingPurpose,
+) -> Result<RecoveryPlan, PlanError> {
     let old = report.control;
     let geometry = old.geometry;
     let incarnation =
@@ -213,6 +224,7 @@ pub fn plan(report: &RecoveryReport) -> Result<RecoveryPlan, PlanError> {
         cut: report.cut,
         cut_incarnation: incarnation,
         tail_hint: first_hint(report, &cursor, incarnation),
+        purpose,
         ..old
     };
     let block = geometry.block_size_bytes as usize;

@@ -768,6 +768,10 @@ fn read_controls<S: RingSource + ?Sized>(
                 source_byte,
             })
         }
+        (Err(ControlDefect::Purpose { purpose_byte }), Err(_))
+        | (Err(_), Err(ControlDefect::Purpose { purpose_byte })) => {
+            return Err(ReplayError::ControlPurpose { purpose_byte })
+        }
         (Err(_), Err(_)) => return Err(ReplayError::ControlCorrupt),
     };
     validate_control(&control, source.size_bytes())?;
@@ -837,12 +841,14 @@ impl<S: RingSource + ?Sized> RingSource for CountingSource<'_, S> {
 }
 
 /// How much a control copy's defect says: version (intact, another format) over CRC or an
-/// unknown sync choice (ours, damaged or crafted) over magic (nothing there).
+/// unknown sync choice or purpose (ours, damaged or crafted) over magic (nothing there).
 fn defect_rank(copy: Result<ControlBlock, ControlDefect>) -> u8 {
     match copy {
         Ok(_) => 3,
         Err(ControlDefect::Version(_)) => 2,
-        Err(ControlDefect::Crc | ControlDefect::SyncChoice { .. }) => 1,
+        Err(
+            ControlDefect::Crc | ControlDefect::SyncChoice { .. } | ControlDefect::Purpose { .. },
+        ) => 1,
         Err(ControlDefect::Magic) => 0,
     }
 }

@@ -5,7 +5,7 @@
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::{
     ControlBlock, ControlDefect, EmbedderHeader, EntryHeader, Geometry, Kind, Position, RingId,
-    SegmentHeader, SyncChoice, SyncMeasurement, SyncMethod, TailHint, CONTROL_SIZE,
+    RingPurpose, SegmentHeader, SyncChoice, SyncMeasurement, SyncMethod, TailHint, CONTROL_SIZE,
     CONTROL_SIZE_V1, CONTROL_SIZE_V1_BEFORE_SYNC, ENTRY_HEADER_SIZE, FORMAT_VERSION,
     SEGMENT_HEADER_SIZE,
 };
@@ -32,7 +32,8 @@ fn geometry() -> Geometry {
     }
 }
 
-/// The control block the golden bytes encode, with `sync` as given.
+/// The control block the golden bytes encode, with `sync` as given (of a LogDrive store's
+/// ring, so that the purpose byte is pinned as something other than zero).
 fn control(sync: SyncChoice) -> ControlBlock {
     ControlBlock {
         sequence: 7,
@@ -62,6 +63,7 @@ fn control(sync: SyncChoice) -> ControlBlock {
             },
             incarnation: 3,
         },
+        purpose: RingPurpose::LogDriveStore,
     }
 }
 
@@ -127,7 +129,7 @@ fn every_sync_choice_round_trips_through_the_control_block() {
 /// flipped in one is damage.
 #[test]
 fn a_version_1_control_block_is_another_version_not_damage() {
-    assert_eq!(FORMAT_VERSION, 3);
+    assert_eq!(FORMAT_VERSION, 4);
     for (golden, size) in [
         (GOLDEN_CONTROL_V1, CONTROL_SIZE_V1),
         (GOLDEN_CONTROL_V1_BEFORE_SYNC, CONTROL_SIZE_V1_BEFORE_SYNC),
@@ -137,15 +139,7 @@ fn a_version_1_control_block_is_another_version_not_damage() {
         assert_eq!(old.len(), size);
         block[..old.len()].copy_from_slice(&old);
         assert_eq!(ControlBlock::decode(&block), Err(ControlDefect::Version(1)));
-        for at in [0x18, size - 1, size, CONTROL_SIZE - 1] {
-            let mut damaged = block.clone();
-            damaged[at] ^= 1;
-            assert_eq!(
-                ControlBlock::decode(&damaged),
-                Err(ControlDefect::Crc),
-                "byte {at}"
-            );
-        }
+        assert_flips_are_damage(&block, &[0x18, size - 1, size, CONTROL_SIZE - 1]);
         // A block of this version's layout that only covers a version 1 size is not one of
         // this version: claiming this version does not make it so.
         let mut claims_current = block.clone();
@@ -168,9 +162,70 @@ fn a_version_2_control_block_is_another_version_not_damage() {
     let old = unhex(GOLDEN_CONTROL_V2);
     block[..old.len()].copy_from_slice(&old);
     assert_eq!(ControlBlock::decode(&block), Err(ControlDefect::Version(2)));
-    let mut damaged = block.clone();
-    damaged[0x18] ^= 1;
-    assert_eq!(ControlBlock::decode(&damaged), Err(ControlDefect::Crc));
+    assert_flips_are_damage(&block, &[0x18]);
+}
+
+/// A version 3 control block (no purpose byte: zero where version 4 records it) is an intact
+/// block of another version: the ring is refused naming both versions, never read as a
+/// plain log of this version. A bit flipped in one is damage.
+#[test]
+fn a_version_3_control_block_is_another_version_not_damage() {
+    let mut block = vec![0u8; 4096];
+    let old = unhex(GOLDEN_CONTROL_V3);
+    assert_eq!(old.len(), CONTROL_SIZE);
+    block[..old.len()].copy_from_slice(&old);
+    assert_eq!(ControlBlock::decode(&block), Err(ControlDefect::Version(3)));
+    // The layout is this version's: a plain log's block differs only in version and CRC.
+    let mut current = vec![0u8; 4096];
+    ControlBlock {
+        purpose: RingPurpose::Log,
+        ..control(measured())
+    }
+    .encode(&mut current);
+    for range in [0..4, 6..8, 12..CONTROL_SIZE] {
+        assert_eq!(current[range.clone()], block[range.clone()], "{range:?}");
+    }
+    assert_flips_are_damage(&block, &[0x18, 164, CONTROL_SIZE - 1]);
+}
+
+/// A bit flipped at each of `offsets` in the intact control block `block` makes it damaged,
+/// never a block of some version.
+fn assert_flips_are_damage(block: &[u8], offsets: &[usize]) {
+    for &at in offsets {
+        let mut damaged = block.to_vec();
+        damaged[at] ^= 1;
+        assert_eq!(
+            ControlBlock::decode(&damaged),
+            Err(ControlDefect::Crc),
+            "byte {at}"
+        );
+    }
+}
+
+/// Both purposes round-trip through byte 164, each as its own value; a byte that names no
+/// purpose is refused naming the byte, not read as a plain log.
+#[test]
+fn the_purpose_byte_round_trips_and_an_unknown_one_is_a_defect() {
+    for (purpose, byte) in [(RingPurpose::Log, 0u8), (RingPurpose::LogDriveStore, 1)] {
+        let control = ControlBlock {
+            purpose,
+            ..control(measured())
+        };
+        let mut block = vec![0u8; 4096];
+        control.encode(&mut block);
+        assert_eq!(block[164], byte, "{purpose:?}");
+        assert_eq!(ControlBlock::decode(&block), Ok(control), "{purpose:?}");
+    }
+    for purpose_byte in [2u8, 0x80, u8::MAX] {
+        let mut block = vec![0u8; 4096];
+        control(measured()).encode(&mut block);
+        block[164] = purpose_byte;
+        reseal(&mut block);
+        assert_eq!(
+            ControlBlock::decode(&block),
+            Err(ControlDefect::Purpose { purpose_byte })
+        );
+    }
 }
 
 /// The tail hint round-trips, and a limit that names no place of the ring is no limit.
@@ -343,6 +398,16 @@ fn a_batch_is_records_then_padding_to_the_block() {
 }
 
 const GOLDEN_CONTROL: &str = concat!(
+    "534c4743040000002b32b6a60300000007000000000000000011223344556677",
+    "8899aabbccddeeff001000000800000000001000000000000000010004000000",
+    "0000040000000000290000000000000028000000000000000200000005000000",
+    "0020000002000000020000000600000000300000030000000201010a00200000",
+    "200008009600000090010000640000002c010000020000000700000000500000",
+    "03000000010000000000000000000000",
+);
+/// The same control block as version 3 wrote it (the same layout, with zero where the
+/// purpose byte is: a plain log's; only the version, that byte and the CRC differ).
+const GOLDEN_CONTROL_V3: &str = concat!(
     "534c4743030000009a31cdc60300000007000000000000000011223344556677",
     "8899aabbccddeeff001000000800000000001000000000000000010004000000",
     "0000040000000000290000000000000028000000000000000200000005000000",
@@ -350,8 +415,8 @@ const GOLDEN_CONTROL: &str = concat!(
     "200008009600000090010000640000002c010000020000000700000000500000",
     "03000000000000000000000000000000",
 );
-/// The same control block as version 2 wrote it (the same layout: only the version and the
-/// CRC differ; version 3 changed the entry header).
+/// The same control block as version 2 wrote it (version 3's layout: only the version and
+/// the CRC differ; version 3 changed the entry header).
 const GOLDEN_CONTROL_V2: &str = concat!(
     "534c47430200000057398b030300000007000000000000000011223344556677",
     "8899aabbccddeeff001000000800000000001000000000000000010004000000",
@@ -376,22 +441,22 @@ const GOLDEN_CONTROL_V1_BEFORE_SYNC: &str = concat!(
     "0020000002000000020000000600000000300000030000000000000000000000",
 );
 const GOLDEN_SEGMENT: &str = concat!(
-    "534c475303000000f5468866050000000200000003000000d204000000000000",
+    "534c475304000000854d462b050000000200000003000000d204000000000000",
     "00112233445566778899aabbccddeeff00000000000000000000000000000000",
 );
 const GOLDEN_ENTRY: &str = concat!(
-    "534c4745030001008c671eef050000004cbb719a03000000d204000000000000",
+    "534c4745040001009aea2577050000004cbb719a03000000d204000000000000",
     "b004000000000000020000000500000000200000001000000000000082e9df48",
     "08070605040302012a000000000000000700000000000000ffffffffffffffff",
 );
 const GOLDEN_BATCH_PREFIX: &str = concat!(
-    "534c474503000100488cba88050000004cbb719a03000000d204000000000000",
+    "534c4745040001005e018110050000004cbb719a03000000d204000000000000",
     "b004000000000000020000000500000000200000001000000000000082e9df48",
     "0000000000000000000000000000000000000000000000000000000000000000",
-    "68656c6c6f534c474503000100f30f132b000000000000000003000000d30400",
+    "68656c6c6f534c474504000100e58228b3000000000000000003000000d30400",
     "0000000000b00400000000000002000000050000006520000000100000010000",
     "0082e9df48000000000000000000000000000000000000000000000000000000",
-    "0000000000534c47450300020079f14440db0e0000560cedc003000000d40400",
+    "0000000000534c4745040002006f7c7fd8db0e0000560cedc003000000d40400",
     "0000000000b0040000000000000200000005000000c520000000100000020000",
     "0082e9df48000000000000000000000000000000000000000000000000000000",
     "0000000000",

@@ -12,21 +12,24 @@
 //! - data batches leave the block before a segment they cannot enter for a marker, so a ring
 //!   filled until appends are refused still takes one;
 //! - the sync choice format recorded survives every rewrite of the control block (each open's
-//!   plan, each trim) unchanged.
+//!   plan, each trim) unchanged, and so does the ring's purpose, unless the open's plan is
+//!   asked to record another (`plan_with_purpose`); a purpose byte no version writes refuses
+//!   the ring, naming the byte.
 
 mod common;
 
 use common::*;
 use sealog_wal::disk::{BlockFate, FlushCover, SimDisk, WriteDurability};
 use sealog_wal::format::{
-    ControlBlock, SyncChoice, SyncMeasurement, SyncMethod, CONTROL_SEQUENCE_LIMIT,
-    ENTRY_HEADER_SIZE,
+    ControlBlock, RingPurpose, SyncChoice, SyncMeasurement, SyncMethod, CONTROL_SEQUENCE_LIMIT,
+    CONTROL_SIZE, ENTRY_HEADER_SIZE,
 };
 use sealog_wal::model::{ModelError, ModelWriter};
 use sealog_wal::recovery::Written;
 use sealog_wal::{
-    plan, scan, Check, Evidence, Geometry, Outcome, PlanError, Position, RecoveryReport,
-    ReplayError, RingFull, Scan, SequenceExhausted, Step, TailHint, TailMarker, WriteCursor,
+    plan, plan_with_purpose, scan, Check, Evidence, Geometry, Outcome, PlanError, Position,
+    RecoveryReport, ReplayError, RingFull, Scan, SequenceExhausted, Step, TailHint, TailMarker,
+    WriteCursor,
 };
 
 fn report_of(image: &[u8]) -> RecoveryReport {
@@ -611,7 +614,6 @@ fn data_slots_keep_the_block_before_a_segment_that_cannot_be_entered() {
 
 #[test]
 fn the_sync_choice_survives_every_rewrite_of_the_control_block() {
-    let geometry = small_geometry();
     let sync = SyncChoice::Measured {
         method: SyncMethod::Dsync,
         measurement: SyncMeasurement {
@@ -627,33 +629,116 @@ fn the_sync_choice_survives_every_rewrite_of_the_control_block() {
         },
     };
     // A ring as format leaves it when it measured: both copies carry the choice.
-    let mut image = ModelWriter::format(geometry, ring_id());
+    let image = format_recording(|control| ControlBlock { sync, ..control });
+    assert_kept_by_every_rewrite(image, sync, |control| control.sync);
+}
+
+/// Rewrites both control copies of `image` with `edit` applied, as format would have written
+/// them.
+fn edit_controls(image: &mut [u8], geometry: &Geometry, edit: impl Fn(&mut [u8])) {
     for copy in 0..2u64 {
         let at = geometry.control_offset(copy) as usize;
-        let block = &mut image[at..at + BLOCK];
-        let control = ControlBlock::decode(block).expect("a formatted copy");
-        ControlBlock { sync, ..control }.encode(block);
+        edit(&mut image[at..at + BLOCK]);
     }
-    let current = |image: &[u8]| {
-        sealog_wal::read_control(&mut &image[..])
-            .expect("reads")
-            .sync
-    };
-    assert_eq!(current(&image), sync);
+}
+
+/// A freshly formatted ring whose control copies record what `record` makes of them.
+fn format_recording(record: impl Fn(ControlBlock) -> ControlBlock) -> Vec<u8> {
+    let geometry = small_geometry();
+    let mut image = ModelWriter::format(geometry, ring_id());
+    edit_controls(&mut image, &geometry, |block| {
+        let control = ControlBlock::decode(block).expect("a formatted copy");
+        record(control).encode(block);
+    });
+    image
+}
+
+/// Opens `image`, appends, trims and reopens it: what `field` reads of the current control
+/// block is `expected` at the start, after the open, after the trim, in the reopen's report
+/// and after the reopen. Returns the ring's durable bytes after the reopen.
+fn assert_kept_by_every_rewrite<T: PartialEq + std::fmt::Debug>(
+    image: Vec<u8>,
+    expected: T,
+    field: fn(&ControlBlock) -> T,
+) -> Vec<u8> {
+    let current = |image: &[u8]| field(&sealog_wal::read_control(&mut &image[..]).expect("reads"));
+    assert_eq!(current(&image), expected, "the formatted ring");
     let (mut writer, _, _) = ModelWriter::open(image, &strict()).expect("opens");
-    assert_eq!(current(writer.durable()), sync, "the open's control block");
+    assert_eq!(
+        current(writer.durable()),
+        expected,
+        "the open's control block"
+    );
     for _ in 0..6 {
         append(&mut writer, 2, 500, 7);
         writer.flush();
     }
     writer.trim(5);
-    assert_eq!(current(writer.durable()), sync, "a trim's control block");
-    let (writer, report, _) =
-        ModelWriter::open(writer.durable().to_vec(), &strict()).expect("reopens");
-    assert_eq!(report.control.sync, sync, "replay's report");
     assert_eq!(
         current(writer.durable()),
-        sync,
+        expected,
+        "a trim's control block"
+    );
+    let (writer, report, _) =
+        ModelWriter::open(writer.durable().to_vec(), &strict()).expect("reopens");
+    assert_eq!(field(&report.control), expected, "replay's report");
+    assert_eq!(
+        current(writer.durable()),
+        expected,
         "the reopen's control block"
     );
+    writer.durable().to_vec()
+}
+
+#[test]
+fn the_purpose_survives_every_rewrite_unless_the_open_records_another() {
+    let store = RingPurpose::LogDriveStore;
+    let image = format_recording(|control| ControlBlock {
+        purpose: store,
+        ..control
+    });
+    let kept = plan(&report_of(&image)).expect("plans");
+    assert_eq!(kept.control.purpose, store, "a plan keeps the purpose");
+    let image = assert_kept_by_every_rewrite(image, store, |control| control.purpose);
+    // An open asked for another purpose records it in the block it writes anyway: the plan
+    // has one control block write, and it carries the new purpose.
+    let marked = plan_with_purpose(&report_of(&image), RingPurpose::Log).expect("plans");
+    assert_eq!(marked.control.purpose, RingPurpose::Log);
+    let written: Vec<&Vec<u8>> = marked
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Write {
+                bytes,
+                what: Written::ControlBlock,
+                ..
+            } => Some(bytes),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(written.len(), 1, "one control block write");
+    let decoded = ControlBlock::decode(written[0]).expect("the plan's block decodes");
+    assert_eq!(decoded, marked.control);
+}
+
+#[test]
+fn a_purpose_byte_no_version_writes_refuses_the_ring_naming_it() {
+    let geometry = small_geometry();
+    let mut image = ModelWriter::format(geometry, ring_id());
+    edit_controls(&mut image, &geometry, |block| {
+        block[164] = 7;
+        block[8..12].fill(0);
+        let crc = crc32c::crc32c(&block[..CONTROL_SIZE]);
+        block[8..12].copy_from_slice(&crc.to_le_bytes());
+    });
+    let refused = scan(&mut &image[..], &strict()).map(|_| ());
+    assert!(
+        matches!(
+            refused,
+            Err(ReplayError::ControlPurpose { purpose_byte: 7 })
+        ),
+        "{refused:?}"
+    );
+    let text = refused.expect_err("refused").to_string();
+    assert!(text.contains("purpose (byte 7)"), "{text}");
 }

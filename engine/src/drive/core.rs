@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use hdrhistogram::Histogram;
-use sealog_wal::format::ControlBlock;
+use sealog_wal::format::{ControlBlock, RingPurpose};
 use sealog_wal::{Geometry, Kind, Position, RecoveryReport, WriteCursor};
 
 use super::appends::{Inflight, QueuedAppend, Records};
@@ -485,6 +485,11 @@ impl<B: IoBackend> DriveCore<B> {
     /// The trim point of the current durable control block.
     pub fn durable_trim_lsn(&self) -> u64 {
         self.control.trim_lsn
+    }
+
+    /// What the ring holds, as the current durable control block says.
+    pub fn purpose(&self) -> RingPurpose {
+        self.control.purpose
     }
 
     /// The incarnation this drive writes with.

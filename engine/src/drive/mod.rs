@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
-use sealog_wal::format::EmbedderHeader;
+use sealog_wal::format::{EmbedderHeader, RingPurpose};
 use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport, ScanPolicy};
 
 use self::appends::{Payload, QueuedRecord, Records};
@@ -202,6 +202,12 @@ pub struct DriveOptions {
     /// The `drive` label of the drive's metrics ([`metrics`]); `None` (the default): the path
     /// the drive was opened at.
     pub metrics_label: Option<String>,
+    /// What the ring holds, to record in its control block. `None` (the default) leaves what
+    /// the ring says; a purpose is written into the control block the open writes anyway for
+    /// its new incarnation (no control write of its own), and every later rewrite keeps it.
+    /// A LogDrive store marks its ring this way, so that the operator CLI can tell it from a
+    /// plain log before it appends or trims raw entries.
+    pub purpose: Option<RingPurpose>,
 }
 
 impl Default for DriveOptions {
@@ -222,6 +228,7 @@ impl Default for DriveOptions {
             read_buffers: READ_BUFFERS_DEFAULT,
             read_ahead_bytes: READ_AHEAD_BYTES_DEFAULT,
             metrics_label: None,
+            purpose: None,
         }
     }
 }
@@ -312,6 +319,13 @@ impl DriveOptions {
     /// Sets [`DriveOptions::read_ahead_bytes`]: bytes an iterator reads at a time.
     pub fn read_ahead_bytes(mut self, read_ahead_bytes: u64) -> DriveOptions {
         self.read_ahead_bytes = read_ahead_bytes;
+        self
+    }
+
+    /// Sets [`DriveOptions::purpose`]: what the open records the ring as holding (`None`:
+    /// what the ring already says).
+    pub fn purpose(mut self, purpose: Option<RingPurpose>) -> DriveOptions {
+        self.purpose = purpose;
         self
     }
 }
@@ -576,6 +590,7 @@ pub struct Drive {
     geometry: Geometry,
     cache: Option<crate::io::CacheInfo>,
     durability: Durability,
+    purpose: RingPurpose,
     /// Where this drive's tickets come from and park.
     tickets: Arc<TicketPool>,
     /// What readers share with the drive thread.
@@ -588,6 +603,7 @@ struct Opened {
     waker: Waker,
     cache: Option<crate::io::CacheInfo>,
     durability: Durability,
+    purpose: RingPurpose,
     view: Arc<ReadView>,
 }
 
@@ -783,6 +799,7 @@ impl Drive {
             geometry,
             cache: opened.cache,
             durability: opened.durability,
+            purpose: opened.purpose,
             tickets,
             view: opened.view,
         })
@@ -812,6 +829,13 @@ impl Drive {
     /// chose when it was formatted (fdatasync for a ring that recorded none).
     pub fn durability(&self) -> Durability {
         self.durability
+    }
+
+    /// What the ring holds, as its control block says once the open has written its own (so
+    /// a purpose the options asked for, else the one the ring already recorded). Trims and
+    /// tail hints carry it over, so it holds for the drive's life.
+    pub fn purpose(&self) -> RingPurpose {
+        self.purpose
     }
 
     /// Hands a request to the drive thread. Once the thread has stopped, the request is
@@ -1400,6 +1424,7 @@ where
         waker: drive.backend_mut().waker(),
         cache: drive.backend_mut().cache_info(),
         durability: drive.durability(),
+        purpose: drive.purpose(),
         view: Arc::clone(&drive.view),
     };
     if opened_sender.send(Ok(opened)).is_err() {

@@ -331,7 +331,7 @@ impl<B: IoBackend> DriveCore<B> {
         let (report, index) = replay_ring(&mut backend, path, options, visitor)?;
         // The one recovery protocol: wal computes what to write and flush, in order, and the
         // engine carries it out (the model writer carries out the same plan in the tests).
-        let plan = plan_recovery(&report, path)?;
+        let plan = plan_recovery(&report, options, path)?;
         let mut flushed = Flushed::default();
         for step in &plan.steps {
             flushed
@@ -444,10 +444,16 @@ fn index_entry(index: &mut ReadIndex, entry: &Entry<'_>) {
     index.push_replayed(batch, entry.lsn, span);
 }
 
-/// What recovery writes and flushes, in order, for what replay found; a plan that cannot be
+/// What recovery writes and flushes, in order, for what replay found, its control block
+/// recording the purpose the options ask for (else keeping the ring's); a plan that cannot be
 /// made (an exhausted incarnation or control block sequence) refuses the open.
-fn plan_recovery(report: &RecoveryReport, path: &Path) -> Result<RecoveryPlan, OpenError> {
-    sealog_wal::plan(report).map_err(|error| match error {
+fn plan_recovery(
+    report: &RecoveryReport,
+    options: &DriveOptions,
+    path: &Path,
+) -> Result<RecoveryPlan, OpenError> {
+    let purpose = options.purpose.unwrap_or(report.control.purpose);
+    sealog_wal::plan_with_purpose(report, purpose).map_err(|error| match error {
         PlanError::IncarnationExhausted { .. } => OpenError::Ring {
             path: path.to_path_buf(),
             source: ReplayError::IncarnationExhausted,
