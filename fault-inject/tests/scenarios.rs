@@ -134,6 +134,8 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
     // acknowledged, and, once a trim has returned (the shape is published before it does),
     // every one sent, the refused one too.
     let settled_before = drive.room().settled_append_bytes;
+    let live_before = drive.shape().live_record_bytes;
+    assert_eq!(live_before, 8 * (3000 + sealog::ENTRY_HEADER_SIZE as u64));
     let mut sent_bytes = 0;
     for round in 0..200u64 {
         let usable = drive.shape().usable_bytes;
@@ -149,6 +151,10 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
                     usable >= record_bytes,
                     "{usable} usable bytes held a record"
                 );
+                // The live entries' bytes are what was appended less what the last trim
+                // took, however the batches padded them.
+                let live = drive.shape().live_record_bytes;
+                assert_eq!(live, live_before + sent_bytes);
                 let settled = drive.room().settled_append_bytes - settled_before;
                 assert!(settled >= sent_bytes, "{settled} settled of {sent_bytes}");
             }
@@ -169,6 +175,8 @@ fn trims_let_the_ring_wrap_for_laps_and_a_full_ring_says_so(backend: Backend) {
     let after_trim = drive.shape().usable_bytes;
     let settled = drive.room().settled_append_bytes - settled_before;
     assert_eq!(settled, sent_bytes, "every append sent is settled");
+    // The trim took every entry: no record bytes are left live.
+    assert_eq!(drive.shape().live_record_bytes, 0);
     assert!(
         after_trim >= before_trim + 8 * segment_bytes,
         "a trim of the whole log frees its segments: {before_trim} then {after_trim}"

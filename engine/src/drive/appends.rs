@@ -689,21 +689,25 @@ impl<B: IoBackend> DriveCore<B> {
             offset_in_batch += ENTRY_HEADER_SIZE as u32 + payload_len;
         }
         self.view.cache.push(batch.first_lsn, payloads.drain(..));
-        self.view
+        let mut index = self
+            .view
             .index
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(
-                IndexedBatch {
-                    position: batch.position,
-                    first_lsn: batch.first_lsn,
-                    next_lsn: batch.next_lsn,
-                    bytes: batch.bytes,
-                    incarnation: self.incarnation,
-                },
-                batch.first_lsn,
-                spans.drain(..),
-            );
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        index.push(
+            IndexedBatch {
+                position: batch.position,
+                first_lsn: batch.first_lsn,
+                next_lsn: batch.next_lsn,
+                bytes: batch.bytes,
+                incarnation: self.incarnation,
+            },
+            batch.first_lsn,
+            spans.drain(..),
+        );
+        let record_bytes = index.record_bytes();
+        drop(index);
+        self.view.set_record_bytes(record_bytes);
         self.batch_scratch = (spans, payloads);
     }
 

@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use sealog_wal::format::EmbedderHeader;
+use sealog_wal::format::{EmbedderHeader, ENTRY_HEADER_SIZE};
 use sealog_wal::{Check, Position};
 
 /// A batch in the ring, for reads and trim.
@@ -44,6 +44,15 @@ impl RecordSpan {
 
     fn is_damaged(&self) -> bool {
         *self == RecordSpan::DAMAGED
+    }
+
+    /// The ring bytes of its entry, header included (none for a damaged LSN, whose length
+    /// is not known).
+    fn record_bytes(&self) -> u64 {
+        if self.is_damaged() {
+            return 0;
+        }
+        ENTRY_HEADER_SIZE as u64 + u64::from(self.payload_len)
     }
 }
 
@@ -98,6 +107,9 @@ pub(crate) struct ReadIndex {
     damaged: VecDeque<IndexedDamage>,
     /// LSNs in `damaged` (each holds a damaged span).
     damaged_lsns: u64,
+    /// Bytes (headers included) of the entries indexed: what the live log holds less the
+    /// padding, segment headers and skipped segment ends around them.
+    record_bytes: u64,
 }
 
 /// Bytes the index keeps per batch and per entry (for the memory it reports).
@@ -122,7 +134,10 @@ impl ReadIndex {
             first_indexed_lsn,
             "entries are indexed contiguously"
         );
-        self.spans.extend(spans);
+        for span in spans {
+            self.record_bytes += span.record_bytes();
+            self.spans.push_back(span);
+        }
         self.batches.push_back(batch);
     }
 
@@ -132,6 +147,7 @@ impl ReadIndex {
         match self.batches.back_mut() {
             Some(last) if last.position == batch.position => {
                 last.next_lsn = lsn + 1;
+                self.record_bytes += span.record_bytes();
                 self.spans.push_back(span);
             }
             _ => self.push(
@@ -223,6 +239,22 @@ impl ReadIndex {
         }
     }
 
+    /// The last indexed LSN in the segment (and lap) holding `lsn`, when a later segment
+    /// holds entries: `None` while the log ends in that segment, or when `lsn` is not
+    /// indexed. Batches lie in the ring in LSN order, so the later segments' batches follow
+    /// that segment's: one search.
+    pub(crate) fn segment_end_lsn(&self, lsn: u64) -> Option<u64> {
+        let at = self.batch_of(lsn)?;
+        // (lap, segment) grows along the log, so the later segments' batches are a suffix.
+        let place = |batch: &IndexedBatch| (batch.position.lap, batch.position.segment);
+        let segment = place(&self.batches[at]);
+        let later = self
+            .batches
+            .partition_point(|batch| place(batch) <= segment);
+        let next = self.batches.get(later)?;
+        Some(next.first_lsn - 1)
+    }
+
     /// Where the oldest thing the log keeps above `lsn` is reached from: the oldest batch
     /// holding an entry above it, or the oldest damage above it when that comes first (so a
     /// trim that leaves damage keeps the head where the next open finds it again).
@@ -259,7 +291,12 @@ impl ReadIndex {
         self.batches.drain(..batches);
         let trimmed = (lsn + 1).saturating_sub(self.spans_first_lsn);
         let spans = usize::try_from(trimmed).map_or(self.spans.len(), |n| n.min(self.spans.len()));
-        self.spans.drain(..spans);
+        let dropped: u64 = self
+            .spans
+            .drain(..spans)
+            .map(|span| span.record_bytes())
+            .sum();
+        self.record_bytes -= dropped;
         self.spans_first_lsn += spans as u64;
         // Damage the trim passed is gone; damage it passed in part keeps the rest.
         while let Some(damage) = self.damaged.front_mut() {
@@ -280,6 +317,11 @@ impl ReadIndex {
         if self.batches.len() < self.batches.capacity() / 4 {
             self.batches.shrink_to(self.batches.len() * 2);
         }
+    }
+
+    /// Bytes (headers included) of the entries indexed (damaged LSNs not counted).
+    pub(crate) fn record_bytes(&self) -> u64 {
+        self.record_bytes
     }
 
     /// Entries indexed (damaged LSNs not counted).
@@ -318,6 +360,25 @@ mod tests {
             offset_in_batch,
             payload_len: 10,
         }
+    }
+
+    /// A segment ends where the first batch of a later segment (or lap) begins; the last
+    /// segment of the log has no end yet.
+    #[test]
+    fn a_segment_ends_before_the_next_segments_first_batch() {
+        let mut index = ReadIndex::default();
+        index.push(batch(0, 4096, 1, 3), 1, [span(0), span(100)]);
+        index.push(batch(0, 8192, 3, 6), 3, [span(0), span(100), span(200)]);
+        index.push(batch(1, 4096, 6, 8), 6, [span(0), span(100)]);
+        assert_eq!(index.segment_end_lsn(1), Some(5));
+        assert_eq!(index.segment_end_lsn(4), Some(5));
+        assert_eq!(index.segment_end_lsn(6), None);
+        assert_eq!(index.segment_end_lsn(9), None);
+        let record = ENTRY_HEADER_SIZE as u64 + 10;
+        assert_eq!(index.record_bytes(), 7 * record);
+        index.trim(2);
+        assert_eq!(index.segment_end_lsn(3), Some(5));
+        assert_eq!(index.record_bytes(), 5 * record);
     }
 
     #[test]

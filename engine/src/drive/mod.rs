@@ -457,6 +457,11 @@ pub struct LogShape {
     /// Bytes (records with their headers) of the appends the drive has settled since it
     /// opened: placed in a batch, or refused. See [`Drive::room`].
     pub settled_append_bytes: u64,
+    /// Bytes (headers included) of the live acknowledged entries: the occupied bytes less
+    /// the padding, segment headers, tail markers and skipped segment ends around them. An
+    /// embedder that knows which of its entries it still needs can tell its dead entries
+    /// (what relocating the live ones forward would win) from that overhead.
+    pub live_record_bytes: u64,
     /// Running, or failed with its error.
     pub state: DriveState,
     /// The drive was closed (its state is the one it closed in).
@@ -1189,6 +1194,7 @@ impl Drive {
             occupied_bytes: self.view.occupied_bytes(),
             usable_bytes: room.usable_bytes,
             settled_append_bytes: room.settled_append_bytes,
+            live_record_bytes: self.view.live_record_bytes(),
             state,
             closed,
         }
@@ -1214,6 +1220,16 @@ impl Drive {
     /// [`Drive::shape`]'s `next_lsn` says, without the rest of the shape).
     pub fn next_lsn(&self) -> u64 {
         self.view.next_lsn().max(self.view.durable_lsn() + 1)
+    }
+
+    /// The last acknowledged LSN in the ring segment that holds `lsn`, when entries lie in a
+    /// later segment: the ring frees a segment once a trim passes that LSN. `None` while the
+    /// log ends in that segment (the writer is still in it), or when `lsn` is not a live
+    /// acknowledged entry. For an embedder that moves live entries forward to free the
+    /// ring's head (the LogDrive store's reclaimer), so that it copies one segment's worth
+    /// at a time and its copies land in a later segment.
+    pub fn segment_end_lsn(&self, lsn: u64) -> Option<u64> {
+        self.view.index().segment_end_lsn(lsn)
     }
 
     /// Releases every entry with LSN at or below `lsn` (inclusive), durably: once this returns,

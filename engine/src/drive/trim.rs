@@ -227,11 +227,15 @@ impl<B: IoBackend> DriveCore<B> {
         // batch can reuse their blocks.
         self.view.publish_trim(trim.lsn);
         self.view.cache.trim(trim.lsn);
-        self.view
+        let mut index = self
+            .view
             .index
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .trim(trim.lsn);
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        index.trim(trim.lsn);
+        let record_bytes = index.record_bytes();
+        drop(index);
+        self.view.set_record_bytes(record_bytes);
         // Trimmed entries need no watermark: damage to them is never a question again.
         self.lsn_covered = self.lsn_covered.max(trim.lsn);
         self.on_trim_durable(trimmed, trim.lsn);

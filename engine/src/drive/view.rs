@@ -56,6 +56,8 @@ pub(crate) struct ReadView {
     /// Bytes of the appends the drive has settled (placed or refused) since it opened,
     /// stored after `usable_bytes` (see [`ReadView::room`]).
     settled_append_bytes: AtomicU64,
+    /// The read index's record bytes, as of its last change ([`ReadView::set_record_bytes`]).
+    live_record_bytes: AtomicU64,
     /// What the drive thread publishes for [`crate::Drive::stats`].
     pub(crate) stats: super::shared_stats::SharedStats,
 }
@@ -131,6 +133,7 @@ impl ReadView {
         options: &DriveOptions,
     ) -> ReadView {
         let cache_bytes = options.read_cache_bytes;
+        let live_record_bytes = index.record_bytes();
         let read_ahead_bytes = options.read_ahead_bytes;
         ReadView {
             ring_id,
@@ -149,6 +152,7 @@ impl ReadView {
             occupied_bytes: AtomicU64::new(0),
             usable_bytes: AtomicU64::new(0),
             settled_append_bytes: AtomicU64::new(0),
+            live_record_bytes: AtomicU64::new(live_record_bytes),
             stats: Default::default(),
         }
     }
@@ -192,6 +196,19 @@ impl ReadView {
     /// The ring's bytes between the head and the write position, as of the drive's last turn.
     pub(crate) fn occupied_bytes(&self) -> u64 {
         self.occupied_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The read index changed under the drive's write lock: its record bytes, for
+    /// [`crate::Drive::shape`] without the lock.
+    pub(crate) fn set_record_bytes(&self, record_bytes: u64) {
+        self.live_record_bytes
+            .store(record_bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes (headers included) of the live acknowledged entries, as of the index's last
+    /// change.
+    pub(crate) fn live_record_bytes(&self) -> u64 {
+        self.live_record_bytes.load(Ordering::Relaxed)
     }
 
     /// Gives readers the ring's files (once, when the drive opened on real storage).
