@@ -233,7 +233,10 @@ fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, Strin
 /// (never trimmed under it: the store's reclaimer alone moves the head past LogDrive
 /// records), then the drive closed.
 fn empty_store_and_close(store: &LogDriveStore) -> Result<(), String> {
-    let deleted = store.ids().into_iter().try_for_each(|id| delete(store, id));
+    let deleted = store
+        .ids()
+        .map_err(|error| format!("ids: {error}"))
+        .and_then(|ids| ids.into_iter().try_for_each(|id| delete(store, id)));
     let reclaimed = store
         .reclaim_now()
         .map(|_| ())
@@ -442,7 +445,7 @@ fn reads_and_weak_tail(plan: &Plan<'_>) -> Result<(Vec<ReadRow>, Vec<WeakTailRow
     let store = open_store(plan.ring, uncached)?;
     let reader = store
         .get(READ_ID)
-        .ok_or("the read LogDrive is gone after a reopen")?;
+        .map_err(|error| format!("the read LogDrive after a reopen: {error}"))?;
     let cold = 0..READ_ADDRESSES;
     let rows = read_rounds(plan, &store, &reader, &lsns, ReadPhase::Cold, cold);
     drop(reader);

@@ -145,7 +145,7 @@ fn seals_and_trims_hide_what_they_drop_only_once_durable() {
         wait(drive.write(address, 1, page(address))).expect("write");
     }
     closed.store(true, Ordering::SeqCst);
-    let mut seal = pin!(drive.seal(6));
+    let mut seal = pin!(drive.seal(6, 1));
     let mut trim = pin!(drive.trim(3));
     std::thread::sleep(Duration::from_millis(50));
     let held = pending(&mut seal) && pending(&mut trim);

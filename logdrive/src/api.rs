@@ -1,9 +1,16 @@
-//! The `LogDrive` trait and the types it speaks in (SEMANTICS.md section 1): an address space
-//! of write-once registers with `write`, `read`, `weak_tail`, `seal`, `fence`, `trim` and
-//! `length`. Every operation returns an [`OpFuture`], a boxed `Send + 'static` future, so a
-//! local drive, the striped and quorum compositions and a remote drive can all sit behind
-//! `Box<dyn LogDrive>` / `Arc<dyn LogDrive>`, and a composition can have many operations in
-//! flight on many children without a thread per call ([`wait()`](crate::wait()) blocks on one).
+//! The `LogDrive` trait and the types it speaks in (docs/logdrive.md, "What a LogDrive
+//! promises"): an address space of write-once registers with `write`, `read`, `weak_tail`,
+//! `seal`, `fence`, `trim` and `length`. Every operation returns an [`OpFuture`], a boxed
+//! `Send + 'static` future, so a local drive, the striped and quorum compositions and a
+//! remote drive can all sit behind `Box<dyn LogDrive>` / `Arc<dyn LogDrive>`, and a
+//! composition can have many operations in flight on many children without a thread per
+//! call ([`wait()`](crate::wait()) blocks on one).
+//!
+//! **Operations are issued when called**, not when their future is first polled: the call
+//! itself checks the operation and hands it on (to the drive, or to the store's wait for
+//! ring room), and dropping the future afterwards does not take it back. A composition can
+//! therefore send a write to every replica and await only a quorum of the futures; a
+//! caller that drops a write's future must treat the write as possibly done.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -15,7 +22,8 @@ use bytes::Bytes;
 /// What every operation of a [`LogDrive`] returns: a future of its outcome.
 pub type OpFuture<T> = Pin<Box<dyn Future<Output = Result<T, LogDriveError>> + Send + 'static>>;
 
-/// An address space of single-value registers (SEMANTICS.md 1.1-1.2), durable and fenced.
+/// An address space of single-value registers, durable and fenced (docs/logdrive.md). Every
+/// operation is issued when it is called (see the module doc).
 pub trait LogDrive: Send + Sync {
     /// Writes `payload` at `address` under the writer's `epoch`. The same bytes again is
     /// idempotent; different bytes at a written address is [`LogDriveError::Conflict`] and
@@ -26,21 +34,28 @@ pub trait LogDrive: Send + Sync {
     /// [`ReadOutcome::Trimmed`] below the trim point, or [`ReadOutcome::Damaged`].
     fn read(&self, address: u64) -> OpFuture<ReadOutcome>;
 
-    /// The non-contiguous tail N and the holes below it, T derived
-    /// ([`LogDriveError::WindowViolated`] when N - T > k).
+    /// The window scan: the non-contiguous tail N, read exactly, the holes in
+    /// [max(0, N - k), N), and whether any hole lies below that window. A `k` above what
+    /// the LogDrive answers for (a store's `weak_tail_k_max`, or one a composition cannot
+    /// split) is [`LogDriveError::InvalidWindow`].
     fn weak_tail(&self, k: u64) -> OpFuture<TailDesc>;
 
-    /// Seals at `length`, durably: writes at or beyond it are then [`LogDriveError::Sealed`]
-    /// and reads there unwritten (what was held there is dropped). The same length again is
-    /// idempotent; another is [`LogDriveError::Sealed`] naming the sealed length.
-    fn seal(&self, length: u64) -> OpFuture<()>;
+    /// Seals at `length` on behalf of a sealer of `epoch`, durably: writes at or beyond it
+    /// are then [`LogDriveError::Sealed`] and reads there unwritten (what was held there is
+    /// dropped); a seal above N leaves [N, length) writable. An epoch below the fence is
+    /// [`LogDriveError::Fenced`] (a stale coordinator cannot seal after a newer one
+    /// fenced). The same length again is idempotent; another is [`LogDriveError::Sealed`]
+    /// naming the sealed length.
+    fn seal(&self, length: u64, epoch: u64) -> OpFuture<()>;
 
     /// Fences at `epoch`, durably and for good: writes stamped lower are then
     /// [`LogDriveError::Fenced`]. The same epoch again is idempotent; a lower one is
     /// [`LogDriveError::Fenced`] naming the current one.
     fn fence(&self, epoch: u64) -> OpFuture<()>;
 
-    /// Trims every address below `upto`, durably; allowed only at or below T.
+    /// Trims every address below `upto`, durably; allowed at or below N (and the sealed
+    /// length), holes included: a replica that missed writes trims with its group, and the
+    /// holes it trims read [`ReadOutcome::Trimmed`].
     fn trim(&self, upto: u64) -> OpFuture<()>;
 
     /// This replica's lengths and settings, for a coordinator choosing a seal point.
@@ -63,17 +78,23 @@ pub enum ReadOutcome {
     Damaged,
 }
 
-/// weakTail's answer: the non-contiguous tail N and the hole set H (all in [T, N)).
+/// weakTail's answer for a window k: the non-contiguous tail N and the holes in
+/// [max(0, N - k), N).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TailDesc {
     /// N: the first address after which every address is unwritten.
     pub n: u64,
-    /// H: the unwritten addresses below N.
+    /// The unwritten addresses in [max(0, N - k), N).
     pub holes: BTreeSet<u64>,
+    /// Some address below N - k is unwritten too (not listed). Under the K-window discipline
+    /// (N - T never over k) it is false; a replica that missed writes while it was down may
+    /// say true, and a quorum, which treats everything below N - k as written, ignores it.
+    pub holes_below_window: bool,
 }
 
 impl TailDesc {
-    /// T, derived: the smallest hole, or N when there is none.
+    /// T, derived: the smallest hole, or N when there is none. When `holes_below_window`,
+    /// this is the window's T, and the LogDrive's own T lies lower.
     pub fn t(&self) -> u64 {
         self.holes.first().copied().unwrap_or(self.n)
     }
@@ -94,8 +115,12 @@ pub struct Length {
     pub first: u64,
 }
 
-/// Why an operation failed. [`LogDriveError::is_definite`] says whether nothing was written
-/// (definite) or the write may or may not have happened (indeterminate; SEMANTICS.md I7).
+/// Why an operation failed. Whether nothing was written (definite) or the operation may or
+/// may not have taken effect (indeterminate) is a property of each error value, not of its
+/// variant ([`LogDriveError::is_definite`]): a cause is wrapped in
+/// [`LogDriveError::Indeterminate`] when the operation may have taken effect all the same
+/// (a quorum write that met one acknowledgement and two `Fenced` answers), and
+/// [`LogDriveError::cause`] names the cause either way.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LogDriveError {
     /// Different bytes at a written address; the first value stays.
@@ -124,15 +149,15 @@ pub enum LogDriveError {
         /// The range allowed.
         valid: Range<u64>,
     },
-    /// weakTail's window precondition does not hold: N - T > k.
-    #[error("N {n} - T {t} is over the window {k}")]
-    WindowViolated {
-        /// N.
-        n: u64,
-        /// T.
-        t: u64,
+    /// A weak_tail window this LogDrive does not answer for: over its most (the store's
+    /// `weak_tail_k_max`, which bounds what one call may cost), or one a composition
+    /// cannot split among its children.
+    #[error("a weak_tail window of {k} is not answered here (at most {max})")]
+    InvalidWindow {
         /// The window asked for.
         k: u64,
+        /// The largest window answered (for a composition, the reason is in its docs).
+        max: u64,
     },
     /// weak_tail cannot be answered: a damaged record whose header is gone may have held
     /// some of these addresses (a quarantined open; SEMANTICS.md I11). They read as
@@ -184,15 +209,42 @@ pub enum LogDriveError {
         /// What failed.
         reason: String,
     },
+    /// The operation failed for `cause`, and may or may not have taken effect all the same.
+    #[error("{cause} (the operation may have taken effect)")]
+    Indeterminate {
+        /// Why it failed.
+        cause: Box<LogDriveError>,
+    },
 }
 
 impl LogDriveError {
-    /// Whether nothing was written (true), or the operation may or may not have taken effect
-    /// (false: I/O errors, a stopped drive).
+    /// Whether nothing was written (true), or the operation may or may not have taken
+    /// effect (false: an [`LogDriveError::Indeterminate`] value, an I/O error, a stopped
+    /// drive).
     pub fn is_definite(&self) -> bool {
         !matches!(
             self,
-            LogDriveError::Stopped { .. } | LogDriveError::Io { .. }
+            LogDriveError::Indeterminate { .. }
+                | LogDriveError::Stopped { .. }
+                | LogDriveError::Io { .. }
         )
+    }
+
+    /// The same cause, marked as possibly having taken effect.
+    pub fn indeterminate(self) -> LogDriveError {
+        match self {
+            LogDriveError::Indeterminate { .. } => self,
+            cause => LogDriveError::Indeterminate {
+                cause: Box::new(cause),
+            },
+        }
+    }
+
+    /// Why the operation failed, definite or not.
+    pub fn cause(&self) -> &LogDriveError {
+        match self {
+            LogDriveError::Indeterminate { cause } => cause.cause(),
+            cause => cause,
+        }
     }
 }

@@ -1,11 +1,13 @@
-//! LogDrives on a sealog drive (issue 13, SEMANTICS.md section 1): many durable address
+//! LogDrives on a sealog drive (docs/logdrive.md): many durable address
 //! spaces of write-once registers sharing one engine ring, with weakTail, seal, fence,
 //! prefix trim, reclamation of the ring's space, and a quarantine for damaged records.
 //!
 //! - [`api`]: the object-safe [`LogDrive`] trait every LogDrive implements (local, striped,
 //!   quorum, remote), its outcomes and its typed errors, definite or indeterminate;
-//! - [`store`]: [`LogDriveStore`], many LogDrives on one [`sealog::Drive`], and their
-//!   [`LocalLogDrive`] handles;
+//! - [`store`]: [`LogDriveStore`], many LogDrives on one [`sealog::Drive`];
+//! - `handle`: their [`LocalLogDrive`] handles and the operations on them;
+//! - `complete`: how each queued record's outcome comes back to its LogDrive;
+//! - [`geometry`]: which rings a store can live on, and how to format one;
 //! - [`record`]: how each record sits in a WAL entry (kind and embedder header);
 //! - `state`: one LogDrive's index and the checks the live path and replay share;
 //! - `index`: the two indexes every write touches, slots by address and needed records by
@@ -13,12 +15,16 @@
 //! - `replay`: the recovery visitor that rebuilds every LogDrive in the open's one pass;
 //! - [`reclaim`]: the reclaimer, which moves the ring's head past what no LogDrive needs and
 //!   relocates what pins it, with its policy and figures;
-//! - `space`: the ring room kept for relocation and for control records;
+//! - `space`: the ring room kept for relocation and for control records, and the records
+//!   waiting for room; `waiting`: an operation parked until then;
 //! - [`wait`](mod@wait): blocking on an operation's future from a plain thread.
 
 #![forbid(unsafe_code)]
 
 pub mod api;
+mod complete;
+pub mod geometry;
+mod handle;
 mod index;
 pub mod reclaim;
 pub mod record;
@@ -27,9 +33,12 @@ mod space;
 mod state;
 pub mod store;
 pub mod wait;
+mod waiting;
 
 pub use api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
+pub use geometry::GeometryError;
+pub use handle::{LocalLogDrive, PendingWrite};
 pub use reclaim::{ReclaimPolicy, ReclaimStats};
 pub use replay::DamageFound;
-pub use store::{LocalLogDrive, LogDriveStore, PendingWrite, StoreOpenError, StoreOptions};
-pub use wait::wait;
+pub use store::{LogDriveStore, StoreOpenError, StoreOptions};
+pub use wait::{wait, wait_deadline};

@@ -42,10 +42,11 @@ use bytes::Bytes;
 use sealog::{Drive, LogEntry, ReadError, Ticket};
 
 use crate::api::LogDriveError;
+use crate::complete::Shared;
 use crate::record::{Record, RecordType};
-use crate::space::{Admission, Class};
+use crate::space::Class;
 use crate::state::{Control, Suspect, RECORD_HEADER_BYTES};
-use crate::store::{append_error, lock, read_error, Inner, Shared};
+use crate::store::{append_error, lock, read_error, Inner};
 
 /// When and how fast the ring's space is reclaimed.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,8 +73,9 @@ pub struct ReclaimPolicy {
     /// Ring bytes one step walks before it trims; `None` for a quarter of a segment, at
     /// least a batch and at most 8 MiB.
     pub step_bytes: Option<u64>,
-    /// Run the reclaimer on a thread of its own; off, it runs only in
-    /// [`LogDriveStore::reclaim_now`](crate::LogDriveStore::reclaim_now).
+    /// Run the reclaimer on the store's thread; off, it runs only in
+    /// [`LogDriveStore::reclaim_now`](crate::LogDriveStore::reclaim_now) (the store's
+    /// thread then only refuses the records whose wait for room has run out).
     pub background: bool,
     /// How often the background reclaimer looks when nothing wakes it.
     pub interval: Duration,
@@ -166,12 +168,18 @@ impl ReclaimPolicy {
     }
 }
 
-/// While clients are refused room, relocation runs while at least this share of the ring's
-/// occupied bytes is garbage (whatever the bound): a client waiting for room gains from any
-/// real amount, but not from rewriting a ring that is all live.
-const PRESSURE_GARBAGE_MIN: f64 = 1.0 / 16.0;
+/// While clients are refused room, relocation runs once at least this share of the ring's
+/// occupied bytes (and at least a batch) is dead records, whatever the bound: records of
+/// deleted LogDrives, trimmed or sealed-off addresses, superseded rewrites and controls. Not
+/// the padding and segment ends around live records: a ring of live records written one to a
+/// batch has a tenth of its bytes in padding, and rewriting it all again and again to pack
+/// that tenth tighter cost ten times the clients' bytes (a LogDrive's copies go out in full
+/// batches); the amplification bound relocates such a ring once it is worth it.
+const PRESSURE_DEAD_MIN: f64 = 1.0 / 64.0;
 
-/// What the reclaimer has done, and the ring's space as it sees it.
+/// What the reclaimer has done since the store opened (the counters start from zero on
+/// every open: they describe this process's work, not the ring's history), and the ring's
+/// space as it sees it now.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReclaimStats {
     /// The ring's bytes for the log.
@@ -182,8 +190,11 @@ pub struct ReclaimStats {
     pub usable_bytes: u64,
     /// The ring bytes of the records the live LogDrives need (headers included).
     pub live_bytes: u64,
-    /// The ring bytes of the store's records queued and not yet complete.
+    /// The ring bytes of the store's records sent to the drive and not yet placed in a batch
+    /// (or refused) by it.
     pub queued_bytes: u64,
+    /// Records waiting for ring room now (writes and control records).
+    pub waiting_records: u64,
     /// Occupied over live bytes (1 when nothing is live and nothing occupied).
     pub space_amplification: f64,
     /// The bytes kept for relocation, and for control records below client writes.
@@ -331,6 +342,15 @@ pub(crate) struct Reclaimer {
     pressure: AtomicBool,
     counters: Counters,
     pin: Mutex<Option<Pin>>,
+    /// The last LSN of a segment the head is in that relocation has copied records out of
+    /// and not yet freed. Its copies took ring room that only freeing the segment gives
+    /// back (with more: its garbage), so the reclaimer finishes it before it decides
+    /// anything else, whatever the policy now says; otherwise a pass that stopped halfway
+    /// (its bound met, or its pressure gone) left the relocation reserve spent, control
+    /// records found no room, and nothing relocated again. Each relocating walk therefore
+    /// ends at its head's segment's end, so one segment is finished before the next is
+    /// begun.
+    partial: Mutex<Option<u64>>,
     marker: Mutex<Option<Marker>>,
     last_error: Mutex<Option<String>>,
     handles: Handles,
@@ -345,6 +365,7 @@ impl Reclaimer {
             pressure: AtomicBool::new(false),
             counters: Counters::default(),
             pin: Mutex::new(None),
+            partial: Mutex::new(None),
             marker: Mutex::new(None),
             last_error: Mutex::new(None),
             handles: Handles::new(drive),
@@ -426,6 +447,19 @@ impl Reclaimer {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
     }
 
+    /// Whether the head is in a segment relocation has copied records out of.
+    fn finishing(&self, head: u64) -> bool {
+        let mut partial = lock(&self.partial);
+        match *partial {
+            Some(last) if head <= last => true,
+            Some(_) => {
+                *partial = None;
+                false
+            }
+            None => false,
+        }
+    }
+
     fn note_error(&self, error: String) {
         tracing::warn!(reason = %error, "reclaiming the ring stopped short");
         *lock(&self.last_error) = Some(error);
@@ -441,14 +475,30 @@ const SETTLE: Duration = Duration::from_millis(1);
 /// The longest a burst of wakes delays a look.
 const SETTLE_MAX: Duration = Duration::from_millis(10);
 
-/// Starts the background reclaimer of `inner`'s store.
+/// Starts the store's thread: it refuses the records whose wait for room has run out, and,
+/// with [`ReclaimPolicy::background`], reclaims whenever something may let the head move or
+/// the policy's interval passes.
 pub(crate) fn spawn(inner: &Arc<Inner>) -> std::io::Result<JoinHandle<()>> {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let reclaimer = Arc::clone(&inner.reclaimer);
+    let space = Arc::clone(&inner.space);
     let interval = inner.options.reclaim.interval;
+    let background = inner.options.reclaim.background;
     let name = format!("sealog-reclaim {}", inner.drive.path().display());
     std::thread::Builder::new().name(name).spawn(move || {
-        while reclaimer.wait(interval) {
+        loop {
+            // Woken by a client's refusal, a trim or deletion becoming durable, a stop, or
+            // the first waiter's deadline.
+            let timeout = space.next_deadline().map_or(interval, |deadline| {
+                interval.min(deadline.saturating_duration_since(Instant::now()))
+            });
+            if !reclaimer.wait(timeout) {
+                return;
+            }
+            space.expire(Instant::now());
+            if !background {
+                continue;
+            }
             reclaimer.settle();
             let Some(inner) = weak.upgrade() else {
                 return;
@@ -470,12 +520,24 @@ struct Survey {
     occupied_bytes: u64,
     /// The ring bytes clients may still take (usable, less the reserves and what is queued).
     client_room_bytes: u64,
+    /// The bytes of the records in the ring (live or dead), without the padding and segment
+    /// ends around them.
+    record_bytes: u64,
+    /// The ring's largest batch.
+    batch_bytes: u64,
     /// The last LSN the head may pass without a read: below the first record any LogDrive
     /// needs or may need, and at most the durable tail as of the look.
     advance_to: u64,
 }
 
 impl Survey {
+    /// The bytes of records no LogDrive needs (what relocating the rest wins, besides the
+    /// padding it packs): every record in the ring less the live ones (those in flight among
+    /// them, which the ring may not hold yet: an estimate that errs low).
+    fn dead_bytes(&self) -> u64 {
+        self.record_bytes.saturating_sub(self.live_bytes)
+    }
+
     fn amplification(&self) -> f64 {
         if self.live_bytes == 0 {
             return if self.occupied_bytes == 0 {
@@ -521,12 +583,15 @@ fn survey(inner: &Inner) -> Survey {
     let shape = inner.drive.shape();
     let reclaimer = &inner.reclaimer;
     let space = &inner.space;
-    let kept = space.reserve_bytes + space.control_reserve_bytes + space.queued_bytes();
+    let kept = space.reserve_bytes + space.control_reserve_bytes;
+    let room = space.room_bytes(inner.drive.room());
     let survey = Survey {
         live_bytes,
         capacity_bytes: shape.capacity_bytes,
         occupied_bytes: shape.occupied_bytes,
-        client_room_bytes: shape.usable_bytes.saturating_sub(kept),
+        client_room_bytes: room.saturating_sub(kept),
+        record_bytes: shape.live_record_bytes,
+        batch_bytes: u64::from(inner.drive.geometry().batch_size_max_bytes),
         advance_to: bound.saturating_sub(1),
     };
     reclaimer.handles.live_bytes.set(live_bytes as f64);
@@ -551,17 +616,25 @@ fn tight(policy: &ReclaimPolicy, survey: &Survey) -> bool {
     (survey.client_room_bytes as f64) < policy.free_min_fraction * survey.capacity_bytes as f64
 }
 
+/// Whether a step relocates. Without pressure, only for the policy's bound and once a
+/// segment's worth is garbage (segments are freed whole: less wins nothing a later pass
+/// would not). Under pressure (clients refused room, or their room under the policy's
+/// share), whenever a real share of the ring is dead records, however little of a segment:
+/// the head's segment frees once its live records are copied forward, and that wins what is
+/// dead in it whatever the rest of the ring holds. (Requiring a segment of garbage there too
+/// wedged a small ring for good: with less than a segment of garbage left and the head's
+/// segment still pinned, nothing moved the head, and clients were refused forever.)
 fn mode(policy: &ReclaimPolicy, survey: &Survey, segment_bytes: u64, pressure: bool) -> Mode {
     let occupied = survey.occupied_bytes as f64;
     let live = survey.live_bytes as f64;
     let garbage_bytes = survey.occupied_bytes.saturating_sub(survey.live_bytes);
-    if garbage_bytes < segment_bytes {
-        return Mode::Advance;
+    let dead_min = (PRESSURE_DEAD_MIN * occupied).max(survey.batch_bytes as f64);
+    if (pressure || tight(policy, survey)) && survey.dead_bytes() as f64 >= dead_min {
+        return Mode::Relocate;
     }
     let full_enough = occupied >= policy.occupancy_min_fraction * survey.capacity_bytes as f64;
     let amplified = occupied > policy.space_amplification_max * live;
-    let garbage = garbage_bytes as f64 > PRESSURE_GARBAGE_MIN * occupied;
-    if (amplified && full_enough) || ((pressure || tight(policy, survey)) && garbage) {
+    if garbage_bytes >= segment_bytes && amplified && full_enough {
         Mode::Relocate
     } else {
         Mode::Advance
@@ -584,21 +657,30 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
         inner.check_running()?;
         let survey = survey(inner);
         let refused = reclaimer.pressure.swap(false, Ordering::AcqRel);
-        let pressure = refused || tight(policy, &survey);
+        let pressure = refused || inner.space.waiting() > 0 || tight(policy, &survey);
         let segment_bytes = inner.drive.geometry().segment_size_bytes;
         let mut mode = mode(policy, &survey, segment_bytes, pressure);
         if mode == Mode::Relocate && relocated_this_pass > survey.live_bytes {
             mode = Mode::Advance;
         }
         if advance(inner, &survey, pressure)? {
+            inner.grant();
             continue;
         }
+        // A segment half relocated is finished first, unpaced.
+        let finishing = reclaimer.finishing(inner.drive.first_live_lsn());
+        if finishing {
+            mode = Mode::Relocate;
+        }
+        let pressure = pressure || finishing;
         let started = Instant::now();
         let walked = step(inner, mode, pressure, survey.advance_to)?;
         relocated_this_pass += walked.relocated_bytes;
         if !walked.progress {
+            refuse_hopeless_writes(inner, &survey, segment_bytes);
             return Ok(());
         }
+        inner.grant();
         if walked.relocated_bytes > 0 {
             let elapsed = started.elapsed();
             let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
@@ -611,6 +693,29 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
                 reclaimer.pace(elapsed.mul_f64((1.0 - share) / share));
             }
         }
+    }
+}
+
+/// Refuses the writes waiting for room once a look finds nothing left to reclaim for them:
+/// no dead records a relocation under pressure would win (less than [`PRESSURE_DEAD_MIN`]
+/// of the ring), no amplification over the policy's bound, and no head to advance. Only a
+/// client's trim or deletion can make room then, and those do not wait behind writes; a
+/// writer is told the ring is full now rather than at its deadline.
+fn refuse_hopeless_writes(inner: &Inner, survey: &Survey, segment_bytes: u64) {
+    if inner.space.waiting() == 0 {
+        return;
+    }
+    if mode(&inner.options.reclaim, survey, segment_bytes, true) == Mode::Relocate {
+        return;
+    }
+    let refused = inner.space.refuse_writes();
+    if refused > 0 {
+        tracing::debug!(
+            refused,
+            live_bytes = survey.live_bytes,
+            occupied_bytes = survey.occupied_bytes,
+            "writes waiting for room refused: the ring holds nothing to reclaim"
+        );
     }
 }
 
@@ -699,7 +804,6 @@ struct Copy {
     from: u64,
     carried: Carried,
     bytes: u64,
-    _admission: Admission,
 }
 
 /// Copies queued as one group: all of them durable or none, at consecutive LSNs from the
@@ -746,6 +850,16 @@ fn step(
     if head > end {
         return Ok(Walked::default());
     }
+    // A relocating walk stays within the head's segment (see [`Reclaimer::partial`]).
+    let segment_last = match mode {
+        Mode::Relocate => match drive.segment_end_lsn(head) {
+            Some(last) => Some(last),
+            // The log ends in the head's segment: copies would land in it and never free it.
+            None => return Ok(Walked::default()),
+        },
+        Mode::Advance => None,
+    };
+    let end = segment_last.map_or(end, |last| end.min(last));
     // An advancing walk would only read what the counts already say: they name the exact
     // LSN of every record a LogDrive needs, and the advance has moved the head up to the
     // first (or to within `ADVANCE_LSNS_MIN` of it, where a ring trim is not worth its
@@ -913,6 +1027,11 @@ fn step(
         })?;
         counters.ring_trims.fetch_add(1, Ordering::Relaxed);
         reclaimer.handles.ring_trims.increment(1);
+    }
+    if let Some(last) = segment_last {
+        // Copies made out of a segment the head is still in: it must be finished.
+        let partial = (relocated_records > 0 && trim_to < last).then_some(last);
+        *lock(&reclaimer.partial) = partial;
     }
     Ok(Walked {
         progress: trim_to >= head || relocated_records > 0,
@@ -1184,14 +1303,13 @@ fn queue_copy(
     carried: Carried,
 ) -> Option<Queued> {
     let bytes = RECORD_HEADER_BYTES + payload.len() as u64;
-    let admission = inner.admit(payload.len() as u64, Class::Relocation).ok()?;
-    let ticket = inner.append(&record, payload).ok()?;
+    let admission = inner.admit(payload.len() as u64, Class::Relocation)?;
+    let ticket = inner.append(&record, payload, admission).ok()?;
     let copy = Copy {
         live: live.cloned(),
         from,
         carried,
         bytes,
-        _admission: admission,
     };
     Some(Queued {
         ticket,
@@ -1214,13 +1332,14 @@ fn queue_creations(inner: &Inner, creations: &mut Vec<Creation>) -> (Option<Queu
     let mut copies = Vec::with_capacity(creations.len());
     let mut entries = Vec::with_capacity(creations.len());
     let mut unqueued = None;
+    let mut room: Option<crate::space::Admission> = None;
     for creation in creations.drain(..) {
         let current = registry
             .live
             .get(&creation.record.id)
             .is_some_and(|live| Arc::ptr_eq(live, &creation.live) && !lock(live).state.deleted);
         let admission = if current {
-            inner.admit(0, Class::Relocation).ok()
+            inner.admit(0, Class::Relocation)
         } else {
             None
         };
@@ -1228,19 +1347,22 @@ fn queue_creations(inner: &Inner, creations: &mut Vec<Creation>) -> (Option<Queu
             unqueued = unqueued.or(Some(creation.from));
             continue;
         };
+        match room.as_mut() {
+            Some(room) => room.merge(admission),
+            None => room = Some(admission),
+        }
         entries.push(creation.record.entry(Bytes::new()));
         copies.push(Copy {
             live: Some(creation.live),
             from: creation.from,
             carried: Carried::Create,
             bytes: RECORD_HEADER_BYTES,
-            _admission: admission,
         });
     }
-    if copies.is_empty() {
+    let Some(room) = room else {
         return (None, unqueued);
-    }
-    match inner.append_group(entries) {
+    };
+    match inner.append_group(entries, room) {
         Ok(ticket) => (Some(Queued { ticket, copies }), unqueued),
         // Not queued (the drive stopped: the next look says so): none of them was made.
         Err(_) => {
@@ -1310,7 +1432,11 @@ pub(crate) fn stats(inner: &Inner) -> ReclaimStats {
         occupied_bytes: survey.occupied_bytes,
         usable_bytes: shape.usable_bytes,
         live_bytes,
-        queued_bytes: inner.space.queued_bytes(),
+        queued_bytes: inner
+            .space
+            .sent_bytes()
+            .saturating_sub(shape.settled_append_bytes),
+        waiting_records: inner.space.waiting() as u64,
         space_amplification: survey.amplification(),
         reserve_bytes: inner.space.reserve_bytes,
         control_reserve_bytes: inner.space.control_reserve_bytes,
@@ -1388,7 +1514,7 @@ mod tests {
         store.close();
         drop(store);
         let store = LogDriveStore::open(&path, sealog::DriveOptions::default()).expect("reopen");
-        assert_eq!(store.ids(), [1]);
+        assert_eq!(store.ids().expect("ids"), [1]);
         drop(directory);
     }
 

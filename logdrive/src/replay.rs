@@ -183,7 +183,8 @@ impl Replay {
                 if record.relocated {
                     state.replay_relocated_write(record.value, lsn, crc, len)
                 } else {
-                    state.replay_write(record.value, record.epoch, lsn, crc, len)
+                    let write = (record.value, record.epoch);
+                    state.replay_write(write, lsn, crc, entry.payload)
                 }
             }
             RecordType::Seal | RecordType::Fence | RecordType::Trim => {

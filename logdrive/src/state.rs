@@ -21,6 +21,8 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::ops::Range;
 
+use bytes::Bytes;
+
 use crate::api::{Length, LogDriveError, TailDesc};
 use crate::index::{Needed, SlotIndex};
 use crate::record::{Record, RecordType};
@@ -71,8 +73,11 @@ pub(crate) fn slot_len(len: u64) -> u32 {
 pub(crate) enum Check {
     /// It changes the state.
     Apply,
-    /// The state already says so (idempotent).
+    /// The state as queued already says so, not yet durably: written again, so that its
+    /// acknowledgement means durable.
     Same,
+    /// The state as durable already says so: nothing to write.
+    Done,
 }
 
 /// What a checked write does.
@@ -99,10 +104,10 @@ pub(crate) enum Lookup {
     Record(u64),
 }
 
-/// A seal, fence or trim.
+/// A seal (at a length, by a sealer of an epoch), fence or trim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Control {
-    Seal(u64),
+    Seal { length: u64, epoch: u64 },
     Fence(u64),
     Trim(u64),
 }
@@ -111,7 +116,9 @@ impl Control {
     /// The record that carries it.
     pub fn record(self, id: u64, generation: u64) -> Record {
         match self {
-            Control::Seal(length) => Record::new(RecordType::Seal, id, generation, length, 0),
+            Control::Seal { length, epoch } => {
+                Record::new(RecordType::Seal, id, generation, length, epoch)
+            }
             Control::Fence(epoch) => Record::new(RecordType::Fence, id, generation, 0, epoch),
             Control::Trim(upto) => Record::new(RecordType::Trim, id, generation, upto, 0),
         }
@@ -120,7 +127,10 @@ impl Control {
     /// The control a record carries, if it is one.
     pub fn of(record: &Record) -> Option<Control> {
         match record.record_type {
-            RecordType::Seal => Some(Control::Seal(record.value)),
+            RecordType::Seal => Some(Control::Seal {
+                length: record.value,
+                epoch: record.epoch,
+            }),
             RecordType::Fence => Some(Control::Fence(record.epoch)),
             RecordType::Trim => Some(Control::Trim(record.value)),
             _ => None,
@@ -283,6 +293,13 @@ pub(crate) struct LogState {
     /// acknowledged yet (they will be live: counted so that a burst of writes in flight does
     /// not look like garbage).
     pending_bytes: u64,
+    /// The value of each slot whose first write is in flight (no record of it known
+    /// acknowledged), by address in the order queued: a second write with the same CRC and
+    /// length is compared with it byte for byte (a CRC32C is no proof of equality: a value
+    /// can be crafted to another's CRC), so that two different values are never both
+    /// acknowledged at one address. Once a record is acknowledged, a rewrite is compared
+    /// with the value read back from it instead.
+    inflight: VecDeque<(u64, Bytes)>,
     suspects: Vec<Suspect>,
     /// The needed records by LSN.
     needed: Needed,
@@ -308,6 +325,7 @@ impl LogState {
             contiguous: 0,
             slot_bytes: 0,
             pending_bytes: 0,
+            inflight: VecDeque::new(),
             suspects: Vec::new(),
             needed: Needed::default(),
             unprocessed: Unprocessed::default(),
@@ -337,13 +355,13 @@ impl LogState {
         Ok(())
     }
 
-    /// Checks a write of a payload with this CRC and length.
+    /// Checks a write of `payload`, whose CRC and length are `crc` and `len`.
     pub fn check_write(
         &self,
         address: u64,
         epoch: u64,
-        crc: u32,
-        len: u64,
+        (crc, len): (u32, u64),
+        payload: &[u8],
     ) -> Result<WriteCheck, LogDriveError> {
         self.check_live()?;
         if address >= self.capacity {
@@ -367,13 +385,44 @@ impl LogState {
             }
             Some(Slot { damaged: true, .. }) => Ok(WriteCheck::Append),
             Some(Slot { lsn: Some(lsn), .. }) => Ok(WriteCheck::Durable(*lsn)),
-            Some(_) => Ok(WriteCheck::Pending),
+            Some(_) => match self.inflight_value(address) {
+                Some(value) if value.as_ref() != payload => {
+                    Err(LogDriveError::Conflict { address })
+                }
+                _ => Ok(WriteCheck::Pending),
+            },
         }
     }
 
-    /// A write's record queued.
-    pub fn queue_write(&mut self, address: u64, crc: u32, len: u64) {
+    /// Whether a write queued at `address` now would be its slot's first (its value is then
+    /// kept while in flight: `inflight`).
+    pub fn needs_value(&self, address: u64) -> bool {
+        self.slots.get(address).is_none()
+    }
+
+    /// The value of the write in flight at `address` whose slot names no record yet.
+    fn inflight_value(&self, address: u64) -> Option<&Bytes> {
+        self.inflight
+            .iter()
+            .find(|(at, _)| *at == address)
+            .map(|(_, value)| value)
+    }
+
+    /// Forgets the in-flight value at `address` (its slot names a record now, or is gone).
+    fn forget_inflight(&mut self, address: u64) {
+        // Outcomes come back roughly in the order writes were queued: found near the front.
+        if let Some(index) = self.inflight.iter().position(|(at, _)| *at == address) {
+            self.inflight.remove(index);
+        }
+    }
+
+    /// A write's record queued, with its value when the live path queues it (kept while
+    /// the slot names no acknowledged record: see `inflight`); replay, which completes each
+    /// write as it queues it, passes none.
+    pub fn queue_write(&mut self, address: u64, crc: u32, len: u64, value: Option<&Bytes>) {
+        let mut new = false;
         let slot = self.slots.get_or_insert_with(address, || {
+            new = true;
             let slot = Slot {
                 lsn: None,
                 crc,
@@ -385,6 +434,9 @@ impl LogState {
             slot
         });
         slot.pending += 1;
+        if let (true, Some(value)) = (new, value) {
+            self.inflight.push_back((address, value.clone()));
+        }
     }
 
     /// A queued write's record completed: acknowledged at `lsn`, or not written (`None`).
@@ -412,11 +464,13 @@ impl LogState {
                 self.needed.add(lsn);
                 self.pending_bytes -= slot.bytes();
                 self.slot_bytes += slot.bytes();
+                self.forget_inflight(address);
             }
             Some(_) => {}
             None if slot.pending == 0 && !slot.acknowledged() => {
                 self.pending_bytes -= slot.bytes();
                 self.slots.remove(address);
+                self.forget_inflight(address);
             }
             None => {}
         }
@@ -424,11 +478,18 @@ impl LogState {
 
     /// A write found in replay, acknowledged at `lsn`: whether it took effect (a rewrite of
     /// the same bytes, or a write the live path would have refused, does not).
-    pub fn replay_write(&mut self, address: u64, epoch: u64, lsn: u64, crc: u32, len: u64) -> bool {
-        if self.check_write(address, epoch, crc, len) != Ok(WriteCheck::Append) {
+    pub fn replay_write(
+        &mut self,
+        (address, epoch): (u64, u64),
+        lsn: u64,
+        crc: u32,
+        payload: &[u8],
+    ) -> bool {
+        let len = payload.len() as u64;
+        if self.check_write(address, epoch, (crc, len), payload) != Ok(WriteCheck::Append) {
             return false;
         }
-        self.queue_write(address, crc, len);
+        self.queue_write(address, crc, len, None);
         self.complete_write(address, Some(lsn));
         true
     }
@@ -656,39 +717,37 @@ impl LogState {
             .and_then(|slot| slot.lsn)
     }
 
-    /// Checks a seal, fence or trim against the state as queued.
+    /// Checks a seal, fence or trim against the state as queued: refused, a change, the
+    /// same as queued (written again, so that its acknowledgement means durable), or the
+    /// same as durable (nothing to write).
     pub fn check_control(&mut self, control: Control) -> Result<Check, LogDriveError> {
         self.check_live()?;
         match control {
-            Control::Seal(length) => match self.sealed {
-                Some(sealed) if sealed == length => Ok(Check::Same),
-                Some(sealed) => Err(LogDriveError::Sealed { length: sealed }),
-                None if length > self.capacity || length < self.first => {
-                    Err(LogDriveError::OutOfRange {
-                        address: length,
-                        valid: self.first..self.capacity.saturating_add(1),
-                    })
-                }
-                None => Ok(Check::Apply),
-            },
+            Control::Seal { length, epoch } => self.check_seal(length, epoch),
             Control::Fence(epoch) => match epoch.cmp(&self.fence) {
                 std::cmp::Ordering::Less => Err(LogDriveError::Fenced {
                     current: self.fence,
                 }),
+                std::cmp::Ordering::Equal if self.durable.fence >= epoch => Ok(Check::Done),
                 std::cmp::Ordering::Equal => Ok(Check::Same),
                 std::cmp::Ordering::Greater => Ok(Check::Apply),
             },
             Control::Trim(upto) => {
-                // T as queued: a seal queued and not yet durable drops what lies at and past
-                // its length before this trim applies (replay, in LSN order, applies it first).
-                let t = self.contiguous_tail().min(self.sealed.unwrap_or(u64::MAX));
-                if upto > t {
+                // N as queued: a seal queued and not yet durable drops what lies at and past
+                // its length before this trim applies (replay, in LSN order, applies it
+                // first). A trim below N may pass holes: a replica that missed writes trims
+                // with its group, and the holes it passes read as trimmed.
+                let n = self.non_contiguous_tail();
+                let n = n.min(self.sealed.unwrap_or(u64::MAX)).max(self.first);
+                if upto > n {
                     return Err(LogDriveError::OutOfRange {
                         address: upto,
-                        valid: 0..t + 1,
+                        valid: 0..n + 1,
                     });
                 }
-                Ok(if upto <= self.first {
+                Ok(if upto <= self.durable.first {
+                    Check::Done
+                } else if upto <= self.first {
                     Check::Same
                 } else {
                     Check::Apply
@@ -697,10 +756,34 @@ impl LogState {
         }
     }
 
+    /// A seal at `length` by a sealer of `epoch`: refused below the fence (a stale
+    /// coordinator cannot seal after a newer one fenced), idempotent at the sealed length.
+    fn check_seal(&self, length: u64, epoch: u64) -> Result<Check, LogDriveError> {
+        if epoch < self.fence {
+            return Err(LogDriveError::Fenced {
+                current: self.fence,
+            });
+        }
+        match self.sealed {
+            Some(sealed) if sealed == length && self.durable.sealed == Some(length) => {
+                Ok(Check::Done)
+            }
+            Some(sealed) if sealed == length => Ok(Check::Same),
+            Some(sealed) => Err(LogDriveError::Sealed { length: sealed }),
+            None if length > self.capacity || length < self.first => {
+                Err(LogDriveError::OutOfRange {
+                    address: length,
+                    valid: self.first..self.capacity.saturating_add(1),
+                })
+            }
+            None => Ok(Check::Apply),
+        }
+    }
+
     /// A checked control record queued: new records are checked against it from now on.
     pub fn queue_control(&mut self, control: Control) {
         match control {
-            Control::Seal(length) => self.sealed = Some(length),
+            Control::Seal { length, .. } => self.sealed = Some(length),
             Control::Fence(epoch) => self.fence = self.fence.max(epoch),
             Control::Trim(upto) => self.first = self.first.max(upto),
         }
@@ -710,7 +793,7 @@ impl LogState {
     /// `lsn`: reads see it, and the record holds it.
     pub fn durable_control(&mut self, control: Control, lsn: u64) {
         match control {
-            Control::Seal(length) => {
+            Control::Seal { length, .. } => {
                 if self.durable.sealed.is_some_and(|sealed| sealed != length) {
                     return;
                 }
@@ -785,7 +868,7 @@ impl LogState {
     }
 
     fn drop_slots(&mut self, addresses: Range<u64>) {
-        for (_, slot) in self.slots.take_range(addresses) {
+        for (_, slot) in self.slots.take_range(addresses.clone()) {
             if let Some(lsn) = slot.lsn {
                 self.slot_bytes -= slot.bytes();
                 self.needed.remove(lsn);
@@ -793,6 +876,8 @@ impl LogState {
                 self.pending_bytes -= slot.bytes();
             }
         }
+        self.inflight
+            .retain(|(address, _)| !addresses.contains(address));
     }
 
     /// A control record found in replay at `lsn`, checked as the live path checked it:
@@ -810,7 +895,7 @@ impl LogState {
     /// forward, restored (not checked again: it was accepted when first written).
     pub fn replay_relocated_control(&mut self, control: Control, lsn: u64) -> bool {
         let (current, value) = match control {
-            Control::Seal(length) => return self.restore_seal(length, lsn),
+            Control::Seal { length, epoch } => return self.restore_seal(length, epoch, lsn),
             Control::Fence(epoch) => (self.fence, epoch),
             Control::Trim(upto) => (self.first, upto),
         };
@@ -822,12 +907,13 @@ impl LogState {
         true
     }
 
-    fn restore_seal(&mut self, length: u64, lsn: u64) -> bool {
+    fn restore_seal(&mut self, length: u64, epoch: u64, lsn: u64) -> bool {
         if self.deleted || self.sealed.is_some_and(|sealed| sealed != length) {
             return false;
         }
-        self.queue_control(Control::Seal(length));
-        self.durable_control(Control::Seal(length), lsn);
+        let seal = Control::Seal { length, epoch };
+        self.queue_control(seal);
+        self.durable_control(seal, lsn);
         true
     }
 
@@ -903,11 +989,18 @@ impl LogState {
         last.map_or(t, |(address, _)| (address + 1).max(t))
     }
 
-    /// weakTail(k), exactly, from the index. A LogDrive with addresses that a header-less
-    /// damaged record may have held cannot say where its tails are: `Damaged` until they are
+    /// weakTail(k) as the window scan (SEMANTICS.md LD.2, in docs/logdrive.md): N exactly,
+    /// the holes in [max(0, N - k), N), and whether any hole lies below that window (a
+    /// replica that missed writes while it was down still answers; a quorum passes the same
+    /// k to every replica and ignores what lies below N - k). At most O(k) work, whatever N:
+    /// `k` above `k_max` is refused. A LogDrive with addresses that a header-less damaged
+    /// record may have held cannot say where its tails are: `Damaged` until they are
     /// repaired or it is sealed.
-    pub fn weak_tail(&mut self, k: u64) -> Result<TailDesc, LogDriveError> {
+    pub fn weak_tail(&mut self, k: u64, k_max: u64) -> Result<TailDesc, LogDriveError> {
         self.check_live()?;
+        if k > k_max {
+            return Err(LogDriveError::InvalidWindow { k, max: k_max });
+        }
         if let Some(suspect) = self.open_suspects().next() {
             return Err(LogDriveError::Damaged {
                 addresses: suspect.addresses.clone(),
@@ -915,20 +1008,23 @@ impl LogState {
         }
         let t = self.contiguous_tail();
         let n = self.non_contiguous_tail();
-        if n - t > k {
-            return Err(LogDriveError::WindowViolated { n, t, k });
-        }
-        // The holes are [T, N) less the acknowledged slots in it: one ordered pass over them.
+        let window_start = n.saturating_sub(k);
+        // Below T everything is written (or trimmed): the holes are [max(window, T), N) less
+        // the acknowledged slots in it, one ordered pass over at most k addresses.
         let mut holes = BTreeSet::new();
-        let mut next = t;
-        for (address, slot) in self.slots.range(t..n) {
+        let mut next = window_start.max(t);
+        for (address, slot) in self.slots.range(next..n) {
             if slot.acknowledged() {
                 holes.extend(next..address);
                 next = address + 1;
             }
         }
         holes.extend(next..n);
-        Ok(TailDesc { n, holes })
+        Ok(TailDesc {
+            n,
+            holes,
+            holes_below_window: t < window_start,
+        })
     }
 
     /// The lengths a coordinator compares (as durable).
@@ -1007,7 +1103,10 @@ mod tests {
 
     fn control(kind: u8, value: u64) -> Control {
         match kind {
-            0 => Control::Seal(value),
+            0 => Control::Seal {
+                length: value,
+                epoch: 0,
+            },
             1 => Control::Fence(value),
             _ => Control::Trim(value),
         }
@@ -1025,8 +1124,9 @@ mod tests {
                 lsn += 1 + lsn % 300;
                 match op {
                     Op::Write { address, acknowledged } => {
-                        if state.check_write(address, 0, 7, 3) == Ok(WriteCheck::Append) {
-                            state.queue_write(address, 7, 3);
+                        let check = state.check_write(address, 0, (7, 3), &[1, 2, 3]);
+                        if check == Ok(WriteCheck::Append) {
+                            state.queue_write(address, 7, 3, None);
                             state.complete_write(address, acknowledged.then_some(lsn));
                         }
                     }
@@ -1075,18 +1175,33 @@ mod tests {
     fn a_seal_hides_what_it_drops_only_once_durable() {
         let mut state = LogState::new(1, 1, 100);
         for address in 0..10 {
-            state.queue_write(address, 7, 3);
+            state.queue_write(address, 7, 3, None);
             state.complete_write(address, Some(address + 2));
         }
-        assert_eq!(state.check_control(Control::Seal(5)), Ok(Check::Apply));
-        state.queue_control(Control::Seal(5));
         assert_eq!(
-            state.check_write(12, 0, 7, 3),
+            state.check_control(Control::Seal {
+                length: 5,
+                epoch: 0
+            }),
+            Ok(Check::Apply)
+        );
+        state.queue_control(Control::Seal {
+            length: 5,
+            epoch: 0,
+        });
+        assert_eq!(
+            state.check_write(12, 0, (7, 3), &[1, 2, 3]),
             Err(LogDriveError::Sealed { length: 5 })
         );
         assert_eq!(state.lookup(8), Ok(Lookup::Record(10)));
         assert_eq!(state.length().unwrap().n, 10);
-        state.durable_control(Control::Seal(5), 40);
+        state.durable_control(
+            Control::Seal {
+                length: 5,
+                epoch: 0,
+            },
+            40,
+        );
         assert_eq!(state.lookup(8), Ok(Lookup::Unwritten));
         assert_eq!(state.length().unwrap().n, 5);
         assert_eq!(state.holders.seal, Some(Held { value: 5, lsn: 40 }));
@@ -1095,7 +1210,7 @@ mod tests {
     #[test]
     fn a_relocated_copy_stays_the_value_whatever_completes_after_it() {
         let mut state = LogState::new(1, 1, 100);
-        state.queue_write(4, 7, 3);
+        state.queue_write(4, 7, 3, None);
         // Relocation copied the durable record at 10 before its completion was taken in.
         state.relocated_write(4, 10, 50);
         state.complete_write(4, Some(10));
@@ -1106,16 +1221,19 @@ mod tests {
     #[test]
     fn a_damaged_slot_is_written_and_takes_only_its_own_value() {
         let mut state = LogState::new(1, 1, 100);
-        state.replay_write(0, 0, 2, 7, 3);
+        state.replay_write((0, 0), 2, 7, &[1, 2, 3]);
         assert!(state.replay_damaged_write(1, 3, 9, 5));
         assert_eq!(state.lookup(1), Ok(Lookup::Damaged));
-        assert_eq!(state.weak_tail(4).unwrap().n, 2);
+        assert_eq!(state.weak_tail(4, 4096).unwrap().n, 2);
         assert_eq!(
-            state.check_write(1, 0, 8, 5),
+            state.check_write(1, 0, (8, 5), &[0; 5]),
             Err(LogDriveError::Conflict { address: 1 })
         );
-        assert_eq!(state.check_write(1, 0, 9, 5), Ok(WriteCheck::Append));
-        state.queue_write(1, 9, 5);
+        assert_eq!(
+            state.check_write(1, 0, (9, 5), &[0; 5]),
+            Ok(WriteCheck::Append)
+        );
+        state.queue_write(1, 9, 5, None);
         state.complete_write(1, Some(30));
         assert_eq!(state.lookup(1), Ok(Lookup::Record(30)));
     }
@@ -1123,21 +1241,27 @@ mod tests {
     #[test]
     fn suspects_read_damaged_until_written_or_sealed() {
         let mut state = LogState::new(1, 1, 100);
-        state.replay_write(0, 0, 2, 7, 3);
-        state.replay_write(2, 0, 3, 7, 3);
+        state.replay_write((0, 0), 2, 7, &[1, 2, 3]);
+        state.replay_write((2, 0), 3, 7, &[1, 2, 3]);
         assert!(state.suspect_window(4, 4));
         assert_eq!(state.lookup(1), Ok(Lookup::Damaged));
         assert_eq!(state.lookup(6), Ok(Lookup::Damaged));
         assert_eq!(state.lookup(7), Ok(Lookup::Unwritten));
         assert!(matches!(
-            state.weak_tail(8),
+            state.weak_tail(8, 4096),
             Err(LogDriveError::Damaged { .. })
         ));
-        state.replay_write(1, 0, 5, 7, 3);
+        state.replay_write((1, 0), 5, 7, &[1, 2, 3]);
         assert_eq!(state.lookup(1), Ok(Lookup::Record(5)));
-        assert!(state.replay_control(Control::Seal(4), 6));
+        assert!(state.replay_control(
+            Control::Seal {
+                length: 4,
+                epoch: 0
+            },
+            6
+        ));
         assert_eq!(state.lookup(3), Ok(Lookup::Unwritten));
-        assert_eq!(state.weak_tail(8).unwrap().t(), 3);
+        assert_eq!(state.weak_tail(8, 4096).unwrap().t(), 3);
     }
 
     proptest! {

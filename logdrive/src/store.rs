@@ -1,60 +1,85 @@
 //! Many LogDrives on one engine drive: [`LogDriveStore`] owns a [`sealog::Drive`], rebuilds
 //! every LogDrive in the open's replay pass (`replay`), creates and deletes them
-//! durably, hands out [`LocalLogDrive`] handles, each bound to one id and generation, keeps
-//! ring room for relocation (`space`) and runs the reclaimer ([`crate::reclaim`]).
+//! durably, hands out [`LocalLogDrive`] handles (`handle`), each bound to one id and
+//! generation, admits records into the ring's room (`space`) and runs the reclaimer
+//! ([`crate::reclaim`]).
 //!
 //! Ordering: each LogDrive's checks and the queueing of its record happen under that
 //! LogDrive's mutex, held until the engine has the append queued, so records of one LogDrive
 //! take LSNs in the order they were checked: no write checked against an old fence or seal
 //! lands after the new one, and replay, applying records in LSN order, reaches the same
-//! decisions. Completions come from the engine's tickets; no thread waits per call.
+//! decisions. Completions come from the engine's tickets (`complete`); no thread waits per
+//! call. A record that finds no room waits for it outside every mutex (`space`, `waiting`)
+//! and is checked again once admitted.
 //!
 //! A write's slot is indexed when its record is queued (so a second write of the address is
 //! checked against it) but counts as written (reads, T, N) only once its record is
 //! acknowledged. A seal, fence or trim is checked against and applied to the state as queued
-//! at once, and to what reads answer once durable (`state`). Every record's outcome
-//! is taken in exactly once: by its future when it completes, or, when the future was
-//! dropped first, from the ticket it leaves with the LogDrive (or the store, for a
-//! deletion), looked at on the LogDrive's next operation and by the reclaimer. A control
-//! record (create, delete, seal, fence, trim) that the engine then fails leaves memory and
-//! log in doubt, so the store stops: every later operation is `Stopped` until the drive is
-//! reopened.
+//! at once, and to what reads answer once durable (`state`). A control record (create,
+//! delete, seal, fence, trim) that the engine then fails leaves memory and log in doubt, so
+//! the store stops: every later operation is `Stopped` until the drive is reopened. A closed
+//! store answers `Stopped` to every operation, on every handle.
 
 use std::collections::{BTreeSet, HashMap};
-use std::future::Future;
 use std::path::Path;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::task::{Context, Poll};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use sealog::io::IoBackend;
 use sealog::{
-    AppendError, AppendOutcome, Drive, DriveOptions, Geometry, NewEntry, OpenError, ReadError,
-    SummedBytes, Ticket,
+    AppendError, Drive, DriveOptions, Geometry, NewEntry, OpenError, ReadError, SummedBytes,
+    Ticket, WhenFull,
 };
 
-use crate::api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
+use crate::api::{LogDriveError, OpFuture};
+use crate::complete::{
+    Completing, ControlDone, ControlKind, CreateDone, DeleteDone, Live, PendingDelete, Shared,
+};
+use crate::geometry::GeometryError;
+use crate::handle::LocalLogDrive;
 use crate::reclaim::{ReclaimPolicy, ReclaimStats, Reclaimer};
 use crate::record::{Record, RecordType, GENERATION_MAX};
 use crate::replay::{DamageFound, Replay};
-use crate::space::{Admission, Class, Space};
-use crate::state::{Check, Control, LogState, Lookup, WriteCheck, RECORD_HEADER_BYTES};
+use crate::space::{record_bytes, Admission, Class, Space};
+use crate::state::LogState;
+use crate::waiting::{Deferred, Parked};
 
 /// How a [`LogDriveStore`] opens and runs.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
     /// The engine drive's options (its recovery mode among them:
-    /// `RecoveryMode::Quarantine` opens a ring with damaged acknowledged records).
+    /// `RecoveryMode::Quarantine` opens a ring with damaged acknowledged records). Its
+    /// `when_full` must be `WhenFull::Fail`: records wait for room in the store, not in the
+    /// engine's queue.
     pub drive: DriveOptions,
     /// When and how fast the ring's space is reclaimed.
     pub reclaim: ReclaimPolicy,
     /// The largest window K writers keep between T and N (an AtomicLog's K): how far past N a
     /// damaged record whose header is gone may have written, in a quarantined open.
     pub write_window_max: u64,
+    /// The largest k a `weak_tail` call answers for ([`LogDriveError::InvalidWindow`] above
+    /// it), so that one client call costs O(k) and no more; never below `write_window_max`.
+    pub weak_tail_k_max: u64,
+    /// How long a write that finds the ring full waits for the reclaimer to make room
+    /// before it is refused with `RingFull` (zero: refused at once). Waiting writes are
+    /// refused sooner when the ring holds nothing the reclaimer could free.
+    pub full_wait: Duration,
+    /// How long a control record (create, delete, seal, fence, trim) that finds even the
+    /// control reserve spent waits for the reclaimer (zero: refused at once). Control
+    /// records are what make room, so they wait longer than writes by default.
+    pub control_wait: Duration,
 }
+
+/// The default [`StoreOptions::weak_tail_k_max`].
+pub const WEAK_TAIL_K_MAX_DEFAULT: u64 = 4096;
+
+/// The default [`StoreOptions::full_wait`].
+pub const FULL_WAIT_DEFAULT: Duration = Duration::from_secs(10);
+
+/// The default [`StoreOptions::control_wait`].
+pub const CONTROL_WAIT_DEFAULT: Duration = Duration::from_secs(30);
 
 impl Default for StoreOptions {
     fn default() -> StoreOptions {
@@ -62,6 +87,9 @@ impl Default for StoreOptions {
             drive: DriveOptions::default(),
             reclaim: ReclaimPolicy::default(),
             write_window_max: 64,
+            weak_tail_k_max: WEAK_TAIL_K_MAX_DEFAULT,
+            full_wait: FULL_WAIT_DEFAULT,
+            control_wait: CONTROL_WAIT_DEFAULT,
         }
     }
 }
@@ -84,6 +112,36 @@ impl StoreOptions {
         self.write_window_max = write_window_max;
         self
     }
+
+    /// These options answering `weak_tail` for k up to `weak_tail_k_max`.
+    pub fn weak_tail_k_max(mut self, weak_tail_k_max: u64) -> StoreOptions {
+        self.weak_tail_k_max = weak_tail_k_max;
+        self
+    }
+
+    /// These options with writes waiting up to `full_wait` for room on a full ring.
+    pub fn full_wait(mut self, full_wait: Duration) -> StoreOptions {
+        self.full_wait = full_wait;
+        self
+    }
+
+    /// These options with control records waiting up to `control_wait` for room once the
+    /// control reserve is spent.
+    pub fn control_wait(mut self, control_wait: Duration) -> StoreOptions {
+        self.control_wait = control_wait;
+        self
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.weak_tail_k_max < self.write_window_max {
+            return Err(format!(
+                "weak_tail_k_max {} is below write_window_max {}: writers could keep a window \
+                 weak_tail would not answer for",
+                self.weak_tail_k_max, self.write_window_max
+            ));
+        }
+        self.reclaim.check()
+    }
 }
 
 /// Why a store could not open.
@@ -92,7 +150,7 @@ pub enum StoreOpenError {
     /// The engine drive did not open.
     #[error(transparent)]
     Drive(#[from] OpenError),
-    /// The reclamation policy cannot work on this ring.
+    /// The options or the reclamation policy cannot work on this ring.
     #[error("{path}: {reason}")]
     Policy {
         /// The ring.
@@ -100,159 +158,26 @@ pub enum StoreOpenError {
         /// What is wrong with the policy.
         reason: String,
     },
-}
-
-/// The outcome of a dropped write, kept until someone looks.
-struct Orphan {
-    address: u64,
-    ticket: Ticket,
-    admission: Admission,
-}
-
-/// A control record whose future was dropped before it completed.
-struct PendingControl {
-    kind: ControlKind,
-    ticket: Ticket,
-    admission: Admission,
-}
-
-/// What a control record does once durable.
-#[derive(Clone, Copy, Debug)]
-enum ControlKind {
-    Create,
-    Control(Control, Check),
-}
-
-/// A write's outcome, left by its completion for the LogDrive's next look: a completion
-/// takes no mutex (the next holder of the LogDrive's mutex takes the outcome in before it
-/// answers anything, so a read after this write's acknowledgement sees it), and a LogDrive
-/// state is locked once per write, by its submission, rather than once more per completion
-/// (eight writers completing one batch's writes of one LogDrive would otherwise queue on its
-/// mutex one after another, and a thousand LogDrives would each be brought into cache twice).
-struct Ack {
-    address: u64,
-    outcome: AppendOutcome,
-    floor: u64,
-}
-
-/// What completions and dropped futures leave for a LogDrive's next look, without its mutex
-/// (under a lock of its own, held only to push or to swap the lists out). Not a lock-free
-/// queue: on a thousand LogDrives each mailbox holds an outcome or two between looks and is
-/// cold in cache every time, and a segmented queue's padded head and tail, its blocks and a
-/// second queue for the orphans came to a cache miss or four per push and per pop (the
-/// queue's push and pop were 5% of a thousand-LogDrive run's CPU, three times a single
-/// LogDrive's). Here a look at an empty mailbox is one load, and the lists keep their
-/// capacity from look to look.
-#[derive(Default)]
-struct Mailbox {
-    /// Something was left since the last look (set under `mail`'s lock).
-    has_mail: AtomicBool,
-    mail: Mutex<Mail>,
-}
-
-/// The mailbox's contents.
-#[derive(Default)]
-struct Mail {
-    acks: Vec<Ack>,
-    /// Writes whose futures were dropped before they completed.
-    orphans: Vec<Orphan>,
-}
-
-impl Mailbox {
-    fn leave(&self, leave: impl FnOnce(&mut Mail)) {
-        let mut mail = lock(&self.mail);
-        leave(&mut mail);
-        self.has_mail.store(true, Ordering::Release);
-    }
-}
-
-/// A LogDrive's state with the outcomes not yet taken in.
-pub(crate) struct Live {
-    pub state: LogState,
-    mailbox: Arc<Mailbox>,
-    /// The acknowledgements taken from the mailbox, swapped with its list (so that both keep
-    /// their capacity).
-    acks: Vec<Ack>,
-    /// Orphaned writes taken from the mailbox whose outcomes are not yet known.
-    orphans: Vec<Orphan>,
-    controls: Vec<PendingControl>,
-}
-
-impl Live {
-    fn new(state: LogState) -> Live {
-        Live {
-            state,
-            mailbox: Arc::default(),
-            acks: Vec::new(),
-            orphans: Vec::new(),
-            controls: Vec::new(),
-        }
-    }
-
-    /// Takes in the outcomes that completed since the last look; a control record that
-    /// failed stops the store.
-    pub(crate) fn take_in(&mut self, inner: &Inner) {
-        let Live {
-            state,
-            mailbox,
-            acks,
-            orphans,
-            controls,
-        } = self;
-        if mailbox.has_mail.load(Ordering::Acquire) {
-            let mut mail = lock(&mailbox.mail);
-            mailbox.has_mail.store(false, Ordering::Relaxed);
-            std::mem::swap(acks, &mut mail.acks);
-            orphans.append(&mut mail.orphans);
-            drop(mail);
-            for ack in acks.drain(..) {
-                finish_write(state, ack.address, &ack.outcome, ack.floor);
-            }
-        }
-        orphans.retain(|orphan| match orphan.ticket.try_outcome() {
-            Some(outcome) => {
-                finish_write(state, orphan.address, &outcome, orphan.admission.floor());
-                false
-            }
-            None => true,
-        });
-        controls.retain(|pending| match pending.ticket.try_outcome() {
-            Some(outcome) => {
-                state.processed(pending.admission.floor());
-                let _ = finish_control(inner, state, pending.kind, &outcome);
-                false
-            }
-            None => true,
-        });
-    }
-}
-
-impl std::fmt::Debug for Inner {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("LogDriveStore")
-            .field("path", &self.drive.path())
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for LocalLogDrive {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("LocalLogDrive")
-            .field("id", &self.id)
-            .field("generation", &self.generation)
-            .finish_non_exhaustive()
-    }
-}
-
-pub(crate) type Shared = Arc<Mutex<Live>>;
-
-/// A deletion whose future was dropped before it completed.
-struct PendingDelete {
-    key: (u64, u64),
-    ticket: Ticket,
-    _admission: Admission,
+    /// The ring's geometry cannot keep a store's reserves (too few segments for their
+    /// size); the error names the smallest ring of its segment size that works.
+    #[error("{path}: {source}")]
+    Geometry {
+        /// The ring.
+        path: std::path::PathBuf,
+        /// What the geometry lacks.
+        source: GeometryError,
+    },
+    /// The drive's options make appends wait in the engine's queue on a full ring: the
+    /// store's relocation copies and deletions would queue behind the writes waiting for the
+    /// room only they can make.
+    #[error(
+        "{path}: a LogDrive store's drive must open with WhenFull::Fail (records wait for \
+         room in the store)"
+    )]
+    WhenFullWait {
+        /// The ring.
+        path: std::path::PathBuf,
+    },
 }
 
 /// The live LogDrives, the deleted ones whose deletion is not yet known durable, and the
@@ -263,7 +188,7 @@ pub(crate) struct Registry {
     /// Deleted, by (id, generation), until the deletion is durable: the reclaimer must not
     /// take their records for garbage before then (a crash could still bring them back).
     pub dying: HashMap<(u64, u64), Shared>,
-    deletes: Vec<PendingDelete>,
+    pub deletes: Vec<PendingDelete>,
     /// The highest generation issued; the next creation takes one more.
     pub generation_max: u64,
 }
@@ -297,6 +222,15 @@ pub(crate) struct Inner {
     reclaim_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("LogDriveStore")
+            .field("path", &self.drive.path())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.reclaimer.stop();
@@ -316,20 +250,11 @@ pub struct LogDriveStore {
     inner: Arc<Inner>,
 }
 
-/// One LogDrive of a [`LogDriveStore`] (one id, one generation).
-#[derive(Clone)]
-pub struct LocalLogDrive {
-    inner: Arc<Inner>,
-    live: Shared,
-    id: u64,
-    generation: u64,
-}
-
 pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn ready<T: Send + 'static>(outcome: Result<T, LogDriveError>) -> OpFuture<T> {
+pub(crate) fn ready<T: Send + 'static>(outcome: Result<T, LogDriveError>) -> OpFuture<T> {
     Box::pin(std::future::ready(outcome))
 }
 
@@ -360,42 +285,6 @@ pub(crate) fn read_error(error: ReadError) -> LogDriveError {
     }
 }
 
-/// Applies a write record's outcome to its slot (an outcome the drive's stop left unknown
-/// changes nothing: the store answers nothing more).
-fn finish_write(state: &mut LogState, address: u64, outcome: &AppendOutcome, floor: u64) {
-    state.processed(floor);
-    match outcome {
-        Ok(lsn) => state.complete_write(address, Some(*lsn)),
-        Err(AppendError::RingFull { .. }) => state.complete_write(address, None),
-        Err(_) => {}
-    }
-}
-
-/// Applies a control record's outcome: durable, the state as reads see it moves (and the
-/// record is known for relocation); failed, the store stops.
-fn finish_control(
-    inner: &Inner,
-    state: &mut LogState,
-    kind: ControlKind,
-    outcome: &AppendOutcome,
-) -> Result<(), LogDriveError> {
-    match (outcome, kind) {
-        (Ok(lsn), ControlKind::Create) => {
-            state.hold_create(*lsn);
-            Ok(())
-        }
-        (Ok(lsn), ControlKind::Control(control, Check::Apply)) => {
-            state.durable_control(control, *lsn);
-            Ok(())
-        }
-        (Ok(_), ControlKind::Control(_, Check::Same)) => Ok(()),
-        (Err(error), _) => {
-            inner.stop(format!("a control record failed: {error}"));
-            Err(append_error(error.clone()))
-        }
-    }
-}
-
 impl Inner {
     pub(crate) fn check_running(&self) -> Result<(), LogDriveError> {
         match self.stopped.get() {
@@ -406,224 +295,125 @@ impl Inner {
         }
     }
 
+    /// Stops the store: every operation answers `Stopped` from now on, and every record
+    /// waiting for room is refused so.
     pub(crate) fn stop(&self, reason: String) {
         let _ = self.stopped.set(reason);
         self.reclaimer.wake();
+        let reason = self.stopped.get().cloned().unwrap_or_default();
+        self.space.fail_all(|| LogDriveError::Stopped {
+            reason: reason.clone(),
+        });
     }
 
-    /// Admits a record of `payload_len` bytes of this class into the ring's room.
-    pub(crate) fn admit(&self, payload_len: u64, class: Class) -> Result<Admission, LogDriveError> {
-        self.check_running()?;
-        // Read before the record is queued: its LSN is at least this next LSN.
-        let shape = self.drive.shape();
-        let bytes = RECORD_HEADER_BYTES + payload_len;
-        let admitted = self
-            .space
-            .admit(shape.usable_bytes, bytes, class, shape.next_lsn);
-        if admitted.is_err() {
+    /// Admits a record of `payload_len` bytes of this class into the ring's room now, if it
+    /// fits; `None` (counted as a refusal, which wakes the reclaimer) when it does not.
+    pub(crate) fn admit(&self, payload_len: u64, class: Class) -> Option<Admission> {
+        let room = || self.drive.room();
+        let admitted = self.space.admit(&room, record_bytes(payload_len), class);
+        if admitted.is_none() {
             self.reclaimer.refused(class);
         }
         admitted
     }
 
-    /// Queues a record (admitted already).
-    pub(crate) fn append(&self, record: &Record, payload: Bytes) -> Result<Ticket, LogDriveError> {
+    /// Grants room to the records waiting for it, as far as the ring's room allows now.
+    pub(crate) fn grant(&self) -> usize {
+        self.space.grant(&|| self.drive.room())
+    }
+
+    /// Parks an operation whose record of `payload_len` bytes found no room: `resume` runs
+    /// once room is granted (with the admission) or refused (with the error), and its future
+    /// is what the returned future yields. Refused at once when the store does not wait
+    /// ([`StoreOptions::full_wait`] or [`StoreOptions::control_wait`] zero). The caller
+    /// holds no LogDrive's mutex and not the registry's: `resume` may run on this thread,
+    /// now.
+    pub(crate) fn park<T, F>(&self, payload_len: u64, class: Class, resume: F) -> OpFuture<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(Result<Admission, LogDriveError>) -> OpFuture<T> + Send + 'static,
+    {
+        match self.park_with(payload_len, class, resume) {
+            Some(parked) => Deferred::boxed(parked),
+            None => ready(Err(LogDriveError::RingFull)),
+        }
+    }
+
+    /// [`Inner::park`]'s slot, for a caller that waits on it itself; `None` when the store
+    /// does not wait for this class. The store's thread refuses the waiter at its deadline.
+    pub(crate) fn park_with<T, F>(
+        &self,
+        payload_len: u64,
+        class: Class,
+        resume: F,
+    ) -> Option<Arc<Parked<T>>>
+    where
+        T: Send + 'static,
+        F: FnOnce(Result<Admission, LogDriveError>) -> T + Send + 'static,
+    {
+        let wait = match class {
+            Class::Write => self.options.full_wait,
+            Class::Control | Class::Relocation => self.options.control_wait,
+        };
+        if wait.is_zero() {
+            return None;
+        }
+        let deadline = Instant::now().checked_add(wait)?;
+        let parked = Parked::new();
+        let slot = Arc::clone(&parked);
+        let resume = Box::new(move |admitted| slot.fill(resume(admitted)));
+        let room = || self.drive.room();
+        self.space
+            .wait(&room, (class, record_bytes(payload_len)), deadline, resume);
+        // The store's thread wakes for the deadline it may not have known of.
+        self.reclaimer.wake();
+        Some(parked)
+    }
+
+    /// Queues a record with the room `admission` holds for it.
+    pub(crate) fn append(
+        &self,
+        record: &Record,
+        payload: Bytes,
+        admission: Admission,
+    ) -> Result<Ticket, LogDriveError> {
         self.check_running()?;
-        self.drive
+        let ticket = self
+            .drive
             .append_entry(record.entry(payload))
-            .map_err(append_error)
+            .map_err(append_error)?;
+        admission.sent();
+        Ok(ticket)
     }
 
-    /// Queues entries of records (admitted already) as one all-or-nothing group, at
-    /// consecutive LSNs.
-    pub(crate) fn append_group(&self, entries: Vec<NewEntry>) -> Result<Ticket, LogDriveError> {
+    /// Queues entries of records as one all-or-nothing group, at consecutive LSNs, with the
+    /// room `admission` holds for all of them.
+    pub(crate) fn append_group(
+        &self,
+        entries: Vec<NewEntry>,
+        admission: Admission,
+    ) -> Result<Ticket, LogDriveError> {
         self.check_running()?;
-        self.drive.append_group(entries).map_err(append_error)
+        let ticket = self.drive.append_group(entries).map_err(append_error)?;
+        admission.sent();
+        Ok(ticket)
     }
 
-    /// Queues a record (admitted already) whose payload's CRC was computed already.
+    /// Queues a record whose payload's CRC was computed already.
     pub(crate) fn append_summed(
         &self,
         record: &Record,
         payload: SummedBytes,
+        admission: Admission,
     ) -> Result<Ticket, LogDriveError> {
         self.check_running()?;
         let (kind, header) = (record.record_type.kind(), record.header());
-        self.drive
+        let ticket = self
+            .drive
             .append_summed(kind, header, payload)
-            .map_err(append_error)
-    }
-}
-
-/// Waits for a record's outcome and takes it in exactly once: when it completes, or, if the
-/// future is dropped first, by leaving the ticket where the next look takes it in.
-trait Completion: Send + 'static {
-    type Output: Send + 'static;
-    fn complete(self, outcome: AppendOutcome) -> Result<Self::Output, LogDriveError>;
-    fn abandon(self, ticket: Ticket);
-}
-
-struct Completing<C: Completion> {
-    ticket: Option<Ticket>,
-    completion: Option<C>,
-}
-
-impl<C: Completion> Completing<C> {
-    fn boxed(ticket: Ticket, completion: C) -> OpFuture<C::Output> {
-        Box::pin(Completing {
-            ticket: Some(ticket),
-            completion: Some(completion),
-        })
-    }
-}
-
-impl<C: Completion> Completing<C> {
-    /// Blocks this thread in the engine's own ticket wait (its spin, then the drive's one
-    /// futex, woken once per turn for every waiter), then takes the outcome in.
-    fn wait(mut self) -> Result<C::Output, LogDriveError> {
-        let ticket = self.ticket.take().expect("not yet waited for");
-        let completion = self.completion.take().expect("completes once");
-        completion.complete(ticket.wait())
-    }
-}
-
-impl<C: Completion> Unpin for Completing<C> {}
-
-impl<C: Completion> Future for Completing<C> {
-    type Output = Result<C::Output, LogDriveError>;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(ticket) = self.ticket.as_mut() else {
-            panic!("a LogDrive operation's future polled after it completed");
-        };
-        let Poll::Ready(outcome) = Pin::new(ticket).poll(context) else {
-            return Poll::Pending;
-        };
-        self.ticket = None;
-        let completion = self.completion.take().expect("completes once");
-        Poll::Ready(completion.complete(outcome))
-    }
-}
-
-impl<C: Completion> Drop for Completing<C> {
-    fn drop(&mut self) {
-        if let (Some(ticket), Some(completion)) = (self.ticket.take(), self.completion.take()) {
-            completion.abandon(ticket);
-        }
-    }
-}
-
-struct WriteDone {
-    mailbox: Arc<Mailbox>,
-    address: u64,
-    admission: Admission,
-}
-
-impl Completion for WriteDone {
-    type Output = ();
-
-    /// Leaves the outcome in the LogDrive's mailbox, for the next holder of its mutex
-    /// (whoever takes it next takes the outcome in before anything else).
-    fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
-        let answer = outcome.clone().map(|_| ()).map_err(append_error);
-        let ack = Ack {
-            address: self.address,
-            outcome,
-            floor: self.admission.floor(),
-        };
-        self.mailbox.leave(|mail| mail.acks.push(ack));
-        // The record's room is released only now that its outcome is where the next look
-        // takes it in (its floor, in the ack, bounds the reclaimer's advance until then).
-        drop(self.admission);
-        answer
-    }
-
-    fn abandon(self, ticket: Ticket) {
-        let orphan = Orphan {
-            address: self.address,
-            ticket,
-            admission: self.admission,
-        };
-        self.mailbox.leave(|mail| mail.orphans.push(orphan));
-    }
-}
-
-struct ControlDone {
-    inner: Arc<Inner>,
-    live: Shared,
-    kind: ControlKind,
-    admission: Admission,
-}
-
-impl Completion for ControlDone {
-    type Output = ();
-
-    fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
-        let mut live = lock(&self.live);
-        live.state.processed(self.admission.floor());
-        let done = finish_control(&self.inner, &mut live.state, self.kind, &outcome);
-        drop(live);
-        drop(self.admission);
-        self.inner.reclaimer.wake();
-        done
-    }
-
-    fn abandon(self, ticket: Ticket) {
-        lock(&self.live).controls.push(PendingControl {
-            kind: self.kind,
-            ticket,
-            admission: self.admission,
-        });
-    }
-}
-
-struct CreateDone {
-    control: ControlDone,
-    handle: LocalLogDrive,
-}
-
-impl Completion for CreateDone {
-    type Output = LocalLogDrive;
-
-    fn complete(self, outcome: AppendOutcome) -> Result<LocalLogDrive, LogDriveError> {
-        self.control.complete(outcome).map(|()| self.handle)
-    }
-
-    fn abandon(self, ticket: Ticket) {
-        self.control.abandon(ticket);
-    }
-}
-
-struct DeleteDone {
-    inner: Arc<Inner>,
-    key: (u64, u64),
-    admission: Admission,
-}
-
-impl Completion for DeleteDone {
-    type Output = ();
-
-    fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
-        match outcome {
-            Ok(_) => {
-                lock(&self.inner.registry).dying.remove(&self.key);
-                self.inner.reclaimer.wake();
-                Ok(())
-            }
-            Err(error) => {
-                self.inner
-                    .stop(format!("a deletion's record failed: {error}"));
-                Err(append_error(error))
-            }
-        }
-    }
-
-    fn abandon(self, ticket: Ticket) {
-        lock(&self.inner.registry).deletes.push(PendingDelete {
-            key: self.key,
-            ticket,
-            _admission: self.admission,
-        });
+            .map_err(append_error)?;
+        admission.sent();
+        Ok(ticket)
     }
 }
 
@@ -639,8 +429,15 @@ impl LogDriveStore {
         path: &Path,
         options: StoreOptions,
     ) -> Result<LogDriveStore, StoreOpenError> {
+        let drive_options = drive_options(path, &options)?;
+        // The ring's geometry is checked before the writable open (which writes a control
+        // block for its incarnation) where it can be read without the lock; `start` checks
+        // it again, from the drive that opened.
+        if let Ok(files) = sealog::storage::open_unlocked(path) {
+            check_geometry(path, &files.geometry)?;
+        }
         let replay = Replay::new(options.write_window_max);
-        let (drive, replay) = Drive::open_visiting(path, options.drive.clone(), replay)?;
+        let (drive, replay) = Drive::open_visiting(path, drive_options, replay)?;
         LogDriveStore::start(drive, replay, options)
     }
 
@@ -656,9 +453,11 @@ impl LogDriveStore {
         B: IoBackend + 'static,
         F: FnOnce() -> std::io::Result<B> + Send + 'static,
     {
+        let drive_options = drive_options(path, &options)?;
+        check_geometry(path, &geometry)?;
         let replay = Replay::new(options.write_window_max);
         let (drive, replay) =
-            Drive::open_with_visiting(path, geometry, options.drive.clone(), replay, make_backend)?;
+            Drive::open_with_visiting(path, geometry, drive_options, replay, make_backend)?;
         LogDriveStore::start(drive, replay, options)
     }
 
@@ -667,19 +466,15 @@ impl LogDriveStore {
         replay: Replay,
         options: StoreOptions,
     ) -> Result<LogDriveStore, StoreOpenError> {
-        let space = Space::for_ring(&drive.geometry(), &options.reclaim).map_err(|reason| {
-            StoreOpenError::Policy {
-                path: drive.path().to_path_buf(),
-                reason,
-            }
-        })?;
-        options
-            .reclaim
-            .check()
-            .map_err(|reason| StoreOpenError::Policy {
-                path: drive.path().to_path_buf(),
-                reason,
-            })?;
+        let path = drive.path().to_path_buf();
+        let geometry = drive.geometry();
+        check_geometry(&path, &geometry)?;
+        let policy = |reason| StoreOpenError::Policy {
+            path: path.clone(),
+            reason,
+        };
+        let space = Space::for_ring(&geometry, &options.reclaim).map_err(policy)?;
+        options.check().map_err(policy)?;
         let rebuilt = replay.finish();
         let live = rebuilt
             .live
@@ -702,27 +497,29 @@ impl LogDriveStore {
             quarantine: rebuilt.damage,
             reclaim_thread: Mutex::new(None),
         });
-        if inner.options.reclaim.background {
-            let thread = crate::reclaim::spawn(&inner).map_err(|source| {
-                StoreOpenError::Drive(OpenError::Io {
-                    path: inner.drive.path().to_path_buf(),
-                    action: "start the reclaimer thread",
-                    source,
-                })
-            })?;
-            *lock(&inner.reclaim_thread) = Some(thread);
-        }
+        let thread = crate::reclaim::spawn(&inner).map_err(|source| {
+            StoreOpenError::Drive(OpenError::Io {
+                path: inner.drive.path().to_path_buf(),
+                action: "start the reclaimer thread",
+                source,
+            })
+        })?;
+        *lock(&inner.reclaim_thread) = Some(thread);
         Ok(LogDriveStore { inner })
     }
 
-    /// The engine drive underneath.
+    /// The engine drive underneath (for its figures: only the store's reclaimer may trim
+    /// it).
     pub fn drive(&self) -> &Drive {
         &self.inner.drive
     }
 
-    /// Stops the reclaimer and closes the drive (its handles answer `Stopped` from now on);
-    /// dropping the store and every handle does the same.
+    /// Closes the store: every operation on it and on its handles answers `Stopped` from
+    /// now on (records waiting for room among them), the reclaimer stops, and the drive
+    /// closes once what was queued is durable. Dropping the store and every handle does the
+    /// same.
     pub fn close(&self) {
+        self.inner.stop("the store was closed".to_string());
         self.inner.reclaimer.stop();
         let thread = lock(&self.inner.reclaim_thread).take();
         if let Some(thread) = thread {
@@ -738,26 +535,25 @@ impl LogDriveStore {
     }
 
     /// The ids of the live LogDrives, in order.
-    pub fn ids(&self) -> Vec<u64> {
+    pub fn ids(&self) -> Result<Vec<u64>, LogDriveError> {
+        self.inner.check_running()?;
         let mut ids: Vec<u64> = lock(&self.inner.registry).live.keys().copied().collect();
         ids.sort_unstable();
-        ids
+        Ok(ids)
     }
 
-    /// The live LogDrive `id`.
-    pub fn get(&self, id: u64) -> Option<LocalLogDrive> {
-        let live = Arc::clone(lock(&self.inner.registry).live.get(&id)?);
+    /// The live LogDrive `id` (`Missing` when there is none).
+    pub fn get(&self, id: u64) -> Result<LocalLogDrive, LogDriveError> {
+        self.inner.check_running()?;
+        let Some(live) = lock(&self.inner.registry).live.get(&id).map(Arc::clone) else {
+            return Err(LogDriveError::Missing { id, generation: 0 });
+        };
         let generation = lock(&live).state.generation;
-        Some(self.handle(id, generation, live))
+        Ok(self.handle(id, generation, live))
     }
 
     fn handle(&self, id: u64, generation: u64, live: Shared) -> LocalLogDrive {
-        LocalLogDrive {
-            inner: Arc::clone(&self.inner),
-            live,
-            id,
-            generation,
-        }
+        LocalLogDrive::new(Arc::clone(&self.inner), live, id, generation)
     }
 
     /// Creates LogDrive `id` with addresses below `capacity`, durably, with the store's next
@@ -765,6 +561,20 @@ impl LogDriveStore {
     /// generations are spent). Its records queue behind the creation's at once; the future
     /// yields its handle once the creation is durable.
     pub fn create(&self, id: u64, capacity: u64) -> OpFuture<LocalLogDrive> {
+        self.create_with(id, capacity, None)
+    }
+
+    /// [`LogDriveStore::create`] with room already admitted for its record (a creation that
+    /// waited for room, checked again now).
+    fn create_with(
+        &self,
+        id: u64,
+        capacity: u64,
+        admission: Option<Admission>,
+    ) -> OpFuture<LocalLogDrive> {
+        if let Err(error) = self.inner.check_running() {
+            return ready(Err(error));
+        }
         let mut registry = lock(&self.inner.registry);
         if registry.live.contains_key(&id) {
             return ready(Err(LogDriveError::Exists { id }));
@@ -776,17 +586,24 @@ impl LogDriveStore {
                 valid: 1..GENERATION_MAX + 1,
             }));
         }
-        let admission = match self.inner.admit(0, Class::Control) {
-            Ok(admission) => admission,
-            Err(error) => return ready(Err(error)),
+        let Some(admission) = admission.or_else(|| self.inner.admit(0, Class::Control)) else {
+            drop(registry);
+            let store = self.clone();
+            return self.inner.park(0, Class::Control, move |admitted| {
+                admitted.map_or_else(
+                    |error| ready(Err(error)),
+                    |admission| store.create_with(id, capacity, Some(admission)),
+                )
+            });
         };
         let record = Record::new(RecordType::Create, id, generation, capacity, 0);
-        let ticket = match self.inner.append(&record, Bytes::new()) {
+        let floor = self.inner.drive.next_lsn();
+        let ticket = match self.inner.append(&record, Bytes::new(), admission) {
             Ok(ticket) => ticket,
             Err(error) => return ready(Err(error)),
         };
         let mut state = LogState::new(id, generation, capacity);
-        state.queued_at(admission.floor());
+        state.queued_at(floor);
         let live = Arc::new(Mutex::new(Live::new(state)));
         registry.generation_max = generation;
         registry.live.insert(id, Arc::clone(&live));
@@ -796,7 +613,7 @@ impl LogDriveStore {
             inner: Arc::clone(&self.inner),
             live,
             kind: ControlKind::Create,
-            admission,
+            floor,
         };
         Completing::boxed(ticket, CreateDone { control, handle })
     }
@@ -804,6 +621,14 @@ impl LogDriveStore {
     /// Deletes LogDrive `id`, durably: its handles answer `Missing` from now on, and its
     /// records are garbage for the reclaimer once the deletion is durable.
     pub fn delete(&self, id: u64) -> OpFuture<()> {
+        self.delete_with(id, None)
+    }
+
+    /// [`LogDriveStore::delete`] with room already admitted for its record.
+    fn delete_with(&self, id: u64, admission: Option<Admission>) -> OpFuture<()> {
+        if let Err(error) = self.inner.check_running() {
+            return ready(Err(error));
+        }
         let mut registry = lock(&self.inner.registry);
         registry.take_in();
         let Some(shared) = registry.live.get(&id).map(Arc::clone) else {
@@ -811,13 +636,19 @@ impl LogDriveStore {
         };
         let mut live = lock(&shared);
         live.take_in(&self.inner);
-        let admission = match self.inner.admit(0, Class::Control) {
-            Ok(admission) => admission,
-            Err(error) => return ready(Err(error)),
+        let Some(admission) = admission.or_else(|| self.inner.admit(0, Class::Control)) else {
+            drop((live, registry));
+            let store = self.clone();
+            return self.inner.park(0, Class::Control, move |admitted| {
+                admitted.map_or_else(
+                    |error| ready(Err(error)),
+                    |admission| store.delete_with(id, Some(admission)),
+                )
+            });
         };
         let generation = live.state.generation;
         let record = Record::new(RecordType::Delete, id, generation, 0, 0);
-        let ticket = match self.inner.append(&record, Bytes::new()) {
+        let ticket = match self.inner.append(&record, Bytes::new(), admission) {
             Ok(ticket) => ticket,
             Err(error) => return ready(Err(error)),
         };
@@ -829,7 +660,6 @@ impl LogDriveStore {
         let done = DeleteDone {
             inner: Arc::clone(&self.inner),
             key: (id, generation),
-            admission,
         };
         Completing::boxed(ticket, done)
     }
@@ -840,7 +670,8 @@ impl LogDriveStore {
         &self.inner
     }
 
-    /// What the reclaimer has done, and the ring's space as it sees it now.
+    /// What the reclaimer has done since the store opened (its counters start from zero
+    /// on every open), and the ring's space as it sees it now.
     pub fn reclaim_stats(&self) -> ReclaimStats {
         crate::reclaim::stats(&self.inner)
     }
@@ -849,6 +680,7 @@ impl LogDriveStore {
     /// can be done (what the background thread does on its own; for embedders that run it
     /// themselves, with `ReclaimPolicy::background` off, and for tests).
     pub fn reclaim_now(&self) -> Result<ReclaimStats, LogDriveError> {
+        self.inner.check_running()?;
         crate::reclaim::run(&self.inner, false)?;
         Ok(self.reclaim_stats())
     }
@@ -860,7 +692,8 @@ impl LogDriveStore {
     }
 
     /// What is still unrepaired: per LogDrive, the addresses that read as `Damaged`.
-    pub fn damaged(&self) -> Vec<(u64, BTreeSet<u64>)> {
+    pub fn damaged(&self) -> Result<Vec<(u64, BTreeSet<u64>)>, LogDriveError> {
+        self.inner.check_running()?;
         let shared: Vec<Shared> = lock(&self.inner.registry).live.values().cloned().collect();
         let mut damaged: Vec<(u64, BTreeSet<u64>)> = shared
             .iter()
@@ -872,308 +705,31 @@ impl LogDriveStore {
             })
             .collect();
         damaged.sort_unstable_by_key(|(id, _)| *id);
-        damaged
+        Ok(damaged)
     }
 }
 
-/// A write in flight on a [`LocalLogDrive`] ([`LocalLogDrive::submit_write`]): awaited as a
-/// future, or waited for from a plain thread with [`PendingWrite::wait`], which blocks in the
-/// engine's own ticket wait (a brief spin, then one futex for all of the drive's waiters,
-/// woken once per turn of the drive thread) rather than behind a waker of its own per write.
-/// Dropped early, the write goes on and its outcome is taken in later.
-pub struct PendingWrite(Pending);
-
-enum Pending {
-    /// Answered at once (refused, or not queued).
-    Done(Option<Result<(), LogDriveError>>),
-    /// Its record is queued.
-    Queued(Completing<WriteDone>),
-    /// A rewrite compared with the value on the ring.
-    Compared(OpFuture<()>),
+/// Whether a ring of `geometry` at `path` can hold a store (`crate::geometry`).
+fn check_geometry(path: &Path, geometry: &Geometry) -> Result<(), StoreOpenError> {
+    crate::geometry::check(geometry).map_err(|source| StoreOpenError::Geometry {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
-impl PendingWrite {
-    /// Blocks until the write is durable (or refused).
-    pub fn wait(self) -> Result<(), LogDriveError> {
-        match self.0 {
-            Pending::Done(outcome) => outcome.expect("a write answers once"),
-            Pending::Queued(completing) => completing.wait(),
-            Pending::Compared(future) => crate::wait(future),
-        }
+/// The drive options a store opens its drive with: the caller's, which must not make
+/// appends wait in the engine's queue, marking the ring as a store's.
+fn drive_options(path: &Path, options: &StoreOptions) -> Result<DriveOptions, StoreOpenError> {
+    if options.drive.when_full != WhenFull::Fail {
+        return Err(StoreOpenError::WhenFullWait {
+            path: path.to_path_buf(),
+        });
     }
-}
-
-impl Future for PendingWrite {
-    type Output = Result<(), LogDriveError>;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.0 {
-            Pending::Done(outcome) => Poll::Ready(
-                outcome
-                    .take()
-                    .expect("a write's future polled after it completed"),
-            ),
-            Pending::Queued(completing) => Pin::new(completing).poll(context),
-            Pending::Compared(future) => future.as_mut().poll(context),
-        }
-    }
-}
-
-impl std::fmt::Debug for PendingWrite {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("PendingWrite")
-            .finish_non_exhaustive()
-    }
-}
-
-/// How many times a read follows its value to the record relocation moved it to before it
-/// gives up (a relocation step takes far longer than a read, so two moves during one read
-/// already mean the reclaimer is lapping the ring under it).
-const READ_FOLLOWS_MAX: u32 = 8;
-
-impl LocalLogDrive {
-    /// The LogDrive's id.
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// The generation this handle is bound to.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// The addresses that read as `Damaged` (a quarantined open), until repaired.
-    pub fn damaged_addresses(&self) -> Result<BTreeSet<u64>, LogDriveError> {
-        let live = self.lock()?;
-        live.state.check_live()?;
-        Ok(live.state.damaged_addresses())
-    }
-
-    /// The LogDrive's state, locked, with the outcomes completed since the last look taken
-    /// in.
-    fn lock(&self) -> Result<MutexGuard<'_, Live>, LogDriveError> {
-        self.inner.check_running()?;
-        let mut live = lock(&self.live);
-        live.take_in(&self.inner);
-        Ok(live)
-    }
-
-    fn record(&self, record_type: RecordType, value: u64, epoch: u64) -> Record {
-        Record::new(record_type, self.id, self.generation, value, epoch)
-    }
-
-    /// A seal, fence or trim: checked, queued and applied to the state as queued under the
-    /// LogDrive's mutex; applied to what reads see once durable. One that changes nothing
-    /// is still written, so that its acknowledgement means durable.
-    fn control(&self, control: Control) -> OpFuture<()> {
-        let mut live = match self.lock() {
-            Ok(live) => live,
-            Err(error) => return ready(Err(error)),
-        };
-        let check = match live.state.check_control(control) {
-            Ok(check) => check,
-            Err(error) => return ready(Err(error)),
-        };
-        let admission = match self.inner.admit(0, Class::Control) {
-            Ok(admission) => admission,
-            Err(error) => return ready(Err(error)),
-        };
-        let record = control.record(self.id, self.generation);
-        let ticket = match self.inner.append(&record, Bytes::new()) {
-            Ok(ticket) => ticket,
-            Err(error) => return ready(Err(error)),
-        };
-        if check == Check::Apply {
-            live.state.queue_control(control);
-        }
-        live.state.queued_at(admission.floor());
-        drop(live);
-        let done = ControlDone {
-            inner: Arc::clone(&self.inner),
-            live: Arc::clone(&self.live),
-            kind: ControlKind::Control(control, check),
-            admission,
-        };
-        Completing::boxed(ticket, done)
-    }
-
-    /// [`LogDrive::write`] without the box: the write's [`PendingWrite`], which a plain
-    /// thread waits for in the engine's own ticket wait ([`PendingWrite::wait`]).
-    pub fn submit_write(&self, address: u64, epoch: u64, payload: Bytes) -> PendingWrite {
-        let done = |outcome| PendingWrite(Pending::Done(Some(outcome)));
-        // The value's CRC summarises it in the index and is the entry's payload CRC too:
-        // computed once, here, outside the LogDrive's mutex.
-        let summed = SummedBytes::new(payload);
-        let crc = summed.crc();
-        let len = summed.len() as u64;
-        let mut live = match self.lock() {
-            Ok(live) => live,
-            Err(error) => return done(Err(error)),
-        };
-        match live.state.check_write(address, epoch, crc, len) {
-            Err(error) => done(Err(error)),
-            Ok(WriteCheck::Durable(lsn)) => {
-                drop(live);
-                let payload = summed.into_bytes();
-                let handle = self.clone();
-                let compared = Box::pin(async move {
-                    match handle.fetch(address, lsn).await? {
-                        Fetched::Value(bytes) if bytes == payload => Ok(()),
-                        Fetched::Value(_) => Err(LogDriveError::Conflict { address }),
-                        // Its record failed its checks since it was acknowledged: the write
-                        // cannot be told from a conflict; the value stays unproven.
-                        Fetched::Damaged => Err(LogDriveError::Io {
-                            reason: format!(
-                                "the record of address {address} at LSN {lsn} fails its checks"
-                            ),
-                        }),
-                        // Sealed off or trimmed meanwhile: answered as the write is now.
-                        Fetched::Gone(_) => handle.submit_write(address, epoch, payload).await,
-                    }
-                });
-                PendingWrite(Pending::Compared(compared))
-            }
-            // A new value (or a damaged one's repair), or the same as one in flight: written
-            // (again), so that the acknowledgement means durable; replay keeps the first.
-            Ok(WriteCheck::Append | WriteCheck::Pending) => {
-                let admission = match self.inner.admit(len, Class::Write) {
-                    Ok(admission) => admission,
-                    Err(error) => return done(Err(error)),
-                };
-                let record = self.record(RecordType::Write, address, epoch);
-                let ticket = match self.inner.append_summed(&record, summed) {
-                    Ok(ticket) => ticket,
-                    Err(error) => return done(Err(error)),
-                };
-                live.state.queue_write(address, crc, len);
-                live.state.queued_at(admission.floor());
-                let mailbox = Arc::clone(&live.mailbox);
-                drop(live);
-                let done = WriteDone {
-                    mailbox,
-                    address,
-                    admission,
-                };
-                PendingWrite(Pending::Queued(Completing {
-                    ticket: Some(ticket),
-                    completion: Some(done),
-                }))
-            }
-        }
-    }
-
-    /// The value at `address` from its record at `lsn`, or what happened to it: relocation
-    /// may move a value to a new record and trim the old one under a read, so a read that
-    /// finds its record trimmed looks the address up again and follows the value.
-    async fn fetch(&self, address: u64, mut lsn: u64) -> Result<Fetched, LogDriveError> {
-        for _ in 0..READ_FOLLOWS_MAX {
-            match self.inner.drive.read_entry_async(lsn).await {
-                Ok(entry) => {
-                    let expected = self.record(RecordType::Write, address, 0);
-                    let found = Record::decode(entry.kind, &entry.header).map(|record| Record {
-                        epoch: 0,
-                        relocated: false,
-                        ..record
-                    });
-                    if found != Some(expected) {
-                        return Ok(Fetched::Damaged);
-                    }
-                    return Ok(Fetched::Value(Bytes::from(entry.payload)));
-                }
-                Err(ReadError::Damaged { .. }) => return Ok(Fetched::Damaged),
-                Err(ReadError::Trimmed { .. }) => {
-                    let live = self.lock()?;
-                    match live.state.lookup(address)? {
-                        Lookup::Record(moved) if moved != lsn => lsn = moved,
-                        Lookup::Record(_) => {
-                            return Err(LogDriveError::Io {
-                                reason: format!(
-                                    "the record of address {address} at LSN {lsn} is trimmed \
-                                     while the address still names it"
-                                ),
-                            })
-                        }
-                        other => return Ok(Fetched::Gone(other)),
-                    }
-                }
-                Err(error) => return Err(read_error(error)),
-            }
-        }
-        Err(LogDriveError::Io {
-            reason: format!(
-                "the record of address {address} moved {READ_FOLLOWS_MAX} times during one read"
-            ),
-        })
-    }
-}
-
-/// What [`LocalLogDrive::fetch`] found.
-enum Fetched {
-    /// The value.
-    Value(Bytes),
-    /// The record fails its checks, or is not this address's.
-    Damaged,
-    /// The value left the LogDrive while it was read (a seal or trim became durable): what a
-    /// lookup says now.
-    Gone(Lookup),
-}
-
-fn outcome_of(lookup: Lookup) -> ReadOutcome {
-    match lookup {
-        Lookup::Trimmed { first } => ReadOutcome::Trimmed { first },
-        Lookup::Unwritten => ReadOutcome::Unwritten,
-        Lookup::Damaged => ReadOutcome::Damaged,
-        Lookup::Record(_) => unreachable!("a record is fetched, not an outcome"),
-    }
-}
-
-impl LogDrive for LocalLogDrive {
-    fn write(&self, address: u64, epoch: u64, payload: Bytes) -> OpFuture<()> {
-        Box::pin(self.submit_write(address, epoch, payload))
-    }
-
-    fn read(&self, address: u64) -> OpFuture<ReadOutcome> {
-        let live = match self.lock() {
-            Ok(live) => live,
-            Err(error) => return ready(Err(error)),
-        };
-        match live.state.lookup(address) {
-            Err(error) => ready(Err(error)),
-            Ok(Lookup::Trimmed { first }) => ready(Ok(ReadOutcome::Trimmed { first })),
-            Ok(Lookup::Unwritten) => ready(Ok(ReadOutcome::Unwritten)),
-            Ok(Lookup::Damaged) => ready(Ok(ReadOutcome::Damaged)),
-            Ok(Lookup::Record(lsn)) => {
-                drop(live);
-                let handle = self.clone();
-                Box::pin(async move {
-                    Ok(match handle.fetch(address, lsn).await? {
-                        Fetched::Value(bytes) => ReadOutcome::Value(bytes),
-                        Fetched::Damaged => ReadOutcome::Damaged,
-                        Fetched::Gone(lookup) => outcome_of(lookup),
-                    })
-                })
-            }
-        }
-    }
-
-    fn weak_tail(&self, k: u64) -> OpFuture<TailDesc> {
-        ready(self.lock().and_then(|mut live| live.state.weak_tail(k)))
-    }
-
-    fn seal(&self, length: u64) -> OpFuture<()> {
-        self.control(Control::Seal(length))
-    }
-
-    fn fence(&self, epoch: u64) -> OpFuture<()> {
-        self.control(Control::Fence(epoch))
-    }
-
-    fn trim(&self, upto: u64) -> OpFuture<()> {
-        self.control(Control::Trim(upto))
-    }
-
-    fn length(&self) -> OpFuture<Length> {
-        ready(self.lock().and_then(|mut live| live.state.length()))
-    }
+    // The ring says it holds a store from its first writable open on, so that the operator
+    // CLI knows its head is the reclaimer's (a ring `sealog format --logdrive` made says so
+    // already).
+    Ok(options
+        .drive
+        .clone()
+        .purpose(Some(sealog::RingPurpose::LogDriveStore)))
 }

@@ -19,7 +19,7 @@
 //! raised the CPU per write from 22 to 26 us in one of two pairs).
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -56,7 +56,23 @@ impl Wake for Signal {
 
 /// Runs `future` to completion on this thread.
 pub fn wait<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
+    let future = pin!(future);
+    run_until(future, None).expect("no deadline to pass")
+}
+
+/// Runs `future` on this thread until it completes, or until `deadline`: then it is handed
+/// back, not yet complete, to wait for again (or to drop: an operation of a LogDrive goes on
+/// once issued, whatever happens to its future).
+pub fn wait_deadline<F: Future + Unpin>(mut future: F, deadline: Instant) -> Result<F::Output, F> {
+    match run_until(Pin::new(&mut future), Some(deadline)) {
+        Some(output) => Ok(output),
+        None => Err(future),
+    }
+}
+
+/// Polls `future` on this thread, spinning briefly and then parking between polls, until it
+/// completes (its output) or `deadline` passes (`None`).
+fn run_until<F: Future>(mut future: Pin<&mut F>, deadline: Option<Instant>) -> Option<F::Output> {
     let signal = Arc::new(Signal {
         woken: AtomicBool::new(false),
         thread: std::thread::current(),
@@ -67,13 +83,23 @@ pub fn wait<F: Future>(future: F) -> F::Output {
         // Cleared before the poll: a wake during or after it is seen below.
         signal.woken.store(false, Ordering::SeqCst);
         if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return output;
+            return Some(output);
         }
-        if !spin_until_woken(&signal.woken) {
-            // A park may return without a wake-up (or on an unpark left from a spin): the
-            // flag says whether the waker ran.
-            while !signal.woken.load(Ordering::SeqCst) {
-                std::thread::park();
+        if spin_until_woken(&signal.woken) {
+            continue;
+        }
+        // A park may return without a wake-up (or on an unpark left from a spin): the flag
+        // says whether the waker ran.
+        while !signal.woken.load(Ordering::SeqCst) {
+            match deadline {
+                None => std::thread::park(),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return None;
+                    }
+                    std::thread::park_timeout(deadline - now);
+                }
             }
         }
     }
@@ -148,5 +174,23 @@ mod tests {
             assert_eq!(wait(later), 7, "woken after {delay:?}");
             completer.join().expect("completer");
         }
+    }
+
+    /// A future that is not done by the deadline is handed back, and can be waited for again.
+    #[test]
+    fn a_wait_with_a_deadline_hands_the_future_back() {
+        let done = Arc::new(AtomicBool::new(false));
+        let waker = Arc::new(std::sync::Mutex::new(None::<Waker>));
+        let later = Later {
+            done: Arc::clone(&done),
+            waker: Arc::clone(&waker),
+        };
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(30);
+        let later = wait_deadline(later, deadline).expect_err("not done yet");
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        done.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert_eq!(wait_deadline(later, deadline).ok(), Some(7));
     }
 }

@@ -26,12 +26,13 @@ fn write_share(share: &[LocalLogDrive]) {
 }
 
 fn check_all(store: &sealog_logdrive::LogDriveStore) {
-    assert_eq!(store.ids().len() as u64, DRIVES);
+    assert_eq!(store.ids().expect("ids").len() as u64, DRIVES);
     for id in 0..DRIVES {
         let drive = store.get(id).unwrap();
         let expect = TailDesc {
             n: ADDRESSES,
             holes: Default::default(),
+            holes_below_window: false,
         };
         assert_eq!(tail(&drive, ADDRESSES), expect);
         for address in [0, ADDRESSES - 1] {

@@ -17,15 +17,18 @@ use sealog_logdrive::{wait, LogDrive, LogDriveError, ReadOutcome, TailDesc};
 const K: u64 = 8;
 const DRIVES: usize = 3;
 
-/// The full scan: N, the holes below it, and the window check, from the written set alone.
+/// The full scan, seen through a window of k (LD.2): N, the holes in [N - k, N), and
+/// whether any hole lies below that window, from the written set alone.
 fn full_scan(written: &BTreeMap<u64, Vec<u8>>, k: u64) -> Result<TailDesc, LogDriveError> {
     let n = written.keys().next_back().map_or(0, |last| last + 1);
-    let holes: BTreeSet<u64> = (0..n).filter(|a| !written.contains_key(a)).collect();
-    let t = holes.first().copied().unwrap_or(n);
-    if n - t > k {
-        return Err(LogDriveError::WindowViolated { n, t, k });
-    }
-    Ok(TailDesc { n, holes })
+    let all: BTreeSet<u64> = (0..n).filter(|a| !written.contains_key(a)).collect();
+    let window = n.saturating_sub(k);
+    let holes = all.range(window..).copied().collect();
+    Ok(TailDesc {
+        n,
+        holes,
+        holes_below_window: all.first().is_some_and(|t| *t < window),
+    })
 }
 
 fn contiguous(written: &BTreeMap<u64, Vec<u8>>) -> u64 {

@@ -120,7 +120,7 @@ fn a_flipped_byte_in_one_record_is_quarantined_served_around_and_repaired() {
         assert_eq!(read(&drive, address), expected, "address {address}");
         assert_eq!(read(&other, address), ReadOutcome::Value(page(2, address)));
     }
-    assert_eq!(store.damaged(), [(1, [7].into())]);
+    assert_eq!(store.damaged().expect("damaged"), [(1, [7].into())]);
     // weak_tail counts it as written, not as a hole.
     let tail = wait(drive.weak_tail(4)).unwrap();
     assert_eq!((tail.n, tail.holes.len()), (20, 0));
@@ -132,7 +132,7 @@ fn a_flipped_byte_in_one_record_is_quarantined_served_around_and_repaired() {
     write_all(&drive, 20..24);
     wait(drive.write(7, 1, page(1, 7))).expect("the repair");
     assert_eq!(read(&drive, 7), ReadOutcome::Value(page(1, 7)));
-    assert!(store.damaged().is_empty());
+    assert!(store.damaged().expect("damaged").is_empty());
     drop((drive, other));
     store.close();
     drop(store);
@@ -142,7 +142,7 @@ fn a_flipped_byte_in_one_record_is_quarantined_served_around_and_repaired() {
     for address in 0..24 {
         assert_eq!(read(&drive, address), ReadOutcome::Value(page(1, address)));
     }
-    assert!(store.damaged().is_empty());
+    assert!(store.damaged().expect("damaged").is_empty());
     // Once the reclaimer moved the head past the damaged record (garbage since its repair),
     // the ring opens strictly again.
     churn_past(&store, *report[0].lsns.end());
@@ -182,7 +182,7 @@ fn damage_whose_header_is_gone_makes_the_window_damaged_until_written_or_sealed(
     let drive = wait(store.create(1, 1 << 20)).unwrap();
     let sealed = wait(store.create(2, 1 << 20)).unwrap();
     write_all(&sealed, 0..4);
-    wait(sealed.seal(4)).unwrap();
+    wait(sealed.seal(4, 0)).unwrap();
     // Address 5 is a hole; the flipped record is 9's, the last, which header goes.
     write_all(&drive, (0..5).chain(6..10));
     write_all(&drive, [10]);
@@ -217,7 +217,7 @@ fn damage_whose_header_is_gone_makes_the_window_damaged_until_written_or_sealed(
     write_all(&drive, [5, 9]);
     assert_eq!(read(&drive, 9), ReadOutcome::Value(page(1, 9)));
     assert_eq!(read(&drive, 11), ReadOutcome::Damaged);
-    wait(drive.seal(11)).unwrap();
+    wait(drive.seal(11, 0)).unwrap();
     assert_eq!(read(&drive, 11), ReadOutcome::Unwritten);
     let tail = wait(drive.weak_tail(64)).unwrap();
     assert_eq!((tail.n, tail.t()), (11, 11));
@@ -228,7 +228,7 @@ fn damage_whose_header_is_gone_makes_the_window_damaged_until_written_or_sealed(
     let drive = store.get(1).unwrap();
     check_values(&drive, 1, 0..11);
     assert_eq!(read(&drive, 12), ReadOutcome::Unwritten);
-    assert!(store.damaged().is_empty());
+    assert!(store.damaged().expect("damaged").is_empty());
 }
 
 #[test]
@@ -254,7 +254,7 @@ fn unrepaired_damage_is_carried_forward_past_the_rings_head() {
     store = open(&ring, RecoveryMode::Strict).expect("strict");
     let drive = store.get(1).unwrap();
     assert_eq!(read(&drive, 3), ReadOutcome::Damaged);
-    assert_eq!(store.damaged(), [(1, [3].into())]);
+    assert_eq!(store.damaged().expect("damaged"), [(1, [3].into())]);
     for address in (0..32).filter(|a| *a != 3) {
         assert_eq!(read(&drive, address), ReadOutcome::Value(page(1, address)));
     }
@@ -264,5 +264,5 @@ fn unrepaired_damage_is_carried_forward_past_the_rings_head() {
     drop(store);
     let store = open(&ring, RecoveryMode::Strict).expect("strict");
     check_values(&store.get(1).unwrap(), 1, 0..32);
-    assert!(store.damaged().is_empty());
+    assert!(store.damaged().expect("damaged").is_empty());
 }

@@ -140,7 +140,7 @@ fn deleted_logdrives_free_the_head_without_relocation() {
     check_pages(&drives[39], 39, 0..32);
     drop(drives);
     let store = reopen(&ring, store, by_hand(2.0));
-    assert_eq!(store.ids(), [39]);
+    assert_eq!(store.ids().expect("ids"), [39]);
     check_pages(&store.get(39).unwrap(), 39, 0..32);
     // Replay passes over the deletions' records (after the survivor's) and what garbage the
     // head stopped short of: it moves without a read to the survivor's chunk of 256 LSNs.
@@ -217,7 +217,7 @@ fn the_ledger_workload_reclaims_the_ring_to_within_the_bound() {
     check_pages(&old, 0, 0..old_written);
     drop(old);
     let store = reopen(&ring, store, policy);
-    assert_eq!(store.ids(), [0]);
+    assert_eq!(store.ids().expect("ids"), [0]);
     check_pages(&store.get(0).unwrap(), 0, 0..old_written);
     println!(
         "reopened: replay skipped {} records the reclaimer left between the copies",
@@ -248,7 +248,7 @@ fn creations_seals_fences_and_trims_are_carried_forward_lap_after_lap() {
     // Three LogDrives whose control records sit at the ring's head.
     let sealed = create(&store, 1);
     write_all(&sealed, 0..12);
-    wait(sealed.seal(9)).unwrap();
+    wait(sealed.seal(9, 0)).unwrap();
     let fenced = create(&store, 2);
     write_all(&fenced, 0..5);
     wait(fenced.fence(4)).unwrap();
@@ -284,7 +284,7 @@ fn creations_seals_fences_and_trims_are_carried_forward_lap_after_lap() {
                 "lap {lap}, reopened"
             );
         }
-        assert_eq!(store.ids(), [1, 2, 3, 4]);
+        assert_eq!(store.ids().expect("ids"), [1, 2, 3, 4]);
     }
     let stats = store.reclaim_stats();
     print("after four laps", &stats);
@@ -463,14 +463,16 @@ fn a_ring_clients_filled_is_reclaimed_lap_after_lap() {
         ),
         &stats,
     );
-    assert!(refused > 0, "the ring never filled");
+    // Writes that found the ring full waited for room (the store's admission counts each
+    // refusal of room, waited for or not).
+    assert!(stats.refused_writes > 0, "the ring never filled");
     assert!(stats.relocated_records > 0);
     assert_eq!(stats.refused_copies, 0);
     check_pages(&old, 0, 0..old_written);
     drop(old);
     let store = reopen(&ring, store, policy);
     check_pages(&store.get(0).unwrap(), 0, 0..old_written);
-    assert_eq!(store.ids(), [0]);
+    assert_eq!(store.ids().expect("ids"), [0]);
 }
 
 #[test]
@@ -498,7 +500,7 @@ fn a_trimmed_prefix_and_a_sealed_off_tail_are_garbage() {
     wait(drive.trim(380)).unwrap();
     let sealed = create(&store, 2);
     write_all(&sealed, 0..400);
-    wait(sealed.seal(20)).unwrap();
+    wait(sealed.seal(20, 0)).unwrap();
     let stats = store.reclaim_now().unwrap();
     print("after a trim and a seal", &stats);
     // What is left: 20 pages of each, their creations and controls.
@@ -621,7 +623,7 @@ fn the_head_advances_to_the_first_needed_record_without_a_read() {
     drop(kept);
     let store = reopen(&ring, store, policy);
     check_pages(&store.get(1).unwrap(), 1, 0..1);
-    assert_eq!(store.ids(), [1]);
+    assert_eq!(store.ids().expect("ids"), [1]);
 }
 
 /// A relocating walk reads the needed records that hold the head and no more than 256 LSNs
@@ -669,7 +671,8 @@ fn a_relocating_walk_reads_garbage_only_256_lsns_past_what_it_copied() {
 /// the ring even while clients write (and the next lap reads them, not the clients' garbage
 /// between them): 300 long-lived LogDrives' creations at the head, relocated while a writer
 /// keeps appending (and trimming) a churning LogDrive. Every long-lived LogDrive's newest
-/// creation copy then lies in one run of consecutive LSNs; the LogDrives survive a reopen.
+/// creation copy then lies in one run of consecutive LSNs per segment the creations were in;
+/// the LogDrives survive a reopen.
 #[test]
 fn creations_relocated_together_lie_together_while_clients_write() {
     const LONG_LIVED: u64 = 300;
@@ -738,10 +741,13 @@ fn creations_relocated_together_lie_together_while_clients_write() {
         .windows(2)
         .filter(|pair| pair[1] != pair[0] + 1)
         .count();
-    assert_eq!(
-        breaks,
-        0,
-        "the creations' copies lie in {} runs, not one: {lsns:?}",
+    // A relocating walk stays within its head's segment (so that a segment it copied out
+    // of is finished before the next is begun): the copies lie in one run per segment the
+    // creations were in, two here (300 creations made one at a time take 300 blocks, more
+    // than a 1 MiB segment's 255).
+    assert!(
+        breaks <= 1,
+        "the creations' copies lie in {} runs, not two: {lsns:?}",
         breaks + 1
     );
     drop(churn);

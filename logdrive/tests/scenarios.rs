@@ -24,21 +24,30 @@ fn ld1_window_k4_holes_3_and_5() {
         described,
         TailDesc {
             n: 7,
-            holes: holes(&[3, 5])
+            holes: holes(&[3, 5]),
+            holes_below_window: false,
         }
     );
     assert_eq!(described.t(), 3);
     assert_eq!(read(&drive, 3), ReadOutcome::Unwritten);
     assert_eq!(read(&drive, 4), value(b"payload"));
-    // Asked with a window smaller than N - T, weakTail refuses rather than guessing.
-    let violated = wait(drive.weak_tail(3)).unwrap_err();
-    assert_eq!(violated, LogDriveError::WindowViolated { n: 7, t: 3, k: 3 });
+    // Asked with a window smaller than N - T, weakTail answers the window scan: the holes
+    // in [N - k, N), and that a hole lies below it.
+    assert_eq!(
+        tail(&drive, 3),
+        TailDesc {
+            n: 7,
+            holes: holes(&[5]),
+            holes_below_window: true,
+        }
+    );
     write(&drive, 3, 0, b"payload").unwrap();
     assert_eq!(
         tail(&drive, 4),
         TailDesc {
             n: 7,
-            holes: holes(&[5])
+            holes: holes(&[5]),
+            holes_below_window: false,
         }
     );
     assert_eq!(tail(&drive, 4).t(), 5);
@@ -47,7 +56,8 @@ fn ld1_window_k4_holes_3_and_5() {
         tail(&drive, 4),
         TailDesc {
             n: 7,
-            holes: holes(&[])
+            holes: holes(&[]),
+            holes_below_window: false,
         }
     );
     assert_eq!(tail(&drive, 4).t(), 7);
@@ -120,7 +130,8 @@ fn a_write_whose_future_was_dropped_is_taken_in_later() {
         tail(&drive, 4),
         TailDesc {
             n: 2,
-            holes: holes(&[])
+            holes: holes(&[]),
+            holes_below_window: false,
         }
     );
 }
@@ -141,7 +152,7 @@ fn zw1_zombie_writer_rejected_after_fence_with_higher_epoch() {
     // Recovery finds T, seals there; the next segment opens at epoch 6.
     let t = tail(&segment, 16).t();
     assert_eq!(t, 100);
-    wait(segment.seal(t)).unwrap();
+    wait(segment.seal(t, 6)).unwrap();
     let next = create(&store, 8);
     write(&next, 0, 6, b"epoch 6").unwrap();
     drop((segment, next));
@@ -218,7 +229,7 @@ fn az1_seal_below_the_durable_length_drops_the_tail() {
         write(&replica, address, 0, b"block").unwrap();
     }
     assert_eq!(wait(replica.length()).unwrap().n, 10);
-    wait(replica.seal(8)).unwrap();
+    wait(replica.seal(8, 0)).unwrap();
     let expect = Length {
         n: 8,
         t: 8,
@@ -235,13 +246,13 @@ fn az1_seal_below_the_durable_length_drops_the_tail() {
         Err(LogDriveError::Sealed { length: 8 })
     );
     write(&replica, 7, 0, b"block").unwrap();
-    wait(replica.seal(8)).unwrap();
+    wait(replica.seal(8, 0)).unwrap();
     assert_eq!(
-        wait(replica.seal(9)),
+        wait(replica.seal(9, 0)),
         Err(LogDriveError::Sealed { length: 8 })
     );
     assert_eq!(
-        wait(replica.seal(7)),
+        wait(replica.seal(7, 0)),
         Err(LogDriveError::Sealed { length: 8 })
     );
     drop(replica);
@@ -263,7 +274,7 @@ fn az2_a_replica_behind_the_sealed_length_is_brought_up_to_it() {
     for address in 0..8 {
         write(&behind, address, 0, b"block").unwrap();
     }
-    wait(behind.seal(10)).unwrap();
+    wait(behind.seal(10, 0)).unwrap();
     assert_eq!(wait(behind.length()).unwrap().n, 8);
     write(&behind, 8, 0, b"block").unwrap();
     write(&behind, 9, 0, b"block").unwrap();
@@ -275,20 +286,22 @@ fn az2_a_replica_behind_the_sealed_length_is_brought_up_to_it() {
     assert_eq!((length.n, length.t, length.sealed), (10, 10, Some(10)));
 }
 
+/// A trim is allowed at or below N, holes included (a replica that missed writes trims with
+/// its group); what it passes reads `Trimmed`, holes too, before and after a restart.
 #[test]
-fn trim_is_allowed_at_or_below_t_and_reads_below_it_say_trimmed() {
+fn trim_is_allowed_at_or_below_n_and_reads_below_it_say_trimmed() {
     let ring = ring();
     let store = open(&ring);
     let drive = create(&store, 1);
     for address in [0, 1, 2, 3, 5] {
         write(&drive, address, 0, b"x").unwrap();
     }
-    let beyond = wait(drive.trim(5)).unwrap_err();
+    let beyond = wait(drive.trim(7)).unwrap_err();
     assert_eq!(
         beyond,
         LogDriveError::OutOfRange {
-            address: 5,
-            valid: 0..5
+            address: 7,
+            valid: 0..7
         }
     );
     wait(drive.trim(3)).unwrap();
@@ -303,23 +316,30 @@ fn trim_is_allowed_at_or_below_t_and_reads_below_it_say_trimmed() {
         tail(&drive, 4),
         TailDesc {
             n: 6,
-            holes: holes(&[4])
+            holes: holes(&[4]),
+            holes_below_window: false,
         }
     );
+    // Over the hole at 4: it reads trimmed, and T moves past it.
+    wait(drive.trim(5)).unwrap();
+    assert_eq!(read(&drive, 4), ReadOutcome::Trimmed { first: 5 });
+    assert_eq!(read(&drive, 5), value(b"x"));
+    let trimmed_tail = TailDesc {
+        n: 6,
+        holes: holes(&[]),
+        holes_below_window: false,
+    };
+    assert_eq!(tail(&drive, 4), trimmed_tail);
     drop(drive);
     store.close();
     drop(store);
     let store = open(&ring);
     let drive = store.get(1).unwrap();
-    assert_eq!(read(&drive, 0), ReadOutcome::Trimmed { first: 3 });
-    assert_eq!(
-        tail(&drive, 4),
-        TailDesc {
-            n: 6,
-            holes: holes(&[4])
-        }
-    );
-    assert_eq!(wait(drive.length()).unwrap().first, 3);
+    assert_eq!(read(&drive, 0), ReadOutcome::Trimmed { first: 5 });
+    assert_eq!(read(&drive, 4), ReadOutcome::Trimmed { first: 5 });
+    assert_eq!(tail(&drive, 4), trimmed_tail);
+    let length = wait(drive.length()).unwrap();
+    assert_eq!((length.first, length.t, length.n), (5, 6, 6));
 }
 
 #[test]
@@ -342,7 +362,7 @@ fn addresses_at_or_beyond_capacity_are_out_of_range() {
         Err(LogDriveError::OutOfRange { .. })
     ));
     assert!(matches!(
-        wait(drive.seal(5)),
+        wait(drive.seal(5, 0)),
         Err(LogDriveError::OutOfRange { .. })
     ));
 }
@@ -359,7 +379,10 @@ fn a_deleted_and_recreated_logdrive_never_sees_the_old_records() {
         LogDriveError::Exists { id: 1 }
     );
     wait(store.delete(1)).unwrap();
-    assert!(store.get(1).is_none());
+    assert!(matches!(
+        store.get(1),
+        Err(LogDriveError::Missing { id: 1, .. })
+    ));
     let missing = write(&old, 1, 4, b"old").unwrap_err();
     assert_eq!(
         missing,
@@ -429,7 +452,8 @@ fn logdrives_fan_out_as_trait_objects() {
             tail(child.as_ref(), 4),
             TailDesc {
                 n: 16,
-                holes: holes(&[])
+                holes: holes(&[]),
+                holes_below_window: false,
             }
         );
         assert_eq!(read(child.as_ref(), 15), value(&[15; 32]));

@@ -92,7 +92,13 @@ pub fn open_sim_store(
     let counts = Arc::new(Mutex::new(None));
     let device_sink = Arc::clone(&sink);
     let device_counts = Arc::clone(&counts);
-    let options = StoreOptions::default().drive(options).reclaim(by_hand());
+    // The simulations step one thread: a record that found no room is refused at once
+    // rather than parked for a reclaimer that only this thread would run.
+    let options = StoreOptions::default()
+        .drive(options)
+        .reclaim(by_hand())
+        .full_wait(std::time::Duration::ZERO)
+        .control_wait(std::time::Duration::ZERO);
     let store = LogDriveStore::open_with_backend(
         Path::new("logdrive-crash"),
         geometry,

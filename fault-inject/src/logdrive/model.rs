@@ -197,7 +197,8 @@ pub struct Seen {
     pub generation: u64,
     /// Its lengths.
     pub length: Length,
-    /// weak_tail, unbounded.
+    /// weak_tail, over the window from the trim point to N where the store answers one
+    /// that wide.
     pub tail: TailDesc,
     /// Every address read, and what it read as.
     pub reads: Vec<(u64, ReadOutcome)>,
@@ -430,6 +431,25 @@ fn tail_of(reads: &[(u64, ReadOutcome)], first: u64) -> TailDesc {
         holes: (t..n)
             .filter(|address| !written.contains(address))
             .collect(),
+        holes_below_window: false,
+    }
+}
+
+/// The window a store answers weak_tail for that covers [first, N) when it can: k = N -
+/// first, at most the store's most.
+pub fn tail_window(n: u64, first: u64) -> u64 {
+    n.saturating_sub(first)
+        .min(sealog_logdrive::store::WEAK_TAIL_K_MAX_DEFAULT)
+}
+
+/// `full` (every hole from T on) as a weak_tail of window `k` sees it: the holes in
+/// [N - k, N), and whether any lies below.
+pub fn seen_through(full: &TailDesc, k: u64) -> TailDesc {
+    let window = full.n.saturating_sub(k);
+    TailDesc {
+        n: full.n,
+        holes: full.holes.range(window..).copied().collect(),
+        holes_below_window: full.holes.first().is_some_and(|hole| *hole < window),
     }
 }
 
@@ -528,11 +548,14 @@ fn check_drive(
     }
     checked.reads += reads.len() as u64;
     let tail = tail_of(&reads, length.first);
-    let answered = answer("weak_tail", wait(handle.weak_tail(u64::MAX))).map_err(fail)?;
-    if answered != tail || length.n != tail.n || length.t != tail.t() {
+    let k = tail_window(tail.n, length.first);
+    let answered = answer("weak_tail", wait(handle.weak_tail(k))).map_err(fail)?;
+    let seen = seen_through(&tail, k);
+    if answered != seen || length.n != tail.n || length.t != tail.t() {
         return Err(fail(format!(
-            "weak_tail answers N {} H {:?} and length N {} T {}, but the reads say N {} H {:?}",
-            answered.n, answered.holes, length.n, length.t, tail.n, tail.holes
+            "weak_tail({k}) answers N {} H {:?} and length N {} T {}, but the reads say N {} \
+             H {:?}",
+            answered.n, answered.holes, length.n, length.t, tail.n, seen.holes
         )));
     }
     check_refusals(id, handle, &length, instance.capacity).map_err(fail)?;
@@ -590,7 +613,8 @@ pub fn check(store: &LogDriveStore, model: &Model) -> Result<Checked, String> {
         acked_facts: 0,
         reads: 0,
     };
-    for id in store.ids() {
+    let ids = store.ids().map_err(|error| format!("ids: {error}"))?;
+    for id in ids {
         if !chains.contains_key(&id) {
             let generation = store.get(id).map(|drive| drive.generation());
             return Err(format!(
@@ -600,7 +624,7 @@ pub fn check(store: &LogDriveStore, model: &Model) -> Result<Checked, String> {
     }
     for (id, chain) in &chains {
         let (absent, live) = allowed(chain);
-        let Some(handle) = store.get(*id) else {
+        let Ok(handle) = store.get(*id) else {
             if !absent {
                 let instance = live.last().map(|index| &chain[*index]);
                 return Err(format!(

@@ -136,14 +136,19 @@ impl Workload {
     pub fn resume(store: &LogDriveStore, seed: u64, generation_floor: u64) -> Workload {
         let mut drives = BTreeMap::new();
         let mut floor = generation_floor;
-        for id in store.ids() {
-            let Some(handle) = store.get(id) else {
+        for id in store.ids().unwrap_or_default() {
+            let Ok(handle) = store.get(id) else {
                 continue;
             };
-            let (Ok(length), Ok(tail)) = (wait(handle.length()), wait(handle.weak_tail(u64::MAX)))
-            else {
+            let Ok(length) = wait(handle.length()) else {
                 continue;
             };
+            let k = super::model::tail_window(length.n, length.first);
+            let Ok(tail) = wait(handle.weak_tail(k)) else {
+                continue;
+            };
+            // Holes below the window (more than the store answers for, never in these
+            // workloads) are left unwritten: the workload only fills the ones it knows.
             floor = floor.max(handle.generation());
             let holes = tail.holes.into_iter().collect();
             drives.insert(
@@ -503,9 +508,10 @@ impl Workload {
             generation: active.generation,
             length: target,
         };
-        let handle = active.handle.clone();
+        let (handle, epoch) = (active.handle.clone(), active.epoch);
         let index = self.issue(op, journal);
-        Some((index, handle.seal(target)))
+        // Sealed by the newest epoch fenced: a seal below the fence is refused.
+        Some((index, handle.seal(target, epoch)))
     }
 
     /// A trim of LogDrive `id` at or below its contiguous tail (the ledger keeps its last
