@@ -14,6 +14,7 @@
 
 #![forbid(unsafe_code)]
 
+mod logdrive;
 mod progress;
 
 use std::io::{self, BufRead, BufWriter, Write};
@@ -71,9 +72,14 @@ enum Command {
         /// Total size in bytes; K, M, G, T or KiB, MiB, GiB, TiB (any case) are powers of 1024.
         #[arg(long, value_parser = parse_size)]
         size: u64,
-        /// Segment size in bytes; default 64 MiB or size/4, whichever is smaller.
+        /// Segment size in bytes; default 64 MiB or size/4, whichever is smaller (with
+        /// `--logdrive`, an eighth of the size, from 256 KiB to 64 MiB).
         #[arg(long, value_parser = parse_size)]
         segment_size: Option<u64>,
+        /// Plan the ring for a LogDrive store (segments, batches) and mark it as holding one;
+        /// a size or segment size too small for the store's reserves is refused.
+        #[arg(long)]
+        logdrive: bool,
         /// Format a directory that is not empty.
         #[arg(long)]
         force: bool,
@@ -217,8 +223,10 @@ fn main() -> ExitCode {
             force,
             sync_method,
             overwrite,
+            logdrive,
         } => format_ring(
             &path,
+            logdrive,
             FormatOptions {
                 size_bytes: size,
                 segment_size_bytes: segment_size,
@@ -249,35 +257,19 @@ fn main() -> ExitCode {
     }
 }
 
-fn format_ring(path: &Path, options: FormatOptions) -> Result<(), Failure> {
-    let progress = progress::Progress::on_terminal("formatting");
-    let options = match &progress {
-        Some(progress) => {
-            let progress = progress.clone();
-            options.progress(move |done, total| progress.show(done, total))
-        }
-        None => options,
+/// Formats the ring `options` ask for; with `logdrive`, one the LogDrive planner shapes for a
+/// store, checked once made and described after the usual report.
+fn format_ring(path: &Path, logdrive: bool, options: FormatOptions) -> Result<(), Failure> {
+    let options = if logdrive {
+        logdrive::plan(path, options)?
+    } else {
+        options
     };
-    let formatted = sealog::format(path, &options);
-    if let Some(progress) = progress {
-        progress.finish();
-    }
-    // A device that is mounted, partitioned or carries a signature is, as it stands, not a
-    // usable place for a ring: exit 2, as a directory that is not empty is.
-    let control = formatted.map_err(|error| match error {
-        FormatError::InUse { .. } => fail(EXIT_OTHER, error),
-        FormatError::Io { .. }
-        | FormatError::SyncProbe { .. }
-        | FormatError::NotEmpty { .. }
-        | FormatError::TooSmall { .. }
-        | FormatError::DeviceTooSmall { .. }
-        | FormatError::Geometry { .. }
-        | FormatError::Mounted { .. }
-        | FormatError::Held { .. }
-        | FormatError::Partitioned { .. }
-        | FormatError::Signature { .. } => fail(EXIT_UNUSABLE, error),
-    })?;
+    let control = run_format(path, options)?;
     let geometry = control.geometry;
+    if logdrive {
+        logdrive::check_made(path, &geometry)?;
+    }
     println!(
         "formatted {}: ring {} with {} segments of {} bytes, {}-byte blocks, payloads up to {} \
          bytes",
@@ -292,7 +284,43 @@ fn format_ring(path: &Path, options: FormatOptions) -> Result<(), Failure> {
         "sync method: {}",
         sealog::sync_probe::explain(&control.sync)
     );
+    if logdrive {
+        println!("holds: {}", purpose_sentence(control.purpose));
+        println!("logdrive: {}", logdrive::describe(&geometry));
+    }
     Ok(())
+}
+
+/// Runs the engine's format with a progress line on a terminal, mapping its errors to exit
+/// statuses.
+fn run_format(path: &Path, options: FormatOptions) -> Result<sealog::ControlBlock, Failure> {
+    let progress = progress::Progress::on_terminal("formatting");
+    let options = match &progress {
+        Some(progress) => {
+            let progress = progress.clone();
+            options.progress(move |done, total| progress.show(done, total))
+        }
+        None => options,
+    };
+    let formatted = sealog::format(path, &options);
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    // A device that is mounted, partitioned or carries a signature is, as it stands, not a
+    // usable place for a ring: exit 2, as a directory that is not empty is.
+    formatted.map_err(|error| match error {
+        FormatError::InUse { .. } => fail(EXIT_OTHER, error),
+        FormatError::Io { .. }
+        | FormatError::SyncProbe { .. }
+        | FormatError::NotEmpty { .. }
+        | FormatError::TooSmall { .. }
+        | FormatError::DeviceTooSmall { .. }
+        | FormatError::Geometry { .. }
+        | FormatError::Mounted { .. }
+        | FormatError::Held { .. }
+        | FormatError::Partitioned { .. }
+        | FormatError::Signature { .. } => fail(EXIT_UNUSABLE, error),
+    })
 }
 
 fn append(
