@@ -10,8 +10,9 @@
 //!   CRC, magic, version, ring, position, lap, LSN continuity, incarnation order and the
 //!   batch's tiling check out; at a segment's first data block, its segment header too.
 //! - `skip`: the batch here is not its segment's first, and the next segment's header is valid
-//!   for the expected lap and starts at the expected LSN: the writer left the rest of this
-//!   segment unused.
+//!   for the expected lap, starts at the expected LSN and is not of an older incarnation than
+//!   the log accepts there (a stale header is no sign of this log): the writer left the rest
+//!   of this segment unused.
 //! - `acked`: a valid record found later in the ring (in log order, not of an older
 //!   incarnation) carries a watermark at or past the first LSN a cut here would drop: that LSN
 //!   was acknowledged.

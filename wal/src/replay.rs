@@ -1062,9 +1062,11 @@ impl<S: RingSource + ?Sized> RecoveredEntries<'_, S> {
                 }
                 Err(failure) => {
                     let skip = self.cursor.offset != geometry.segment_data_offset()
-                        && self
-                            .scanner
-                            .next_segment_continues(self.cursor, self.expected_lsn);
+                        && self.scanner.next_segment_continues(
+                            self.cursor,
+                            self.expected_lsn,
+                            self.lineage_incarnation,
+                        );
                     if skip {
                         self.cursor = geometry.next_segment_start(self.cursor);
                         continue;
@@ -1864,7 +1866,7 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
                 Err(failure) => failure,
             };
             let skip = cursor.offset != geometry.segment_data_offset()
-                && self.next_segment_continues(cursor, expected_lsn);
+                && self.next_segment_continues(cursor, expected_lsn, lineage_incarnation);
             if skip {
                 let decision = self.decide(Facts {
                     skip: true,
@@ -2661,16 +2663,40 @@ impl<'s, S: RingSource + ?Sized> Scanner<'s, S> {
         })
     }
 
-    /// Whether the segment after `cursor`'s starts, on the expected lap, at `expected_lsn`.
-    fn next_segment_continues(&mut self, cursor: Position, expected_lsn: u64) -> bool {
+    /// Whether the segment after `cursor`'s starts, on the expected lap, at `expected_lsn`,
+    /// with a header written by an incarnation the log accepts at the header's own place (the
+    /// floor [`Scanner::incarnation_floor`] keeps there).
+    ///
+    /// The incarnation matters: a segment header is written with the segment's first batch,
+    /// so one left by an older incarnation that a recovery cut short (its batch torn, the
+    /// header not: a clean end zeroes nothing) can name the very LSN the newer incarnation
+    /// goes on with in the rest of this segment. Taken as the log's continuation, it made the
+    /// walk step over this segment's rest, and a damaged batch there, acknowledged and covered
+    /// by the watermarks of valid batches after it in this segment, read as a clean end: the
+    /// probe started in the next segment, after them (rule 4). Such a header is stale, as
+    /// every record of its incarnation there is.
+    ///
+    /// The floor is taken at the header block (offset 0), not at the segment's first batch: a
+    /// recovery that skipped to this segment and found nothing more puts its cut at that
+    /// batch, after the header it accepted, so the cut's incarnation is no floor for the
+    /// header, and a crash right after that recovery's control block skips here again
+    /// (rule 5).
+    fn next_segment_continues(
+        &mut self,
+        cursor: Position,
+        expected_lsn: u64,
+        lineage_incarnation: u32,
+    ) -> bool {
         let next = self.geometry.next_segment_start(cursor);
         if next > self.probe_end() {
             return false;
         }
+        let floor = self.incarnation_floor(Position { offset: 0, ..next }, lineage_incarnation);
         matches!(self.read_segment_header(next), Ok(header)
             if header.lap == next.lap
                 && header.segment == next.segment
-                && header.first_lsn == expected_lsn)
+                && header.first_lsn == expected_lsn
+                && header.incarnation >= floor)
     }
 
     fn read_segment_header(&mut self, first_data: Position) -> Result<SegmentHeader, Check> {

@@ -9,7 +9,7 @@ use common::*;
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::{CONTROL_SIZE, ENTRY_HEADER_SIZE};
 use sealog_wal::model::{BlockFate, ModelWriter};
-use sealog_wal::{Check, Evidence, Kind, Outcome, Position, ReplayError};
+use sealog_wal::{Check, Evidence, Geometry, Kind, Outcome, Position, ReplayError};
 
 fn flushed_batches(writer: &mut ModelWriter, batches: usize, records: usize, len: usize) {
     for _ in 0..batches {
@@ -59,6 +59,130 @@ fn row_skip_the_unused_rest_of_a_segment_is_crossed() {
     assert_eq!(report.segments_skipped, report.hits("@skip"));
     assert_eq!(entries.len(), 12);
     assert_eq!(report.end_row, "@end");
+}
+
+#[test]
+fn row_skip_is_not_taken_over_an_older_incarnations_segment_header() {
+    //! The shrunk property case `a871db5b` (tests/props.proptest-regressions):
+    //! 1. incarnation 1 acknowledges LSNs 1-6 in segment 0, then has LSNs 7 and 8 in flight
+    //!    in segment 0 and LSN 9 in segment 1 (it did not fit segment 0's rest);
+    //! 2. power fails: only segment 1's header block lands (first LSN 9, incarnation 1); the
+    //!    replay ends clean at LSN 7's place and zeroes nothing;
+    //! 3. incarnation 2 writes LSNs 7-8, 9-10 and 11 (watermark 10) in segment 0, all flushed:
+    //!    LSN 9 is again the first of a batch, with more than a batch of room after it;
+    //! 4. a bit flips in LSN 9's magic. The stale header of segment 1 names LSN 9, the LSN
+    //!    expected there: it must not read as "the writer moved on to segment 1" (it is of an
+    //!    older incarnation than the floor), or the walk skips LSNs 9-11 and ends clean.
+    let geometry = Geometry {
+        batch_size_max_bytes: 3 * BLOCK as u32,
+        window_batches_max: 3,
+        window_bytes_max: 9 * BLOCK as u64,
+        ..small_geometry()
+    };
+    let mut writer = new_writer(geometry);
+    let header = ENTRY_HEADER_SIZE;
+    // A record of a block and a byte (a 2-block batch), one of 2 blocks and a byte (3 blocks),
+    // then four of a header alone (a block each).
+    for len in [BLOCK - header + 1, 2 * BLOCK - header + 1, 0, 0, 0, 0] {
+        append(&mut writer, 1, len, 1);
+    }
+    writer.flush();
+    assert_eq!(writer.acked_lsn(), 6);
+    // A header alone, a record filling a 3-block batch (2 blocks of segment 0 left after it),
+    // and one of 2 blocks and a byte, which moves on to segment 1.
+    for len in [0, 3 * BLOCK - header, 2 * BLOCK - header + 1] {
+        append(&mut writer, 1, len, 1);
+    }
+    let lsn_9 = writer.written().last().expect("submitted").clone();
+    assert_eq!((lsn_9.lsns.start, lsn_9.position.segment), (9, 1));
+    let image = writer.crash(&mut |write, block| match (write, block) {
+        (2, 0) => BlockFate::New,
+        _ => BlockFate::Zero,
+    });
+    let stale = sealog_wal::format::SegmentHeader::decode(
+        ring_id(),
+        &image[geometry.segment_ring_offset(1) as usize..],
+    )
+    .expect("segment 1's header landed");
+    assert_eq!((stale.first_lsn, stale.incarnation), (9, 1));
+    let (mut second, report, _) = ModelWriter::open(image, &strict()).expect("reopens");
+    assert_eq!((report.outcome, report.next_lsn), (Outcome::Clean, 7));
+    append(&mut second, 2, 0, 2);
+    let first = second.next_lsn();
+    append(&mut second, 2, 300, 2);
+    second.flush();
+    append(&mut second, 1, 64, 2);
+    second.flush();
+    let damaged = second
+        .written()
+        .iter()
+        .find(|batch| batch.lsns.start == first)
+        .expect("LSN 9's batch")
+        .clone();
+    assert_eq!((first, damaged.position.segment), (9, 0));
+    let room = geometry.segment_size_bytes - u64::from(damaged.position.offset);
+    assert!(room >= u64::from(geometry.batch_size_max_bytes));
+    let mut image = second.durable().to_vec();
+    image[damaged.records[0].0 as usize] ^= 1;
+    let found = corruption(replay_image(&image, &strict()).0);
+    assert_eq!((found.lsn, found.check), (9, Check::Magic), "{found}");
+    assert!(
+        matches!(found.evidence, Evidence::WatermarkCovers { watermark, lsn: 11, .. }
+        if watermark >= 9),
+        "{found}"
+    );
+}
+
+#[test]
+fn row_skip_to_a_header_the_last_recovery_accepted_is_taken_again_after_its_cut() {
+    //! The floor of the skip's incarnation check is the one at the header block, before the
+    //! cut a recovery that skipped there makes at the segment's first batch: a crash right
+    //! after that recovery's control block (the cut, incarnation 2) recovers the same log
+    //! (rule 5), skipping to segment 1 again rather than ending in segment 0's unused rest.
+    let mut writer = new_writer(small_geometry());
+    // Records of two blocks: 7 fit in a segment's 15 data blocks, the 8th moves on, and the
+    // power fails with only segment 1's header of its write landed.
+    let len = 2 * BLOCK - ENTRY_HEADER_SIZE;
+    flushed_batches(&mut writer, 7, 1, len);
+    append(&mut writer, 1, len, 1);
+    let image = writer.crash(&mut |_, block| match block {
+        0 => BlockFate::New,
+        _ => BlockFate::Zero,
+    });
+    let (result, entries) = replay_image(&image, &strict());
+    let first = result.expect("replays");
+    assert_eq!((first.hits("@skip"), entries.len()), (1, 7));
+    let segment_1 = Position {
+        lap: 1,
+        segment: 1,
+        offset: BLOCK as u32,
+    };
+    assert_eq!((first.next_lsn, first.next_position), (8, segment_1));
+    let plan = sealog_wal::plan(&first).expect("a plan");
+    assert_eq!((plan.incarnation, plan.control.cut), (2, segment_1));
+    let mut crashed = image.clone();
+    for step in &plan.steps {
+        if let sealog_wal::Step::Write {
+            ring_offset,
+            bytes,
+            what,
+        } = step
+        {
+            let at = *ring_offset as usize;
+            crashed[at..at + bytes.len()].copy_from_slice(bytes);
+            if *what == sealog_wal::recovery::Written::ControlBlock {
+                break;
+            }
+        }
+    }
+    let (result, again) = replay_image(&crashed, &strict());
+    let second = result.expect("replays after the crash");
+    assert_eq!(again, entries);
+    assert_eq!(second.hits("@skip"), 1, "row hits {:?}", second.row_hits);
+    assert_eq!(
+        (second.outcome, second.next_lsn, second.next_position),
+        (first.outcome, first.next_lsn, first.next_position)
+    );
 }
 
 #[test]
