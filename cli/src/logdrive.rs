@@ -169,7 +169,8 @@ mod tests {
     /// the path and the ring that would work.
     #[test]
     fn a_ring_made_on_larger_blocks_is_checked() {
-        let planned = geometry::format_options(1056768, None, PLAN_BLOCK_BYTES).expect("plans");
+        let smallest = geometry::smallest_ring_bytes(PLAN_BLOCK_BYTES);
+        let planned = geometry::format_options(smallest, None, PLAN_BLOCK_BYTES).expect("plans");
         let path = Path::new("ring");
         let made = sealog::storage::plan_geometry(&planned, 65536, path).expect("lays out");
         let failure = check_made(path, &made).expect_err("too few segments");

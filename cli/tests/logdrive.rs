@@ -176,10 +176,10 @@ fn a_size_too_small_for_a_store_exits_2_naming_the_smallest_ring() {
         &format!("{too_small} --force"),
     );
     assert_untouched(&kept);
-    // The smallest ring itself is sound: four 256 KiB segments.
+    // The smallest ring itself is sound: five 256 KiB segments.
     let flags = format!("--size {smallest} --logdrive --sync-method dsync");
     let stdout = formatted(path, &flags);
-    assert!(stdout.contains("4 segments of 262144 bytes"));
+    assert!(stdout.contains("5 segments of 262144 bytes"));
     assert_eq!(inspect_json(path)["sync"]["method"], "dsync");
     store_takes_a_write(&ring);
 }

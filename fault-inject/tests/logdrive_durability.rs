@@ -3,7 +3,7 @@
 //! beyond the seal are refused at once) leave every acknowledged value readable, N and the
 //! lengths unchanged, until their flush completes; then reads answer unwritten and trimmed.
 //! Otherwise a value read before a crash could read as unwritten and then, the crash having
-//! lost the seal that hid it, as the value again (SEMANTICS.md P1).
+//! lost the seal that hid it, as the value again (docs/logdrive.md, "Queued and durable").
 
 use std::collections::HashSet;
 use std::io;

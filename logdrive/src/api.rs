@@ -74,7 +74,8 @@ pub enum ReadOutcome {
         /// The trim point.
         first: u64,
     },
-    /// The address was written but its record fails its checks: never ⊥ (SEMANTICS.md I11).
+    /// The address was written but its record fails its checks: never ⊥ (docs/logdrive.md,
+    /// quarantine).
     Damaged,
 }
 
@@ -160,7 +161,7 @@ pub enum LogDriveError {
         max: u64,
     },
     /// weak_tail cannot be answered: a damaged record whose header is gone may have held
-    /// some of these addresses (a quarantined open; SEMANTICS.md I11). They read as
+    /// some of these addresses (a quarantined open; docs/logdrive.md). They read as
     /// `Damaged` until written again (repaired from a peer) or the LogDrive is sealed.
     #[error(
         "addresses {}..{} may have been held by a damaged record",

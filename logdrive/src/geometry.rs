@@ -1,14 +1,28 @@
 //! Which rings a LogDrive store can live on, and how to format one (`sealog format
 //! --logdrive`). The store keeps two reserves of the ring from its clients' writes
 //! (`space`): one for relocation, so that a ring clients filled can always be reclaimed, and
-//! one for control records, so that a client refused a write can still delete, trim, fence
-//! and seal. Not every geometry can keep that promise, and this module says which can.
+//! one for control records above it, so that a client refused a write can still delete,
+//! trim, fence and seal. Not every geometry can keep that promise, and this module says
+//! which can.
 //!
-//! **The relocation reserve** is one segment and two batches. The engine frees the ring a
-//! segment at a time, at its head, once nothing in that segment is live; so to free the
-//! head's segment relocation must copy forward every live record still in it (at most a
-//! segment), and its copies may lose up to a batch at the segment end they cross (a record
-//! that does not fit the rest of a segment skips it) and a block of padding per batch.
+//! **The relocation reserve.** The engine frees the ring a segment at a time, at its head,
+//! once nothing in that segment is live; so to free the head's segment relocation must copy
+//! forward every live record still in it (at most a segment), and its copies may lose up to a
+//! batch at the segment end they cross (a record that does not fit the rest of a segment
+//! skips it), a block of padding per batch and a block for the generation record: what
+//! relocation needs, [`relocation_need_bytes`]. The reserve is that and one batch more, which
+//! deletions and trims may take when every other control record is refused: they are how a
+//! client frees a full ring (each makes records dead that relocation then wins back), and
+//! fences, seals or trims made one to a batch, each with its padding and the tail marker an
+//! idle drive writes after it, could otherwise spend the control reserve and leave a deletion
+//! no room.
+//!
+//! **The control reserve** is 64 KiB (sixteen blocks at least), about 680 control records,
+//! plus what a client's write may take beyond its own bytes once placed: the rest of a
+//! segment it does not fit (less than a batch) and a block of padding for each batch in
+//! flight. The store admits a write by its bytes; were that waste not kept above the control
+//! reserve, writes admitted at the limit would eat into it (on the smallest rings they ate
+//! all of it and four KiB of the relocation reserve, and deletions then found no room).
 //!
 //! **Enough segments.** A copy must land in a later segment than the one it leaves, or
 //! freeing the head's segment never ends (the copies would hold it). The writer is in the
@@ -22,12 +36,12 @@
 
 use sealog::{FormatOptions, Geometry, RingPurpose};
 
-/// The control reserve's floor: room for a thousand control records (64-byte headers, no
-/// payload) whatever the block size.
+/// The control reserve's floor: room for about 680 control records (96-byte entry headers,
+/// no payload) whatever the block size.
 pub const CONTROL_RESERVE_MIN_BYTES: u64 = 64 << 10;
 
 /// The segments [`format_options`] aims for: enough that the reserves take a small share
-/// of the ring (about a seventh) and a relocation pass has room to spread.
+/// of the ring (about a fifth) and a relocation pass has room to spread.
 pub const FORMAT_SEGMENTS_TARGET: u64 = 8;
 
 /// The smallest segment [`format_options`] makes.
@@ -36,34 +50,86 @@ pub const FORMAT_SEGMENT_MIN_BYTES: u64 = 256 << 10;
 /// The largest segment [`format_options`] makes (the engine's default cap).
 pub const FORMAT_SEGMENT_MAX_BYTES: u64 = sealog::storage::SEGMENT_SIZE_DEFAULT_MAX_BYTES;
 
-/// Relocation's reserve on this ring: a segment and two batches (see the module doc).
-pub fn relocation_reserve_min_bytes(geometry: &Geometry) -> u64 {
-    geometry.segment_size_bytes + 2 * u64::from(geometry.batch_size_max_bytes)
+/// A ring's shape as far as the reserves go.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    segment: u64,
+    batch: u64,
+    block: u64,
+    window: u64,
 }
 
-/// The control reserve on this ring: sixteen blocks, at least [`CONTROL_RESERVE_MIN_BYTES`].
+impl Shape {
+    fn of(geometry: &Geometry) -> Shape {
+        Shape {
+            segment: geometry.segment_size_bytes.max(1),
+            batch: u64::from(geometry.batch_size_max_bytes),
+            block: u64::from(geometry.block_size_bytes),
+            window: u64::from(geometry.window_batches_max),
+        }
+    }
+
+    /// What relocation needs to free the head's segment (see the module doc).
+    fn relocation_need(&self) -> u64 {
+        let batches = self.segment.div_ceil(self.batch.max(1));
+        self.segment + self.batch + (batches + 2) * self.block
+    }
+
+    fn relocation(&self) -> u64 {
+        self.relocation_need() + self.batch
+    }
+
+    fn control(&self) -> u64 {
+        let floor = (16 * self.block).max(CONTROL_RESERVE_MIN_BYTES);
+        floor + self.batch + self.window * self.block
+    }
+
+    /// The fewest segments: three at least; enough that the writer in the head's segment,
+    /// with (n - 1) segments less a block before it, has room for both reserves and a
+    /// record; and enough that both reserves are at most half the ring.
+    fn segment_count_min(&self) -> u64 {
+        let reserves = self.relocation() + self.control();
+        let beyond_head = 1 + (reserves + self.batch + self.block).div_ceil(self.segment);
+        let half = (2 * reserves).div_ceil(self.segment);
+        beyond_head.max(half).max(3)
+    }
+}
+
+/// Relocation's reserve on this ring: what it needs to free the head's segment and a batch
+/// (see the module doc).
+pub fn relocation_reserve_min_bytes(geometry: &Geometry) -> u64 {
+    Shape::of(geometry).relocation()
+}
+
+/// What relocation needs to free the head's segment on this ring: the segment, a batch lost at
+/// a segment end, a block of padding per batch of copies and one for the generation record.
+/// Deletions and trims may take the relocation reserve down to this.
+pub fn relocation_need_bytes(geometry: &Geometry) -> u64 {
+    Shape::of(geometry).relocation_need()
+}
+
+/// The control reserve on this ring: 64 KiB (sixteen blocks at least), a batch and a block
+/// per batch in flight (see the module doc).
 pub fn control_reserve_bytes(geometry: &Geometry) -> u64 {
-    (16 * u64::from(geometry.block_size_bytes)).max(CONTROL_RESERVE_MIN_BYTES)
+    Shape::of(geometry).control()
 }
 
 /// The fewest segments of `segment_size_bytes` a store's ring needs, with batches up to
-/// `batch_size_max_bytes` and `block_size_bytes` blocks (see the module doc): three at
-/// least; enough that (n - 2) segments hold a record past both reserves and a block; and
-/// enough that both reserves are at most half the ring.
+/// `batch_size_max_bytes`, `block_size_bytes` blocks and `window_batches` batches in flight
+/// (see the module doc).
 pub fn segment_count_min(
     segment_size_bytes: u64,
     batch_size_max_bytes: u64,
     block_size_bytes: u64,
+    window_batches: u64,
 ) -> u64 {
-    let segment = segment_size_bytes.max(1);
-    let control = (16 * block_size_bytes).max(CONTROL_RESERVE_MIN_BYTES);
-    let reserves = segment + 2 * batch_size_max_bytes + control;
-    // The writer in the head's segment has (n - 1) segments less a block before it, and a
-    // client is refused with fewer than both reserves and a record left: sound when
-    // (n - 1) S - block >= reserves + batch, that is (n - 2) S >= 3 batches + control + block.
-    let beyond_head = 2 + (3 * batch_size_max_bytes + control + block_size_bytes).div_ceil(segment);
-    let half = (2 * reserves).div_ceil(segment);
-    beyond_head.max(half).max(3)
+    Shape {
+        segment: segment_size_bytes.max(1),
+        batch: batch_size_max_bytes,
+        block: block_size_bytes,
+        window: window_batches,
+    }
+    .segment_count_min()
 }
 
 /// Why a ring cannot hold a LogDrive store.
@@ -89,10 +155,9 @@ pub struct GeometryError {
 
 /// Whether a ring of `geometry` can hold a LogDrive store (see the module doc).
 pub fn check(geometry: &Geometry) -> Result<(), GeometryError> {
-    let segment = geometry.segment_size_bytes;
-    let batch = u64::from(geometry.batch_size_max_bytes);
-    let block = u64::from(geometry.block_size_bytes);
-    let minimum = segment_count_min(segment, batch, block);
+    let shape = Shape::of(geometry);
+    let (segment, batch) = (shape.segment, shape.batch);
+    let minimum = shape.segment_count_min();
     let count = u64::from(geometry.segment_count);
     if count >= minimum {
         return Ok(());
@@ -193,12 +258,13 @@ pub fn format_options(
 pub fn smallest_ring_bytes(block_size_bytes: u32) -> u64 {
     let block = u64::from(block_size_bytes).max(1);
     let segment = (FORMAT_SEGMENT_MIN_BYTES / block * block).max(block);
-    let batch = u64::from(planned_batch_bytes(segment, block));
-    let count = segment_count_min(segment, batch, block);
-    // The control area, as the engine lays it out before the segments.
-    let control = plan((count + 1) * segment, segment, block_size_bytes)
-        .map_or(2 * block, |(_, geometry)| geometry.control_area_bytes());
-    control + count * segment
+    // The geometry the engine makes of a roomy ring of these segments: its control area
+    // and its window (a small ring's window is capped by its data area) are the plan's.
+    let Some((_, roomy)) = plan(16 * segment, segment, block_size_bytes) else {
+        return 16 * segment;
+    };
+    let count = Shape::of(&roomy).segment_count_min();
+    roomy.control_area_bytes() + count * segment
 }
 
 #[cfg(test)]
@@ -227,24 +293,27 @@ mod tests {
         assert_eq!(error.ring_bytes_min, (16 << 20) + 2 * 4096);
         assert!(error.to_string().contains("at least 4"), "{error}");
         // Batches as large as a segment need many segments.
-        assert_eq!(segment_count_min(1 << 20, 1 << 20, 4096), 7);
-        assert_eq!(check(&geometry(1 << 20, 7, 1 << 20)), Ok(()));
-        assert!(check(&geometry(1 << 20, 6, 1 << 20)).is_err());
+        assert_eq!(segment_count_min(1 << 20, 1 << 20, 4096, 4), 9);
+        assert_eq!(check(&geometry(1 << 20, 9, 1 << 20)), Ok(()));
+        assert!(check(&geometry(1 << 20, 8, 1 << 20)).is_err());
     }
 
     /// Every geometry the rule accepts keeps both reserves within half the ring and leaves
-    /// (n - 2) segments for a record past them; one segment fewer breaks one of the two.
+    /// the writer in the head's segment room for them and a record; one segment fewer breaks
+    /// one of the two.
     #[test]
     fn the_minimum_is_the_least_count_keeping_both_rules() {
         for segment in [256u64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20] {
             for batch in [32u64 << 10, 256 << 10, 1 << 20] {
                 let batch = batch.min(segment - 4096);
-                let minimum = segment_count_min(segment, batch, 4096);
+                let minimum = segment_count_min(segment, batch, 4096, 4);
                 let holds = |count: u64| {
-                    let reserves = segment + 2 * batch + CONTROL_RESERVE_MIN_BYTES;
+                    let control = CONTROL_RESERVE_MIN_BYTES + batch + 4 * 4096;
+                    let copies = (segment.div_ceil(batch) + 2) * 4096;
+                    let reserves = segment + 2 * batch + copies + control;
                     count >= 3
                         && 2 * reserves <= count * segment
-                        && (count - 2) * segment >= 3 * batch + CONTROL_RESERVE_MIN_BYTES + 4096
+                        && (count - 1) * segment >= reserves + batch + 4096
                 };
                 assert!(holds(minimum), "{segment} {batch}: {minimum}");
                 assert!(

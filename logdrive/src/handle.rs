@@ -102,10 +102,16 @@ impl LocalLogDrive {
             Ok(check) => check,
             Err(error) => return ready(Err(error)),
         };
-        let Some(admission) = admission.or_else(|| self.inner.admit(0, Class::Control)) else {
+        // A trim frees records (relocation then wins them back): it may go where other
+        // control records may not.
+        let class = match control {
+            Control::Trim(_) => Class::Release,
+            Control::Seal { .. } | Control::Fence(_) => Class::Control,
+        };
+        let Some(admission) = admission.or_else(|| self.inner.admit(0, class)) else {
             drop(live);
             let handle = self.clone();
-            return self.inner.park(0, Class::Control, move |admitted| {
+            return self.inner.park(0, class, move |admitted| {
                 admitted.map_or_else(
                     |error| ready(Err(error)),
                     |admission| handle.control(control, Some(admission)),

@@ -190,6 +190,9 @@ pub struct ReclaimStats {
     pub usable_bytes: u64,
     /// The ring bytes of the records the live LogDrives need (headers included).
     pub live_bytes: u64,
+    /// The ring bytes of the records in the ring that no LogDrive needs (what relocation
+    /// wins besides the padding it packs).
+    pub dead_bytes: u64,
     /// The ring bytes of the store's records sent to the drive and not yet placed in a batch
     /// (or refused) by it.
     pub queued_bytes: u64,
@@ -382,7 +385,7 @@ impl Reclaimer {
     /// A record of `class` was refused room: counted, and for a client's record, reclaim
     /// now, unpaced.
     pub(crate) fn refused(&self, class: Class) {
-        self.handles.refused[class as usize].increment(1);
+        self.handles.refused[class.counter()].increment(1);
         if class != Class::Relocation {
             self.pressure.store(true, Ordering::Release);
             self.wake();
@@ -525,6 +528,8 @@ struct Survey {
     record_bytes: u64,
     /// The ring's largest batch.
     batch_bytes: u64,
+    /// The ring's block.
+    block_bytes: u64,
     /// The last LSN the head may pass without a read: below the first record any LogDrive
     /// needs or may need, and at most the durable tail as of the look.
     advance_to: u64,
@@ -592,6 +597,7 @@ fn survey(inner: &Inner) -> Survey {
         client_room_bytes: room.saturating_sub(kept),
         record_bytes: shape.live_record_bytes,
         batch_bytes: u64::from(inner.drive.geometry().batch_size_max_bytes),
+        block_bytes: u64::from(inner.drive.geometry().block_size_bytes),
         advance_to: bound.saturating_sub(1),
     };
     reclaimer.handles.live_bytes.set(live_bytes as f64);
@@ -600,6 +606,17 @@ fn survey(inner: &Inner) -> Survey {
         reclaimer.handles.space_amplification.set(amplification);
     }
     survey
+}
+
+/// What clients are short of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pressure {
+    /// Nothing: relocation follows the policy's bound.
+    None,
+    /// Writes were refused room or wait for it.
+    Writes,
+    /// A control record waits for room.
+    Controls,
 }
 
 /// How a step walks.
@@ -624,12 +641,22 @@ fn tight(policy: &ReclaimPolicy, survey: &Survey) -> bool {
 /// dead in it whatever the rest of the ring holds. (Requiring a segment of garbage there too
 /// wedged a small ring for good: with less than a segment of garbage left and the head's
 /// segment still pinned, nothing moved the head, and clients were refused forever.)
-fn mode(policy: &ReclaimPolicy, survey: &Survey, segment_bytes: u64, pressure: bool) -> Mode {
+///
+/// A control record waiting for room (the control reserve spent: by fences or seals written
+/// one to a batch, each with its padding and the tail marker an idle drive writes after it)
+/// is what makes room, so then any dead record is worth a relocation. (Not padding: on a ring
+/// of records as large as a batch, whose padding no copy packs tighter, relocating for it
+/// rewrote the ring hundreds of times over and won nothing.)
+fn mode(policy: &ReclaimPolicy, survey: &Survey, segment_bytes: u64, pressure: Pressure) -> Mode {
     let occupied = survey.occupied_bytes as f64;
     let live = survey.live_bytes as f64;
     let garbage_bytes = survey.occupied_bytes.saturating_sub(survey.live_bytes);
     let dead_min = (PRESSURE_DEAD_MIN * occupied).max(survey.batch_bytes as f64);
-    if (pressure || tight(policy, survey)) && survey.dead_bytes() as f64 >= dead_min {
+    let pressed = pressure != Pressure::None || tight(policy, survey);
+    if pressed && survey.dead_bytes() as f64 >= dead_min {
+        return Mode::Relocate;
+    }
+    if pressure == Pressure::Controls && survey.dead_bytes() >= survey.block_bytes {
         return Mode::Relocate;
     }
     let full_enough = occupied >= policy.occupancy_min_fraction * survey.capacity_bytes as f64;
@@ -657,10 +684,17 @@ pub(crate) fn run(inner: &Inner, paced: bool) -> Result<(), LogDriveError> {
         inner.check_running()?;
         let survey = survey(inner);
         let refused = reclaimer.pressure.swap(false, Ordering::AcqRel);
-        let pressure = refused || inner.space.waiting() > 0 || tight(policy, &survey);
+        let short = if inner.space.controls_wait() {
+            Pressure::Controls
+        } else if refused || inner.space.waiting() > 0 {
+            Pressure::Writes
+        } else {
+            Pressure::None
+        };
+        let pressure = short != Pressure::None || tight(policy, &survey);
         let segment_bytes = inner.drive.geometry().segment_size_bytes;
-        let mut mode = mode(policy, &survey, segment_bytes, pressure);
-        if mode == Mode::Relocate && relocated_this_pass > survey.live_bytes {
+        let mut mode = mode(policy, &survey, segment_bytes, short);
+        if mode == Mode::Relocate && relocated_this_pass > survey.live_bytes + segment_bytes {
             mode = Mode::Advance;
         }
         if advance(inner, &survey, pressure)? {
@@ -705,7 +739,13 @@ fn refuse_hopeless_writes(inner: &Inner, survey: &Survey, segment_bytes: u64) {
     if inner.space.waiting() == 0 {
         return;
     }
-    if mode(&inner.options.reclaim, survey, segment_bytes, true) == Mode::Relocate {
+    if mode(
+        &inner.options.reclaim,
+        survey,
+        segment_bytes,
+        Pressure::Writes,
+    ) == Mode::Relocate
+    {
         return;
     }
     let refused = inner.space.refuse_writes();
@@ -1432,6 +1472,7 @@ pub(crate) fn stats(inner: &Inner) -> ReclaimStats {
         occupied_bytes: survey.occupied_bytes,
         usable_bytes: shape.usable_bytes,
         live_bytes,
+        dead_bytes: survey.dead_bytes(),
         queued_bytes: inner
             .space
             .sent_bytes()

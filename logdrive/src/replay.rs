@@ -65,7 +65,7 @@ impl RecoveryVisitor for Replay {
     /// Damage a quarantined open stepped over, in LSN order among the records: a write whose
     /// header survived marks its address `Damaged` (written, value unknown but its length and
     /// CRC); damage whose headers are gone marks the unwritten addresses every unsealed
-    /// LogDrive could have been writing (SEMANTICS.md I11).
+    /// LogDrive could have been writing (docs/logdrive.md, quarantine).
     fn visit_damaged(&mut self, damaged: &DamagedEntry) {
         let record = match (damaged.kind, damaged.header) {
             (Some(kind), Some(header)) => Record::decode(kind, &header),

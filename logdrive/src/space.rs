@@ -44,10 +44,25 @@ use crate::store::lock;
 pub(crate) enum Class {
     /// A client's write: leaves both reserves.
     Write,
-    /// A create, delete, seal, fence or trim: may use the control reserve.
+    /// A creation, seal or fence: may use the control reserve.
     Control,
+    /// A deletion or trim: may use the control reserve and the relocation reserve's last
+    /// batch (it frees records, which relocation then wins back).
+    Release,
     /// A relocated copy: may use everything.
     Relocation,
+}
+
+impl Class {
+    /// Its refusal counter: writes, control records (deletions and trims among them),
+    /// copies.
+    pub fn counter(self) -> usize {
+        match self {
+            Class::Write => 0,
+            Class::Control | Class::Release => 1,
+            Class::Relocation => 2,
+        }
+    }
 }
 
 /// What a waiting record does once it is granted room (`Ok`) or given up on (`Err`: its
@@ -69,6 +84,8 @@ pub(crate) struct Space {
     sent_bytes: AtomicU64,
     /// What relocation keeps.
     pub reserve_bytes: u64,
+    /// What relocation needs to free the head's segment: what deletions and trims keep.
+    pub need_bytes: u64,
     /// What control records keep below client writes.
     pub control_reserve_bytes: u64,
     /// Records refused for room, by class (write, control, relocation).
@@ -129,13 +146,18 @@ impl Space {
                  {control_reserve_bytes} would take over half of the ring's {capacity} bytes"
             ));
         }
-        Ok(Space::with_reserves(reserve_bytes, control_reserve_bytes))
+        let need_bytes = crate::geometry::relocation_need_bytes(geometry).min(reserve_bytes);
+        Ok(Space::with_reserves(
+            (reserve_bytes, need_bytes),
+            control_reserve_bytes,
+        ))
     }
 
-    fn with_reserves(reserve_bytes: u64, control_reserve_bytes: u64) -> Space {
+    fn with_reserves((reserve_bytes, need_bytes): (u64, u64), control_reserve_bytes: u64) -> Space {
         Space {
             sent_bytes: AtomicU64::new(0),
             reserve_bytes,
+            need_bytes,
             control_reserve_bytes,
             refusals: Default::default(),
             waiters: Mutex::new(Waiters::default()),
@@ -148,6 +170,7 @@ impl Space {
         match class {
             Class::Write => self.reserve_bytes + self.control_reserve_bytes,
             Class::Control => self.reserve_bytes,
+            Class::Release => self.need_bytes,
             Class::Relocation => 0,
         }
     }
@@ -213,7 +236,7 @@ impl Space {
     }
 
     fn refused(&self, class: Class) {
-        self.refusals[class as usize].fetch_add(1, Ordering::Relaxed);
+        self.refusals[class.counter()].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Queues a record of `class` and `bytes` to wait for room until `deadline`, then grants
@@ -326,6 +349,15 @@ impl Space {
         waiters.queue.iter().map(|waiter| waiter.deadline).min()
     }
 
+    /// Whether a control record waits for room (the control reserve is spent).
+    pub fn controls_wait(&self) -> bool {
+        let waiters = lock(&self.waiters);
+        waiters
+            .queue
+            .iter()
+            .any(|waiter| matches!(waiter.class, Class::Control | Class::Release))
+    }
+
     /// Records waiting for room now.
     pub fn waiting(&self) -> usize {
         lock(&self.waiters).queue.len()
@@ -380,7 +412,7 @@ mod tests {
     use std::time::Duration;
 
     fn space() -> Arc<Space> {
-        Arc::new(Space::with_reserves(1000, 100))
+        Arc::new(Space::with_reserves((1000, 900), 100))
     }
 
     /// A drive whose usable bytes are `usable` and which has settled `settled`.

@@ -616,7 +616,7 @@ impl LogState {
 
     /// The addresses in [T, N + window) not written when a damaged record whose header is
     /// gone was found at `lsn`: they may have been its address. Nothing for a sealed
-    /// LogDrive (its length is settled; SEMANTICS.md I11).
+    /// LogDrive (its length is settled; docs/logdrive.md, quarantine).
     pub fn suspect_window(&mut self, lsn: u64, window: u64) -> bool {
         if self.deleted || self.sealed.is_some() {
             return false;
@@ -801,7 +801,7 @@ impl LogState {
                 self.drop_slots(length..u64::MAX);
                 self.contiguous = self.contiguous.min(length);
                 // A settled length: nothing past it can be asked for, nothing below it is
-                // suspected any more (SEMANTICS.md I11).
+                // suspected any more (docs/logdrive.md, quarantine).
                 for suspect in std::mem::take(&mut self.suspects) {
                     self.needed.remove(suspect.lsn);
                 }
@@ -968,7 +968,7 @@ impl LogState {
     }
 
     /// T: the first address at or past the trim point not acknowledged (a damaged slot is
-    /// written: SEMANTICS.md I11).
+    /// written: docs/logdrive.md, quarantine).
     pub fn contiguous_tail(&mut self) -> u64 {
         let mut t = self.contiguous.max(self.durable.first);
         while self.acknowledged(t) {
@@ -989,7 +989,7 @@ impl LogState {
         last.map_or(t, |(address, _)| (address + 1).max(t))
     }
 
-    /// weakTail(k) as the window scan (SEMANTICS.md LD.2, in docs/logdrive.md): N exactly,
+    /// weakTail(k) as the window scan (docs/logdrive.md): N exactly,
     /// the holes in [max(0, N - k), N), and whether any hole lies below that window (a
     /// replica that missed writes while it was down still answers; a quorum passes the same
     /// k to every replica and ignores what lies below N - k). At most O(k) work, whatever N:

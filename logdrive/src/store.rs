@@ -353,7 +353,7 @@ impl Inner {
     {
         let wait = match class {
             Class::Write => self.options.full_wait,
-            Class::Control | Class::Relocation => self.options.control_wait,
+            Class::Control | Class::Release | Class::Relocation => self.options.control_wait,
         };
         if wait.is_zero() {
             return None;
@@ -636,10 +636,10 @@ impl LogDriveStore {
         };
         let mut live = lock(&shared);
         live.take_in(&self.inner);
-        let Some(admission) = admission.or_else(|| self.inner.admit(0, Class::Control)) else {
+        let Some(admission) = admission.or_else(|| self.inner.admit(0, Class::Release)) else {
             drop((live, registry));
             let store = self.clone();
-            return self.inner.park(0, Class::Control, move |admitted| {
+            return self.inner.park(0, Class::Release, move |admitted| {
                 admitted.map_or_else(
                     |error| ready(Err(error)),
                     |admission| store.delete_with(id, Some(admission)),

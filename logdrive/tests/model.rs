@@ -1,8 +1,9 @@
-//! Property tests against a brute-force model (SEMANTICS.md P1, P3 and LD-3): random writes
-//! within a K window across several LogDrives, some of them rewrites of the same bytes and
-//! some conflicting; after every write, weak_tail equals a full scan of the model and the
-//! outcome of the write is the model's; after a restart, every LogDrive reads and tails as
-//! the model says. And P2 (LD.1): under a concurrent writer, T lies within [T_start, T_stop].
+//! Property tests against a brute-force model (docs/logdrive.md, "What a LogDrive promises"):
+//! write-once, and weak_tail's window scan equal to a full scan. Random writes within a K
+//! window across several LogDrives, some of them rewrites of the same bytes and some
+//! conflicting; after every write, weak_tail equals a full scan of the model and the outcome
+//! of the write is the model's; after a restart, every LogDrive reads and tails as the model
+//! says. And under a concurrent writer, T lies within [T_start, T_stop].
 
 mod common;
 

@@ -1,11 +1,12 @@
-//! Damage is a state, not a crash loop and not "unwritten" (issue 13, item 6; SEMANTICS.md
-//! I11): a ring with a byte flipped in one acknowledged record fails a strict open and opens in
-//! quarantine mode, serving every other record and reporting the address as `Damaged`, which
-//! only a write of the same bytes repairs; a restart reads the repaired value. Damage whose
-//! header is gone makes the unwritten addresses in [T, N + K) of every unsealed LogDrive
-//! `Damaged` (weak_tail cannot be answered) until written or sealed. Unrepaired damage is
-//! carried forward by relocation, so it stays `Damaged` once the ring's head has passed the
-//! damaged record (and the ring opens strictly again).
+//! Damage is a state, not a crash loop and not "unwritten" (issue 13, item 6;
+//! docs/logdrive.md, quarantine): a ring with a byte flipped in one acknowledged record
+//! fails a strict open and opens in quarantine mode, serving every other record and
+//! reporting the address as `Damaged`, which only a write of the same bytes repairs; a
+//! restart reads the repaired value. Damage whose header is gone makes the unwritten
+//! addresses in [T, N + K) of every unsealed LogDrive `Damaged` (weak_tail cannot be
+//! answered) until written or sealed. Unrepaired damage is carried forward by relocation, so
+//! it stays `Damaged` once the ring's head has passed the damaged record (and the ring opens
+//! strictly again).
 
 mod common;
 

@@ -1,7 +1,8 @@
-//! SEMANTICS.md section 8's scenarios that apply to one local drive, each as a named test
-//! (LD-1, LD-4, the single-replica parts of ZW-1 and of the Azure seal scenarios AZ-1 and
-//! AZ-2), and the rules of section 1 around them: write-once, seal, fence, trim, capacity,
-//! deletion and generations, definite and indeterminate errors, and use as a trait object.
+//! The worked scenarios of the LogDrive semantics that apply to one local drive, each as a
+//! named test (LD-1, LD-4, the single-replica parts of ZW-1 and of the Azure seal scenarios
+//! AZ-1 and AZ-2), and the rules around them (docs/logdrive.md, "What a LogDrive promises"):
+//! write-once, seal, fence, trim, capacity, deletion and generations, definite and
+//! indeterminate errors, and use as a trait object.
 
 mod common;
 

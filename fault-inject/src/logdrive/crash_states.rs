@@ -1,5 +1,5 @@
-//! Crash-state enumeration of LogDrive workloads (RELIABILITY.md section 3 on the LogDrive
-//! layer). A workload ([`super::workload`]) runs on a store over the simulated drive (no
+//! Crash-state enumeration of LogDrive workloads (docs/faults.md's crash states, on the
+//! LogDrive layer). A workload ([`super::workload`]) runs on a store over the simulated drive (no
 //! faults, completions reordered) with the reclaimer run by hand at random points, on a ring
 //! small enough that it laps and relocation copies the ledger's records forward; the device
 //! records every write and flush, and the workload marks every operation issued and done, in
