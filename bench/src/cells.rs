@@ -331,6 +331,17 @@ pub fn tail_marker_cost(
 
 type WriterResult = Result<(u64, Histogram<u64>), String>;
 
+/// How many of the last writes of `payload_bytes` a cell keeps: as many as a quarter of the
+/// ring holds when each takes a batch of its own, its record rounded up to whole blocks. (Counted
+/// as packed records, a lone writer's 128-byte appends, one 4 KiB block each, held 18 times
+/// a quarter of the ring: whether the ring filled before the cell ended depended on how fast
+/// the machine wrote.)
+fn keep_writes(ring_bytes: u64, block_bytes: u64, payload_bytes: usize) -> u64 {
+    let record_bytes = (payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
+    let footprint_bytes = record_bytes.div_ceil(block_bytes.max(1)) * block_bytes.max(1);
+    (ring_bytes / 4 / footprint_bytes).max(64)
+}
+
 /// Keeps a cell's ring from filling: every quarter of `keep` acknowledged writes (all writers
 /// together) one writer releases all but the last `keep` through its write path, a quarter
 /// of the ring.
@@ -343,9 +354,12 @@ struct TrimBehind<'a> {
 
 impl<'a> TrimBehind<'a> {
     fn new(drive: &'a Drive, payload_bytes: usize) -> TrimBehind<'a> {
-        let record_bytes = (payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
-        let ring_bytes = drive.geometry().ring_size_bytes().unwrap_or(0);
-        let keep = (ring_bytes / 4 / record_bytes).max(64);
+        let geometry = drive.geometry();
+        let keep = keep_writes(
+            geometry.ring_size_bytes().unwrap_or(0),
+            u64::from(geometry.block_size_bytes),
+            payload_bytes,
+        );
         TrimBehind {
             drive,
             keep,
@@ -554,5 +568,29 @@ impl Recovery {
     pub fn read_ceiling_bytes_per_sec(&self) -> f64 {
         self.read_depth_1_bytes_per_sec
             .max(self.read_depth_4_bytes_per_sec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keep_writes;
+
+    /// Every write is counted at the blocks it takes when it is a batch of its own, so the
+    /// writes kept fill at most a quarter of the ring whatever their size.
+    #[test]
+    fn the_writes_kept_fill_a_quarter_of_the_ring_at_most() {
+        let ring_bytes = 320u64 << 20;
+        for payload_bytes in [0usize, 128, 4000, 4096, 65536, 1 << 20] {
+            let keep = keep_writes(ring_bytes, 4096, payload_bytes);
+            let record_bytes = (payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
+            let batch_bytes = record_bytes.div_ceil(4096) * 4096;
+            assert!(
+                keep * batch_bytes <= ring_bytes / 4,
+                "{payload_bytes}: {keep}"
+            );
+            assert!((keep + 1) * batch_bytes > ring_bytes / 4 || keep == 64);
+        }
+        // 128-byte appends, one block each: 20,480 kept, not the 374,491 packed records.
+        assert_eq!(keep_writes(ring_bytes, 4096, 128), 20480);
     }
 }

@@ -201,30 +201,18 @@ fn empty_and_close(drive: &Drive) -> Result<(), String> {
     trimmed.map_err(|error| error.to_string())
 }
 
-/// Deletes LogDrive `id`. A deletion may be refused room for a moment while the reclaimer's
-/// copies have the ring's last room (until the head's segment frees): it is retried, for at
-/// most [`DELETE_PATIENCE`].
+/// Deletes LogDrive `id`. A deletion is a control record: the store admits it whenever its
+/// control reserve holds it, and otherwise waits for the reclaimer within its
+/// `control_wait`, so a refusal here is the store's failure and ends the run.
 fn delete(store: &LogDriveStore, id: u64) -> Result<(), String> {
-    let started = Instant::now();
-    loop {
-        match wait(store.delete(id)) {
-            Ok(()) => return Ok(()),
-            Err(sealog_logdrive::LogDriveError::RingFull)
-                if started.elapsed() < DELETE_PATIENCE =>
-            {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(error) => return Err(format!("delete of LogDrive {id}: {error}")),
-        }
-    }
+    wait(store.delete(id)).map_err(|error| format!("delete of LogDrive {id}: {error}"))
 }
-
-/// How long a deletion refused room is retried.
-const DELETE_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Opens the section's ring as a LogDrive store, its reclaimer on the default policy.
 fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, String> {
-    let options = StoreOptions::default().drive(options);
+    // A store's writes wait for room in the store (up to its `full_wait`), never in the
+    // engine's queue, whatever the raw cells' drives do.
+    let options = StoreOptions::default().drive(options.when_full(sealog::WhenFull::Fail));
     LogDriveStore::open_with_options(ring, options)
         .map_err(|error| format!("{}: {error}", ring.display()))
 }
