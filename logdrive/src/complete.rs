@@ -34,6 +34,8 @@ pub(crate) struct Ack {
     address: u64,
     outcome: AppendOutcome,
     floor: u64,
+    /// A rewrite made while the address's first write was in flight (`LogState::rewrites`).
+    rewrite: bool,
 }
 
 /// The outcome of a dropped write, kept until someone looks.
@@ -41,6 +43,7 @@ pub(crate) struct Orphan {
     address: u64,
     ticket: Ticket,
     floor: u64,
+    rewrite: bool,
 }
 
 /// A control record whose future was dropped before it completed.
@@ -134,12 +137,13 @@ impl Live {
             orphans.append(&mut mail.orphans);
             drop(mail);
             for ack in acks.drain(..) {
-                finish_write(state, ack.address, &ack.outcome, ack.floor);
+                finish_write(state, (ack.address, ack.rewrite), &ack.outcome, ack.floor);
             }
         }
         orphans.retain(|orphan| match orphan.ticket.try_outcome() {
             Some(outcome) => {
-                finish_write(state, orphan.address, &outcome, orphan.floor);
+                let write = (orphan.address, orphan.rewrite);
+                finish_write(state, write, &outcome, orphan.floor);
                 false
             }
             None => true,
@@ -159,11 +163,16 @@ pub(crate) type Shared = Arc<Mutex<Live>>;
 
 /// Applies a write record's outcome to its slot (an outcome the drive's stop left unknown
 /// changes nothing: the store answers nothing more).
-fn finish_write(state: &mut LogState, address: u64, outcome: &AppendOutcome, floor: u64) {
+fn finish_write(
+    state: &mut LogState,
+    (address, rewrite): (u64, bool),
+    outcome: &AppendOutcome,
+    floor: u64,
+) {
     state.processed(floor);
     match outcome {
-        Ok(lsn) => state.complete_write(address, Some(*lsn)),
-        Err(AppendError::RingFull { .. }) => state.complete_write(address, None),
+        Ok(lsn) => state.complete_write(address, Some(*lsn), rewrite),
+        Err(AppendError::RingFull { .. }) => state.complete_write(address, None, rewrite),
         Err(_) => {}
     }
 }
@@ -279,21 +288,25 @@ pub(crate) struct WriteDone {
     pub address: u64,
     /// The drive's next LSN when the record was queued (a bound below its LSN).
     pub floor: u64,
+    /// Queued while the address's first write was in flight, with its CRC and length.
+    pub rewrite: bool,
 }
 
 impl Completion for WriteDone {
-    type Output = ();
+    /// The record's LSN.
+    type Output = u64;
 
     /// Leaves the outcome in the LogDrive's mailbox, for the next holder of its mutex
     /// (whoever takes it next takes the outcome in before anything else).
-    fn complete(self, outcome: AppendOutcome) -> Result<(), LogDriveError> {
+    fn complete(self, outcome: AppendOutcome) -> Result<u64, LogDriveError> {
         // A drive that stopped (`Stopped`, indeterminate) leaves the write in doubt; the ring
         // full refused it before it was written (definite).
-        let answer = outcome.clone().map(|_| ()).map_err(append_error);
+        let answer = outcome.clone().map_err(append_error);
         let ack = Ack {
             address: self.address,
             outcome,
             floor: self.floor,
+            rewrite: self.rewrite,
         };
         self.mailbox.leave(|mail| mail.acks.push(ack));
         answer
@@ -304,6 +317,7 @@ impl Completion for WriteDone {
             address: self.address,
             ticket,
             floor: self.floor,
+            rewrite: self.rewrite,
         };
         self.mailbox.leave(|mail| mail.orphans.push(orphan));
     }

@@ -160,36 +160,33 @@ impl LocalLogDrive {
             Ok(live) => live,
             Err(error) => return PendingWrite::done(Err(error)),
         };
-        let checked = live
-            .state
-            .check_write(address, epoch, (crc, len), summed.bytes());
-        match checked {
+        match live.state.check_write(address, epoch, (crc, len)) {
             Err(error) => PendingWrite::done(Err(error)),
             Ok(WriteCheck::Durable(lsn)) => {
                 drop(live);
                 self.compare(address, epoch, lsn, summed.into_bytes())
             }
-            // A new value (or a damaged one's repair), or the same bytes as one in flight:
-            // written (again), so that the acknowledgement means durable; replay keeps the
-            // first.
-            Ok(WriteCheck::Append | WriteCheck::Pending) => {
+            // A new value, a damaged one's repair, or a rewrite of the first write's CRC and
+            // length while that write is in flight.
+            Ok(check @ (WriteCheck::Append | WriteCheck::Pending)) => {
                 let admitted = admission.or_else(|| self.inner.admit(len, Class::Write));
                 let Some(admission) = admitted else {
                     drop(live);
                     return self.park_write(address, epoch, summed);
                 };
+                // A rewrite keeps its own value to compare once durable (the first write's
+                // is not kept: see `confirm`), and where the first write's record may lie.
+                let rewrite = (check == WriteCheck::Pending).then(|| {
+                    let floor = live.state.unprocessed_floor();
+                    (summed.bytes().clone(), floor.unwrap_or(0))
+                });
                 let record = self.record(RecordType::Write, address, epoch);
-                // Kept while no record of the address is acknowledged (`LogState::inflight`).
-                let value = live
-                    .state
-                    .needs_value(address)
-                    .then(|| summed.bytes().clone());
                 let floor = self.inner.drive.next_lsn();
                 let ticket = match self.inner.append_summed(&record, summed, admission) {
                     Ok(ticket) => ticket,
                     Err(error) => return PendingWrite::done(Err(error)),
                 };
-                live.state.queue_write(address, crc, len, value.as_ref());
+                live.state.queue_write(address, crc, len);
                 live.state.queued_at(floor);
                 let mailbox = Arc::clone(&live.mailbox);
                 drop(live);
@@ -197,8 +194,16 @@ impl LocalLogDrive {
                     mailbox,
                     address,
                     floor,
+                    rewrite: rewrite.is_some(),
                 };
-                PendingWrite(Pending::Queued(Completing::new(ticket, done)))
+                let completing = Completing::new(ticket, done);
+                match rewrite {
+                    None => PendingWrite(Pending::Queued(completing)),
+                    Some((value, from)) => {
+                        let confirmed = self.confirm(completing, (address, epoch, from), value);
+                        PendingWrite(Pending::Compared(confirmed))
+                    }
+                }
             }
         }
     }
@@ -224,6 +229,84 @@ impl LocalLogDrive {
             }
         });
         PendingWrite(Pending::Compared(compared))
+    }
+
+    /// A rewrite queued while the first write of its address was in flight, with that
+    /// write's CRC and length: acknowledged once its own record is durable and its bytes are
+    /// the value's. A CRC32C is no proof of equality (a value can be crafted to another's
+    /// CRC), and the first write's bytes are not kept while it is in flight (a reference to
+    /// every write's value, kept until its outcome was taken in, cost a third of a
+    /// microsecond per write: a count shared with the caller's buffer, taken and given back
+    /// on two threads). Once this record is durable, every record queued before it has its
+    /// outcome (the drive acknowledges in LSN order): the value is the first write's if it
+    /// was written (replay keeps the first record of an address), else this one's. The
+    /// slot names it once that outcome is taken in (`LogState::rewrites`); until then the
+    /// log itself says, from `from` (no later than the first write's record) on.
+    fn confirm(
+        &self,
+        completing: Completing<WriteDone>,
+        (address, epoch, from): (u64, u64, u64),
+        value: Bytes,
+    ) -> OpFuture<()> {
+        let handle = self.clone();
+        Box::pin(async move {
+            let own = completing.await?;
+            for _ in 0..READ_FOLLOWS_MAX {
+                let named = handle.lock()?.state.record_of(address);
+                let found = match named {
+                    Some(lsn) if lsn == own => return Ok(()),
+                    Some(lsn) => handle.fetch(address, lsn).await?,
+                    None => match handle.first_record(address, from, own) {
+                        Ok(Some(bytes)) => Fetched::Value(bytes),
+                        Ok(None) => return Ok(()),
+                        // The ring's head passed it: the slot names the value by now.
+                        Err(ReadError::Trimmed { .. }) => continue,
+                        Err(error) => return Err(read_error(error)),
+                    },
+                };
+                return match found {
+                    Fetched::Value(bytes) if bytes == value => Ok(()),
+                    Fetched::Value(_) => Err(LogDriveError::Conflict { address }),
+                    Fetched::Damaged => Err(LogDriveError::Io {
+                        reason: format!("the first record of address {address} fails its checks"),
+                    }),
+                    // Sealed off or trimmed meanwhile: answered as the write is now.
+                    Fetched::Gone(_) => handle.submit_write(address, epoch, value).await,
+                };
+            }
+            Err(LogDriveError::Io {
+                reason: format!(
+                    "the first record of address {address} moved {READ_FOLLOWS_MAX} times \
+                     while a rewrite was compared with it"
+                ),
+            })
+        })
+    }
+
+    /// The value of this LogDrive's first write record of `address` in [from, until), if any:
+    /// read from the log, whose records there are all durable or refused.
+    fn first_record(
+        &self,
+        address: u64,
+        from: u64,
+        until: u64,
+    ) -> Result<Option<Bytes>, ReadError> {
+        let expected = self.record(RecordType::Write, address, 0);
+        for entry in self.inner.drive.iter_from(from) {
+            let entry = entry?;
+            if entry.lsn >= until {
+                break;
+            }
+            let found = Record::decode(entry.kind, &entry.header).map(|record| Record {
+                epoch: 0,
+                relocated: false,
+                ..record
+            });
+            if found == Some(expected) {
+                return Ok(Some(Bytes::from(entry.payload)));
+            }
+        }
+        Ok(None)
     }
 
     /// Parks a write that found no room (outside the LogDrive's mutex): once room is
@@ -404,9 +487,10 @@ impl PendingWrite {
         match self.0 {
             Pending::Done(outcome) => Ok(outcome.expect("a write answers once")),
             Pending::Queued(completing) => match deadline {
-                None => Ok(completing.wait()),
+                None => Ok(completing.wait().map(drop)),
                 Some(deadline) => completing
                     .wait_deadline(deadline)
+                    .map(|outcome| outcome.map(drop))
                     .map_err(|completing| PendingWrite(Pending::Queued(completing))),
             },
             Pending::Compared(future) => match deadline {
@@ -435,7 +519,11 @@ impl Future for PendingWrite {
                             .expect("a write's future polled after it completed"),
                     )
                 }
-                Pending::Queued(completing) => return Pin::new(completing).poll(context),
+                Pending::Queued(completing) => {
+                    return Pin::new(completing)
+                        .poll(context)
+                        .map(|outcome| outcome.map(drop))
+                }
                 Pending::Compared(future) => return future.as_mut().poll(context),
                 Pending::Parked(parked) => match parked.poll_take(context) {
                     Poll::Ready(resumed) => *self = resumed,

@@ -21,8 +21,6 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::ops::Range;
 
-use bytes::Bytes;
-
 use crate::api::{Length, LogDriveError, TailDesc};
 use crate::index::{Needed, SlotIndex};
 use crate::record::{Record, RecordType};
@@ -87,7 +85,8 @@ pub(crate) enum WriteCheck {
     Append,
     /// The same CRC and length as the acknowledged record at this LSN.
     Durable(u64),
-    /// The same CRC and length as a record still in flight.
+    /// The same CRC and length as the first write at this address, still in flight:
+    /// written too (a rewrite), and compared byte for byte with the value once durable.
     Pending,
 }
 
@@ -293,14 +292,14 @@ pub(crate) struct LogState {
     /// acknowledged yet (they will be live: counted so that a burst of writes in flight does
     /// not look like garbage).
     pending_bytes: u64,
-    /// The value of each slot whose first write is in flight (no record of it known
-    /// acknowledged), by address in the order queued: a second write with the same CRC and
-    /// length is compared with it byte for byte (a CRC32C is no proof of equality: a value
-    /// can be crafted to another's CRC), so that two different values are never both
-    /// acknowledged at one address. Once a record is acknowledged, a rewrite is compared
-    /// with the value read back from it instead.
-    inflight: VecDeque<(u64, Bytes)>,
     suspects: Vec<Suspect>,
+    /// Rewrites acknowledged while the first write of their address was in flight, by
+    /// address and LSN (rarely any). The value is the first write's when it was written (its
+    /// record comes first in the log, and replay keeps the first), so a rewrite's record does
+    /// not name the slot until that write's outcome is in: then it does only if that write
+    /// failed. (Naming whichever outcome came in first made the slot name a rewrite with
+    /// other bytes and the same CRC, which replay would not.)
+    rewrites: Vec<(u64, u64)>,
     /// The needed records by LSN.
     needed: Needed,
     /// For each record queued whose outcome is not yet taken in, the drive's next LSN when
@@ -325,8 +324,8 @@ impl LogState {
             contiguous: 0,
             slot_bytes: 0,
             pending_bytes: 0,
-            inflight: VecDeque::new(),
             suspects: Vec::new(),
+            rewrites: Vec::new(),
             needed: Needed::default(),
             unprocessed: Unprocessed::default(),
         }
@@ -355,13 +354,12 @@ impl LogState {
         Ok(())
     }
 
-    /// Checks a write of `payload`, whose CRC and length are `crc` and `len`.
+    /// Checks a write of a value whose CRC and length are `crc` and `len`.
     pub fn check_write(
         &self,
         address: u64,
         epoch: u64,
         (crc, len): (u32, u64),
-        payload: &[u8],
     ) -> Result<WriteCheck, LogDriveError> {
         self.check_live()?;
         if address >= self.capacity {
@@ -385,44 +383,15 @@ impl LogState {
             }
             Some(Slot { damaged: true, .. }) => Ok(WriteCheck::Append),
             Some(Slot { lsn: Some(lsn), .. }) => Ok(WriteCheck::Durable(*lsn)),
-            Some(_) => match self.inflight_value(address) {
-                Some(value) if value.as_ref() != payload => {
-                    Err(LogDriveError::Conflict { address })
-                }
-                _ => Ok(WriteCheck::Pending),
-            },
+            // A CRC32C is no proof of equality (a value can be crafted to another's CRC):
+            // the bytes are compared once the first write's record is acknowledged.
+            Some(_) => Ok(WriteCheck::Pending),
         }
     }
 
-    /// Whether a write queued at `address` now would be its slot's first (its value is then
-    /// kept while in flight: `inflight`).
-    pub fn needs_value(&self, address: u64) -> bool {
-        self.slots.get(address).is_none()
-    }
-
-    /// The value of the write in flight at `address` whose slot names no record yet.
-    fn inflight_value(&self, address: u64) -> Option<&Bytes> {
-        self.inflight
-            .iter()
-            .find(|(at, _)| *at == address)
-            .map(|(_, value)| value)
-    }
-
-    /// Forgets the in-flight value at `address` (its slot names a record now, or is gone).
-    fn forget_inflight(&mut self, address: u64) {
-        // Outcomes come back roughly in the order writes were queued: found near the front.
-        if let Some(index) = self.inflight.iter().position(|(at, _)| *at == address) {
-            self.inflight.remove(index);
-        }
-    }
-
-    /// A write's record queued, with its value when the live path queues it (kept while
-    /// the slot names no acknowledged record: see `inflight`); replay, which completes each
-    /// write as it queues it, passes none.
-    pub fn queue_write(&mut self, address: u64, crc: u32, len: u64, value: Option<&Bytes>) {
-        let mut new = false;
+    /// A write's record queued.
+    pub fn queue_write(&mut self, address: u64, crc: u32, len: u64) {
         let slot = self.slots.get_or_insert_with(address, || {
-            new = true;
             let slot = Slot {
                 lsn: None,
                 crc,
@@ -434,13 +403,11 @@ impl LogState {
             slot
         });
         slot.pending += 1;
-        if let (true, Some(value)) = (new, value) {
-            self.inflight.push_back((address, value.clone()));
-        }
     }
 
-    /// A queued write's record completed: acknowledged at `lsn`, or not written (`None`).
-    pub fn complete_write(&mut self, address: u64, lsn: Option<u64>) {
+    /// A queued write's record completed: acknowledged at `lsn`, or not written (`None`);
+    /// `rewrite` when it was queued while the address's first write was in flight.
+    pub fn complete_write(&mut self, address: u64, lsn: Option<u64>, rewrite: bool) {
         // A seal below it (or a trim above it) dropped the slot: replay drops it too.
         let Some(slot) = self.slots.get_mut(address) else {
             return;
@@ -455,25 +422,62 @@ impl LogState {
                 slot.lsn = Some(lsn);
                 self.slot_bytes += slot.bytes();
             }
-            // Once the slot names a record, that stays its record: relocation may already
-            // have judged every other record of the value garbage (a rewrite while the first
-            // was in flight, or the original a relocated copy took over from) and trimmed
-            // it. Replay keeps the first it meets: the same bytes.
-            Some(lsn) if slot.lsn.is_none() => {
-                slot.lsn = Some(lsn);
-                self.needed.add(lsn);
-                self.pending_bytes -= slot.bytes();
-                self.slot_bytes += slot.bytes();
-                self.forget_inflight(address);
+            Some(lsn) if rewrite && slot.lsn.is_none() && slot.pending > 0 => {
+                self.rewrites.push((address, lsn));
             }
+            // Once the slot names a record, that stays its record: relocation may already
+            // have judged every other record of the value garbage (a rewrite, or the
+            // original a relocated copy took over from) and trimmed it.
+            Some(lsn) if slot.lsn.is_none() => self.name_slot(address, lsn),
             Some(_) => {}
             None if slot.pending == 0 && !slot.acknowledged() => {
-                self.pending_bytes -= slot.bytes();
-                self.slots.remove(address);
-                self.forget_inflight(address);
+                // The first write failed: the first rewrite acknowledged meanwhile holds
+                // the value (replay meets it first now).
+                let bytes = slot.bytes();
+                match self.take_rewrites(address) {
+                    Some(lsn) => self.name_slot(address, lsn),
+                    None => {
+                        self.pending_bytes -= bytes;
+                        self.slots.remove(address);
+                    }
+                }
             }
             None => {}
         }
+    }
+
+    /// The slot at `address` names its first acknowledged record, at `lsn`.
+    fn name_slot(&mut self, address: u64, lsn: u64) {
+        let _ = self.take_rewrites(address);
+        let Some(slot) = self.slots.get_mut(address) else {
+            return;
+        };
+        slot.lsn = Some(lsn);
+        self.needed.add(lsn);
+        self.pending_bytes -= slot.bytes();
+        self.slot_bytes += slot.bytes();
+    }
+
+    /// Forgets the rewrites kept aside at `address`: the first of them, if any.
+    fn take_rewrites(&mut self, address: u64) -> Option<u64> {
+        if self.rewrites.is_empty() {
+            return None;
+        }
+        let mut first = None;
+        self.rewrites.retain(|&(at, lsn)| {
+            let keep = at != address;
+            if !keep {
+                first = Some(first.map_or(lsn, |earlier: u64| earlier.min(lsn)));
+            }
+            keep
+        });
+        first
+    }
+
+    /// The least LSN a record of this LogDrive whose outcome is not yet taken in may have
+    /// (the drive's next LSN when the oldest of them was queued).
+    pub fn unprocessed_floor(&self) -> Option<u64> {
+        self.unprocessed.least()
     }
 
     /// A write found in replay, acknowledged at `lsn`: whether it took effect (a rewrite of
@@ -486,11 +490,11 @@ impl LogState {
         payload: &[u8],
     ) -> bool {
         let len = payload.len() as u64;
-        if self.check_write(address, epoch, (crc, len), payload) != Ok(WriteCheck::Append) {
+        if self.check_write(address, epoch, (crc, len)) != Ok(WriteCheck::Append) {
             return false;
         }
-        self.queue_write(address, crc, len, None);
-        self.complete_write(address, Some(lsn));
+        self.queue_write(address, crc, len);
+        self.complete_write(address, Some(lsn), false);
         true
     }
 
@@ -876,8 +880,10 @@ impl LogState {
                 self.pending_bytes -= slot.bytes();
             }
         }
-        self.inflight
-            .retain(|(address, _)| !addresses.contains(address));
+        if !self.rewrites.is_empty() {
+            self.rewrites
+                .retain(|(address, _)| !addresses.contains(address));
+        }
     }
 
     /// A control record found in replay at `lsn`, checked as the live path checked it:
@@ -1124,10 +1130,10 @@ mod tests {
                 lsn += 1 + lsn % 300;
                 match op {
                     Op::Write { address, acknowledged } => {
-                        let check = state.check_write(address, 0, (7, 3), &[1, 2, 3]);
+                        let check = state.check_write(address, 0, (7, 3));
                         if check == Ok(WriteCheck::Append) {
-                            state.queue_write(address, 7, 3, None);
-                            state.complete_write(address, acknowledged.then_some(lsn));
+                            state.queue_write(address, 7, 3);
+                            state.complete_write(address, acknowledged.then_some(lsn), false);
                         }
                     }
                     Op::Relocate { address } => {
@@ -1175,8 +1181,8 @@ mod tests {
     fn a_seal_hides_what_it_drops_only_once_durable() {
         let mut state = LogState::new(1, 1, 100);
         for address in 0..10 {
-            state.queue_write(address, 7, 3, None);
-            state.complete_write(address, Some(address + 2));
+            state.queue_write(address, 7, 3);
+            state.complete_write(address, Some(address + 2), false);
         }
         assert_eq!(
             state.check_control(Control::Seal {
@@ -1190,7 +1196,7 @@ mod tests {
             epoch: 0,
         });
         assert_eq!(
-            state.check_write(12, 0, (7, 3), &[1, 2, 3]),
+            state.check_write(12, 0, (7, 3)),
             Err(LogDriveError::Sealed { length: 5 })
         );
         assert_eq!(state.lookup(8), Ok(Lookup::Record(10)));
@@ -1207,13 +1213,57 @@ mod tests {
         assert_eq!(state.holders.seal, Some(Held { value: 5, lsn: 40 }));
     }
 
+    /// A rewrite queued while the first write was in flight names the slot only once the
+    /// first write's outcome is in, and only if that write was not written: the log's first
+    /// record of the address is the value (replay keeps it), whichever outcome came in first.
+    #[test]
+    fn a_rewrite_names_the_slot_only_if_the_first_write_failed() {
+        // The rewrite's outcome first, then the first write's: the first write's record.
+        let mut state = LogState::new(1, 1, 100);
+        state.queue_write(3, 7, 3);
+        assert_eq!(state.check_write(3, 0, (7, 3)), Ok(WriteCheck::Pending));
+        state.queue_write(3, 7, 3);
+        state.complete_write(3, Some(21), true);
+        assert_eq!(state.lookup(3), Ok(Lookup::Unwritten));
+        state.complete_write(3, Some(20), false);
+        assert_eq!(state.lookup(3), Ok(Lookup::Record(20)));
+        assert!(state.rewrites.is_empty());
+        assert_eq!(state.live_bytes(), RECORD_HEADER_BYTES + 3);
+        // The first write not written: the first rewrite acknowledged holds the value.
+        let mut state = LogState::new(1, 1, 100);
+        for _ in 0..3 {
+            state.queue_write(3, 7, 3);
+        }
+        state.complete_write(3, Some(31), true);
+        state.complete_write(3, Some(30), true);
+        state.complete_write(3, None, false);
+        assert_eq!(state.lookup(3), Ok(Lookup::Record(30)));
+        assert!(state.rewrites.is_empty());
+        assert_eq!(state.live_bytes(), RECORD_HEADER_BYTES + 3);
+        // The first write's failure first: the rewrite's record when it comes.
+        let mut state = LogState::new(1, 1, 100);
+        state.queue_write(3, 7, 3);
+        state.queue_write(3, 7, 3);
+        state.complete_write(3, None, false);
+        assert_eq!(state.lookup(3), Ok(Lookup::Unwritten));
+        state.complete_write(3, Some(40), true);
+        assert_eq!(state.lookup(3), Ok(Lookup::Record(40)));
+        // A seal that drops the slot drops the rewrites kept aside for it.
+        let mut state = LogState::new(1, 1, 100);
+        state.queue_write(3, 7, 3);
+        state.queue_write(3, 7, 3);
+        state.complete_write(3, Some(51), true);
+        state.drop_slots(0..10);
+        assert!(state.rewrites.is_empty());
+    }
+
     #[test]
     fn a_relocated_copy_stays_the_value_whatever_completes_after_it() {
         let mut state = LogState::new(1, 1, 100);
-        state.queue_write(4, 7, 3, None);
+        state.queue_write(4, 7, 3);
         // Relocation copied the durable record at 10 before its completion was taken in.
         state.relocated_write(4, 10, 50);
-        state.complete_write(4, Some(10));
+        state.complete_write(4, Some(10), false);
         assert_eq!(state.lookup(4), Ok(Lookup::Record(50)));
         assert_eq!(state.live_bytes(), RECORD_HEADER_BYTES + 3);
     }
@@ -1226,15 +1276,12 @@ mod tests {
         assert_eq!(state.lookup(1), Ok(Lookup::Damaged));
         assert_eq!(state.weak_tail(4, 4096).unwrap().n, 2);
         assert_eq!(
-            state.check_write(1, 0, (8, 5), &[0; 5]),
+            state.check_write(1, 0, (8, 5)),
             Err(LogDriveError::Conflict { address: 1 })
         );
-        assert_eq!(
-            state.check_write(1, 0, (9, 5), &[0; 5]),
-            Ok(WriteCheck::Append)
-        );
-        state.queue_write(1, 9, 5, None);
-        state.complete_write(1, Some(30));
+        assert_eq!(state.check_write(1, 0, (9, 5)), Ok(WriteCheck::Append));
+        state.queue_write(1, 9, 5);
+        state.complete_write(1, Some(30), false);
         assert_eq!(state.lookup(1), Ok(Lookup::Record(30)));
     }
 

@@ -97,6 +97,46 @@ fn two_values_sharing_a_crc_are_never_both_acknowledged() {
     }
 }
 
+/// A rewrite waited for before the first write at its address: the first write's outcome is
+/// not taken in yet (its future has not been polled), so the rewrite finds the value in the
+/// log, where the first record of the address holds it. A collision is a `Conflict`, the
+/// same bytes are acknowledged, and the first value is what reads, also after a reopen.
+#[test]
+fn a_rewrite_waited_for_before_the_first_write_is_still_compared() {
+    let a = vec![0x3cu8; 4096];
+    let b = forge(&[0xc3u8; 4092], crc32c::crc32c(&a));
+    let ring = ring();
+    let store = open(&ring);
+    let drive = create(&store, 4);
+    for address in 0..50u64 {
+        let first = drive.write(address, 0, Bytes::from(a.clone()));
+        let again = drive.write(address, 0, Bytes::from(a.clone()));
+        let other = drive.write(address, 0, Bytes::from(b.clone()));
+        assert_eq!(
+            wait(other),
+            Err(LogDriveError::Conflict { address }),
+            "{address}"
+        );
+        assert_eq!(wait(again), Ok(()), "{address}");
+        assert_eq!(wait(first), Ok(()), "{address}");
+        assert_eq!(read(&drive, address), value(&a));
+    }
+    // A rewrite whose future is dropped is taken in later, and does not displace the value.
+    let first = drive.write(50, 0, Bytes::from(a.clone()));
+    drop(drive.write(50, 0, Bytes::from(b.clone())));
+    assert_eq!(wait(first), Ok(()));
+    write(&drive, 51, 0, b"later").unwrap();
+    assert_eq!(read(&drive, 50), value(&a));
+    drop(drive);
+    store.close();
+    drop(store);
+    let store = open(&ring);
+    let drive = store.get(4).expect("live");
+    for address in 0..=50 {
+        assert_eq!(read(&drive, address), value(&a));
+    }
+}
+
 /// A log written before the bytes were compared (or crafted) may hold both values: replay
 /// keeps the first, and a rewrite of the second is still told apart from it.
 #[test]
