@@ -184,7 +184,7 @@ pub fn measure_writers<P: WritePath>(
     let rss_reset = reset_peak_rss();
     let measuring = AtomicBool::new(false);
     let stop = AtomicBool::new(false);
-    let trim = TrimBehind::new(drive, workload.payload_bytes);
+    let trim = TrimBehind::new(drive, &workload);
     let (window, results) = std::thread::scope(|scope| {
         let (measuring, stop, trim) = (&measuring, &stop, &trim);
         let handles: Vec<_> = (0..workload.writers)
@@ -331,14 +331,20 @@ pub fn tail_marker_cost(
 
 type WriterResult = Result<(u64, Histogram<u64>), String>;
 
-/// How many of the last writes of `payload_bytes` a cell keeps: as many as a quarter of the
-/// ring holds when each takes a batch of its own, its record rounded up to whole blocks. (Counted
-/// as packed records, a lone writer's 128-byte appends, one 4 KiB block each, held 18 times
-/// a quarter of the ring: whether the ring filled before the cell ended depended on how fast
-/// the machine wrote.)
-fn keep_writes(ring_bytes: u64, block_bytes: u64, payload_bytes: usize) -> u64 {
-    let record_bytes = (payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
-    let footprint_bytes = record_bytes.div_ceil(block_bytes.max(1)) * block_bytes.max(1);
+/// How many of the last writes of `workload` a cell keeps: as many as a quarter of the ring
+/// holds. A lone write in flight (one writer, one at a time) is a batch of its own, its
+/// record rounded up to whole blocks; more are counted as packed records. (Counted as packed,
+/// a lone writer's 128-byte appends, one 4 KiB block each, held 18 times a quarter of the
+/// ring: whether the ring filled before the cell ended depended on how fast the device
+/// wrote.)
+fn keep_writes(ring_bytes: u64, block_bytes: u64, workload: &Workload) -> u64 {
+    let record_bytes = (workload.payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
+    let block_bytes = block_bytes.max(1);
+    let footprint_bytes = if workload.writers * workload.in_flight == 1 {
+        record_bytes.div_ceil(block_bytes) * block_bytes
+    } else {
+        record_bytes
+    };
     (ring_bytes / 4 / footprint_bytes).max(64)
 }
 
@@ -353,12 +359,12 @@ struct TrimBehind<'a> {
 }
 
 impl<'a> TrimBehind<'a> {
-    fn new(drive: &'a Drive, payload_bytes: usize) -> TrimBehind<'a> {
+    fn new(drive: &'a Drive, workload: &Workload) -> TrimBehind<'a> {
         let geometry = drive.geometry();
         let keep = keep_writes(
             geometry.ring_size_bytes().unwrap_or(0),
             u64::from(geometry.block_size_bytes),
-            payload_bytes,
+            workload,
         );
         TrimBehind {
             drive,
@@ -573,15 +579,28 @@ impl Recovery {
 
 #[cfg(test)]
 mod tests {
-    use super::keep_writes;
+    use std::time::Duration;
 
-    /// Every write is counted at the blocks it takes when it is a batch of its own, so the
-    /// writes kept fill at most a quarter of the ring whatever their size.
+    use super::{keep_writes, Workload};
+
+    fn workload(payload_bytes: usize, writers: usize, in_flight: usize) -> Workload {
+        Workload {
+            payload_bytes,
+            writers,
+            in_flight,
+            duration: Duration::ZERO,
+            warmup: Duration::ZERO,
+        }
+    }
+
+    /// A lone write in flight is counted at the blocks its batch takes, so the writes kept
+    /// fill at most a quarter of the ring whatever their size; writes batched together are
+    /// counted as packed records.
     #[test]
     fn the_writes_kept_fill_a_quarter_of_the_ring_at_most() {
         let ring_bytes = 320u64 << 20;
         for payload_bytes in [0usize, 128, 4000, 4096, 65536, 1 << 20] {
-            let keep = keep_writes(ring_bytes, 4096, payload_bytes);
+            let keep = keep_writes(ring_bytes, 4096, &workload(payload_bytes, 1, 1));
             let record_bytes = (payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
             let batch_bytes = record_bytes.div_ceil(4096) * 4096;
             assert!(
@@ -589,8 +608,10 @@ mod tests {
                 "{payload_bytes}: {keep}"
             );
             assert!((keep + 1) * batch_bytes > ring_bytes / 4 || keep == 64);
+            let packed = keep_writes(ring_bytes, 4096, &workload(payload_bytes, 4, 16));
+            assert_eq!(packed, (ring_bytes / 4 / record_bytes).max(64));
         }
-        // 128-byte appends, one block each: 20,480 kept, not the 374,491 packed records.
-        assert_eq!(keep_writes(ring_bytes, 4096, 128), 20480);
+        // A lone writer's 128-byte appends, one block each: 20,480 kept, not 374,491.
+        assert_eq!(keep_writes(ring_bytes, 4096, &workload(128, 1, 1)), 20480);
     }
 }
