@@ -528,7 +528,7 @@ fn json_or_null(value: Option<u64>) -> String {
     value.map_or_else(|| "null".to_string(), |value| value.to_string())
 }
 
-/// One line of `dump --json` (DESIGN.md "Contracts").
+/// One line of `dump --json` (docs/cli.md, "JSON").
 #[derive(serde::Serialize)]
 struct DumpLine {
     lsn: u64,
@@ -536,7 +536,7 @@ struct DumpLine {
     payload_hex: String,
 }
 
-/// `verify --json` (DESIGN.md "Contracts"): `torn` and `corruption` only when present.
+/// `verify --json` (docs/cli.md, "JSON"): `torn` and `corruption` only when present.
 #[derive(serde::Serialize)]
 struct VerifyJson {
     status: &'static str,

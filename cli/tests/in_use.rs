@@ -1,4 +1,4 @@
-//! A ring that another process holds is left alone (RELIABILITY I-17): `format`, with or
+//! A ring that another process holds is left alone (docs/recovery.md, I-17): `format`, with or
 //! without `--force`, refuses a ring that a live writer or a reader holds with exit 1 and a
 //! sentence naming the path, and changes nothing of it; every other subcommand that cannot have
 //! the ring within the bounded wait exits 1 the same way. Run against the built `sealog`

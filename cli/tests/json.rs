@@ -1,5 +1,5 @@
 //! Every read-only command's `--json` parses as JSON and carries the fields of its contract
-//! (DESIGN.md "Contracts", docs/cli.md): `dump` one object per line (`lsn`, `len`,
+//! (docs/cli.md): `dump` one object per line (`lsn`, `len`,
 //! `payload_hex`), `verify` one object (`status`, `first_lsn`, `last_lsn`, and `torn` or
 //! `corruption` when present), `inspect` and `stat` one object each, both saying what the ring
 //! holds (`purpose`: `log`, or `logdrive_store` for a LogDrive store's ring).

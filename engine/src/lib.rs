@@ -65,3 +65,9 @@ pub use sealog_wal::{
 pub use signature::Signature;
 pub use storage::{format, FormatOptions, FormatProgress};
 pub use ticket::{AppendOutcome, Ticket};
+
+// The README's embedding example is compiled and run as a doctest, so it cannot drift from the
+// API it shows.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExample;

@@ -7,7 +7,7 @@
 //! the ring's default durability: named by the caller, or measured on the finished segments
 //! (with [`crate::sync_probe`]) before the control block that records it is written.
 //!
-//! Locks (RELIABILITY I-17): a directory ring is locked on the directory itself, which format
+//! Locks (docs/recovery.md, I-17): a directory ring is locked on the directory itself, which format
 //! never replaces (it replaces `control` and the segment files); a device ring on the device.
 //! Writers, recovery and format take the exclusive `flock`, readers the shared one; on a device,
 //! writers and format also open with O_EXCL. Format takes the lock before it looks at the ring

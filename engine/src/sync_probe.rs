@@ -1,17 +1,17 @@
-//! Choosing a ring's default durability by measuring its device at format time (DESIGN "Beyond
-//! the anchors"). The two ways the engine can make a batch durable, an O_DIRECT write with an
-//! fdatasync linked behind it and an O_DIRECT write with RWF_DSYNC (a FUA write where the device
-//! has FUA), are timed one at a time (queue depth 1) on the ring's own backend, with the write a
-//! small append really makes: a 4 KiB payload behind its 96-byte entry header fills two 4 KiB
-//! blocks, so that is 8 KiB on a ring of 4 KiB blocks ([`append_write_bytes`]). The methods take
-//! turns in rounds (one method's writes, then the other's, the order swapped every round), so a
-//! drift in the device or the machine during the measurement falls on both alike.
+//! Choosing a ring's default durability by measuring its device at format time (docs/design.md,
+//! "The life of an append"). The two ways the engine can make a batch durable, an O_DIRECT write
+//! with an fdatasync linked behind it and an O_DIRECT write with RWF_DSYNC (a FUA write where the
+//! device has FUA), are timed one at a time (queue depth 1) on the ring's own backend, with the
+//! write a small append really makes: a 4 KiB payload behind its 96-byte entry header fills two
+//! 4 KiB blocks, so that is 8 KiB on a ring of 4 KiB blocks ([`append_write_bytes`]). The methods
+//! take turns in rounds (one method's writes, then the other's, the order swapped every round), so
+//! a drift in the device or the machine during the measurement falls on both alike.
 //!
 //! The rule ([`choose`]): RWF_DSYNC is chosen only when it beats the fdatasync by a clear margin
 //! ([`MARGIN_PERCENT`]) at both the median and the 99th percentile; anything else, ties
 //! included, keeps the linked fdatasync, the engine's long-standing default. A shorter median
 //! with a worse tail (this machine's RWF_DSYNC completes in a kernel workqueue that can wait a
-//! scheduler tick, see MACHINE.md section 2) is not a win for a log whose writers wait on the
+//! scheduler tick on a virtual machine) is not a win for a log whose writers wait on the
 //! tail.
 //!
 //! The timed writes are zeros, written only into segment data areas (never the control area),
@@ -31,8 +31,8 @@ use crate::io::{Completion, FlushOrder, IoBackend, Tag, WriteSync};
 
 /// By how many percent RWF_DSYNC must beat the linked fdatasync, at both p50 and p99, to be
 /// chosen. Ten percent is above the run-to-run spread of either method's median on a quiet
-/// device (MACHINE.md puts repeated 4 KiB medians of one method within a few percent of each
-/// other once interleaved), so a win by less is noise, not a property of the drive.
+/// device (repeated 4 KiB medians of one method, interleaved, fall within a few percent of each
+/// other on the machines measured so far), so a win by less is noise, not a property of the drive.
 pub const MARGIN_PERCENT: u8 = 10;
 
 /// The payload whose append the measurement imitates: a 4 KiB record, the size the benchmark's

@@ -235,7 +235,7 @@ fn ring_files(path: &std::path::Path) -> Vec<(String, u64, Vec<u8>)> {
     files
 }
 
-/// RELIABILITY I-17: format takes the ring's exclusive lock before it looks at anything, so a
+/// docs/recovery.md, I-17: format takes the ring's exclusive lock before it looks at anything, so a
 /// ring that a writer (here `--force`) or a reader (here without it: in use, not "not empty")
 /// holds is refused with a typed error and not a byte of it changes; once both let go, format
 /// proceeds.

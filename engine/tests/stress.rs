@@ -1,4 +1,4 @@
-//! The stress test (RELIABILITY I-19): for a bounded time, many threads at once on one file
+//! The stress test (docs/recovery.md, I-19): for a bounded time, many threads at once on one file
 //! ring through io_uring: blocking and pipelined appenders, readers of old and new LSNs,
 //! iterators, trimmers and a stats poller, with a client channel far smaller than the
 //! requests in flight. A watchdog fails the test, with the drive's state and every operation

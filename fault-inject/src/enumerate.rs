@@ -1,4 +1,4 @@
-//! Crash-state enumeration (RELIABILITY.md section 3): a workload runs the real drive on the
+//! Crash-state enumeration (docs/faults.md, "Crash states"): a workload runs the real drive on the
 //! simulated drive (no faults, completions reordered); at every step the writes not yet
 //! durable are recorded with the durable bytes, and crash images are built from them: every
 //! subset of the pending writes for small windows (random subsets beyond), each write whole or

@@ -479,7 +479,7 @@ fn allowed_refusal(
 /// EIO and were retried did: seed 982 misread, cut, wrote the cut and failed zeroing after it,
 /// and its retry found the cut). A misdirected read or a sector made unreadable can hide
 /// the very batch whose watermark proves the damage before it; recovery takes what it could
-/// not read in the in-flight region for a torn block (DESIGN "Recovery") and cannot tell
+/// not read in the in-flight region for a torn block (docs/recovery.md) and cannot tell
 /// (seed 296 lost a batch's write, and the read of the batches after it was misdirected).
 fn covered_evidence(covered: u64, during_open: &FaultCounts) -> u64 {
     if during_open.read_faults > 0 {

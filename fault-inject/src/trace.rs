@@ -1,4 +1,4 @@
-//! A trace of what a simulated drive did (RELIABILITY.md 3.2, the white-box route): every
+//! A trace of what a simulated drive did (docs/faults.md, "Crash states"): every
 //! write submitted, every write completed with the bytes the medium got, every flush that
 //! made writes durable, in the order the device applied them, interleaved with the
 //! workload's own marks (an operation issued, an operation done). A [`SimDevice`] records

@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 
 use sealog_tests::workspace_root;
 
-fn rust_files(directory: &Path, files: &mut Vec<PathBuf>) {
+/// The files under `directory` (build output, git's store and fuzz corpora aside) whose names
+/// `keep` accepts.
+fn files_where(directory: &Path, keep: &dyn Fn(&str) -> bool, files: &mut Vec<PathBuf>) {
     let Ok(entries) = fs::read_dir(directory) else {
         return;
     };
@@ -34,9 +36,9 @@ fn rust_files(directory: &Path, files: &mut Vec<PathBuf>) {
                 name.as_ref(),
                 "target" | ".git" | "corpus" | "artifacts" | "coverage"
             ) {
-                rust_files(&path, files);
+                files_where(&path, keep, files);
             }
-        } else if name.ends_with(".rs") {
+        } else if keep(&name) {
             files.push(path);
         }
     }
@@ -44,7 +46,7 @@ fn rust_files(directory: &Path, files: &mut Vec<PathBuf>) {
 
 fn workspace_rust_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    rust_files(&workspace_root(), &mut files);
+    files_where(&workspace_root(), &|name| name.ends_with(".rs"), &mut files);
     assert!(
         files.len() > 10,
         "tidy found only {} Rust files",
@@ -187,6 +189,94 @@ fn unsafe_code_lives_in_the_io_uring_backend_and_the_c_abi_only() {
             );
         }
     }
+}
+
+/// The words of `line` that name a file: a Markdown document (`docs/recovery.md`, `README.md`)
+/// or any path that climbs with `../`. Trailing punctuation of the sentence is not part of it.
+fn cited_paths(line: &str) -> Vec<&str> {
+    line.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')))
+        .map(|word| word.trim_end_matches('.'))
+        .filter(|word| {
+            let document = word.len() > ".md".len() && word.ends_with(".md");
+            document || word.starts_with("../")
+        })
+        .collect()
+}
+
+/// Whether `cited`, written in the file at `path`, names a file inside the repository: read
+/// from the repository's root or from the citing file's own folder, as links in Markdown are.
+fn resolves_inside(root: &Path, path: &Path, cited: &str) -> bool {
+    let folder = path.parent().unwrap_or(root);
+    [root.join(cited), folder.join(cited)]
+        .iter()
+        .filter_map(|candidate| candidate.canonicalize().ok())
+        .any(|found| found.starts_with(root))
+}
+
+#[test]
+fn the_path_scan_finds_documents_and_climbs() {
+    // The cases that must not resolve are built at run time, so that this file cites nothing.
+    let (md, up) = (".md", "..");
+    let outside = format!("see {up}/elsewhere/DESIGN{md}, and the {md} files");
+    assert_eq!(
+        cited_paths(&outside),
+        vec![format!("{up}/elsewhere/DESIGN{md}")]
+    );
+    let linked = format!("(docs/recovery.md, I-16) and [faults](faults{md}).");
+    assert_eq!(
+        cited_paths(&linked),
+        vec!["docs/recovery.md".to_string(), format!("faults{md}")]
+    );
+    assert!(cited_paths("no document in `wal/src/format.rs`.").is_empty());
+    let root = workspace_root().canonicalize().expect("root");
+    let docs = root.join("docs/design.md");
+    assert!(resolves_inside(&root, &docs, &format!("recovery{md}")));
+    assert!(resolves_inside(&root, &docs, "docs/recovery.md"));
+    assert!(!resolves_inside(&root, &docs, &format!("absent{md}")));
+    assert!(!resolves_inside(
+        &root,
+        &docs,
+        &format!("{up}/{up}/{up}/README{md}")
+    ));
+}
+
+/// Every document the code, the docs, the manifests and CI cite lies in the repository: a
+/// reader of a clone can follow each one, and none leads to a file beside the checkout.
+#[test]
+fn every_cited_document_is_in_the_repository() {
+    let root = workspace_root().canonicalize().expect("root");
+    let text = |name: &str| {
+        name == "run"
+            || [".rs", ".md", ".toml", ".h", ".c", ".sh", ".yml"]
+                .iter()
+                .any(|extension| name.ends_with(extension))
+    };
+    let mut files = Vec::new();
+    files_where(&root, &text, &mut files);
+    assert!(
+        files.len() > 100,
+        "the scan found only {} files",
+        files.len()
+    );
+    let mut dangling = Vec::new();
+    for path in &files {
+        let Ok(content) = fs::read_to_string(path) else {
+            continue;
+        };
+        for (index, line) in content.lines().enumerate() {
+            for cited in cited_paths(line) {
+                if !resolves_inside(&root, path, cited) {
+                    dangling.push(format!("{}:{}: {cited}", relative(path), index + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        dangling.is_empty(),
+        "citations of documents that are not in the repository (write what is needed under \
+         docs/ and cite that):\n{}",
+        dangling.join("\n")
+    );
 }
 
 #[test]

@@ -16,8 +16,8 @@
 //!   not fit in what is left is [`RingFull`], never a skip into that segment
 //!   ([`WriteCursor::skip_for_data`]); a tail marker ([`WriteCursor::marker_slot`]) may take
 //!   that block. So however full the ring, the writer can still cover every acknowledged
-//!   entry with a durable watermark (DESIGN.md: a marker when the log goes idle and on clean
-//!   close). [`WriteCursor::slot`] is the plain slot, without the reservation;
+//!   entry with a durable watermark (docs/recovery.md I-16: a marker when the log goes idle
+//!   and on clean close). [`WriteCursor::slot`] is the plain slot, without the reservation;
 //! - no batch ends past the tail hint in force (the control block's, durable): before one
 //!   would, the writer makes a control block with a further hint durable
 //!   ([`WriteCursor::hint_limit`], [`BatchSlot::within_hint`], [`WriteCursor::hint_due`]).

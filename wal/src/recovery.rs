@@ -35,7 +35,7 @@
 //!    past the cut, which step 2 makes stale, and the marker's watermark must be durable
 //!    before it is (else a crash in between would leave the damage looking like a torn tail).
 //!    A ring with no room for the marker then leaves that damage uncovered, the residual risk
-//!    of DESIGN.md, until the writer's first batch.
+//!    of docs/recovery.md, until the writer's first batch.
 //!
 //! The writer then starts from [`RecoveryPlan::control`], [`RecoveryPlan::incarnation`],
 //! [`RecoveryPlan::cursor`] and [`RecoveryPlan::lsn_durable`]. Its index of live batches is
@@ -97,7 +97,7 @@ pub enum TailMarker {
         watermark: u64,
     },
     /// Needed, but the ring has no room for it: the newest entries stay uncovered (the
-    /// residual risk of DESIGN.md) until the writer has room and writes one.
+    /// residual risk of docs/recovery.md) until the writer has room and writes one.
     NoRoom(RingFull),
 }
 

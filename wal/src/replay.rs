@@ -1,5 +1,5 @@
 //! Replay: reads a ring through a [`RingSource`] and decides what the log is. It owns the
-//! recovery rules of DESIGN.md ("Recovery") and invariants I-1..I-15 of RELIABILITY.md as far as
+//! recovery rules and invariants I-1..I-15 of docs/recovery.md as far as
 //! a single read-only pass can keep them; the writes that recovery implies (making a cut durable,
 //! invalidating the dirty region, bumping the incarnation) are the engine's, driven by the
 //! [`RecoveryReport`] this returns.

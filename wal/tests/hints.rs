@@ -1,4 +1,4 @@
-//! The tail hint (DESIGN "Recovery"): a hinted replay finds the same log as a full one, and
+//! The tail hint (docs/recovery.md): a hinted replay finds the same log as a full one, and
 //! falls back to a full scan, saying why, whenever the hint cannot be trusted. Each test
 //! crafts the control copies of a ring the reference writer wrote; `replay_image` also
 //! replays every image fully and asserts the same finding.

@@ -1,5 +1,5 @@
-//! One test per row of replay's decision table, and per recovery rule of DESIGN.md: each builds
-//! a ring with the reference writer, does the one thing the row or rule is about, and checks
+//! One test per row of replay's decision table, and per recovery rule of docs/recovery.md: each
+//! builds a ring with the reference writer, does the one thing the row or rule is about, and checks
 //! both the outcome and the row the report says ended the scan, so a refactor cannot quietly
 //! disconnect a test from the branch it was written for.
 

@@ -1,6 +1,6 @@
 //! Tail hints on the write path: the drive keeps the control block's tail hint ahead of its
 //! write cursor, so that an open after a crash probes past the log's end only as far as the
-//! hint (DESIGN "Recovery", wal's `TailHint`). The rule it keeps: no batch (data or tail
+//! hint (docs/recovery.md, wal's `TailHint`). The rule it keeps: no batch (data or tail
 //! marker) is submitted that could end past the hint of the durable control block. To keep a
 //! steady writer from ever waiting on that, the next hint is written ahead, off the append's
 //! critical path: once the room left under the furthest hint durable or on its way falls

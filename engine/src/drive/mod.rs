@@ -169,8 +169,8 @@ pub struct DriveOptions {
     /// How long the log stays idle (no batch in flight, none starting) with acknowledged
     /// entries that no durable watermark covers yet before the drive writes a tail marker: a
     /// one-block batch carrying the current watermark, so that damage to any acknowledged
-    /// entry is reported as corruption rather than cut as a torn tail (DESIGN "Recovery",
-    /// RELIABILITY I-16). One marker per idle period, none while appends keep coming, and
+    /// entry is reported as corruption rather than cut as a torn tail (docs/recovery.md,
+    /// I-16). One marker per idle period, none while appends keep coming, and
     /// one on clean close when needed. Microseconds; 0 writes it as soon as the log is idle.
     /// A core with timers keeps this one on its clock (the drive thread's is the system
     /// clock); a core from [`DriveCore::recover`] gets the event from its caller
@@ -369,9 +369,9 @@ pub const GROUP_GATHER_US_DEFAULT: u64 = 100;
 /// bound on the memory a slow drive lets its clients pile up, far above any useful depth.
 pub const CHANNEL_CAPACITY_MAX: usize = 1 << 24;
 
-/// Default idle time before a tail marker, in microseconds: half of the 100 ms DESIGN allows,
-/// and two orders of magnitude above a busy writer's gap between batches, so a busy log never
-/// writes one.
+/// Default idle time before a tail marker, in microseconds: half of the 100 ms that
+/// docs/recovery.md (I-16) allows, and two orders of magnitude above a busy writer's gap between
+/// batches, so a busy log never writes one.
 pub const TAIL_MARKER_IDLE_US_DEFAULT: u64 = 50_000;
 
 /// The drive's state, as `stats()` reports it.

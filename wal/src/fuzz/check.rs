@@ -7,7 +7,7 @@
 //! strict corruption implies a truncating cut naming the same damage; and where replay opens,
 //! the model writer's open recovers the same entries, and opening again after it the same
 //! entries again, as does opening after a crash in the middle of it, right after its control
-//! block (I-3, I-5, I-6 of RELIABILITY.md). Quarantine mode opens wherever strict mode opens
+//! block (I-3, I-5, I-6 of docs/recovery.md). Quarantine mode opens wherever strict mode opens
 //! (with the same report) or fails on corruption (naming that corruption first among the breaks
 //! it stepped over); its live entries and damaged ranges together hold every LSN from the trim
 //! point to the next one exactly once; and where it stepped over damage, the model writer's
@@ -71,7 +71,7 @@ pub enum ModelCheck {
     Quarantined,
     /// Quarantine mode on a ring with no room for the recovery's tail marker: its open
     /// recovered the same entries and damage; the checks that rely on the marker's watermark
-    /// (damage whose only evidence lay past the cut is the residual risk of DESIGN.md until
+    /// (damage whose only evidence lay past the cut is the residual risk of docs/recovery.md until
     /// the writer's first batch) were not run.
     QuarantinedNoMarkerRoom,
     /// Quarantine mode, a quarantined break that is a batch stale only by the last cut's
@@ -731,7 +731,7 @@ fn check_quarantine_agrees(
 /// on the same damage (the same place, LSN and check), though the evidence that it was
 /// acknowledged may now be the recovery's own tail marker. Where the ring had no room for
 /// that marker, damage whose only evidence lay past the cut is the residual risk of
-/// DESIGN.md, and only the open itself is checked.
+/// docs/recovery.md, and only the open itself is checked.
 fn check_quarantine_model(
     image: &Image,
     quarantine: &Result<RecoveryReport, ReplayError>,

@@ -1,6 +1,6 @@
 //! Structure-aware fuzzing of replay: valid rings from the model writer, mutated the way
 //! drives, crashes and crafted metadata damage them, and replayed against the invariants of
-//! RELIABILITY.md section 4. Arbitrary bytes almost never get past the control block's checks;
+//! docs/recovery.md. Arbitrary bytes almost never get past the control block's checks;
 //! mutations of whole valid rings, with metadata re-encoded to pass its CRC, reach every row of
 //! the decision table. The same generator and mutator serve the bounded stable-toolchain run
 //! (`examples/fuzz_rings.rs`, in CI), the quick run in the tests (`tests/fuzz_rings.rs`), the
