@@ -18,12 +18,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::io::{Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
 use sealog::pool::BufferPool;
-use sealog_wal::disk::{BlockFate, FlushCover, InFlightWrite, SimDisk, WriteDurability};
+use sealog_wal_kit::disk::{BlockFate, FlushCover, InFlightWrite, SimDisk, WriteDurability};
 
 use crate::trace::{Event, Stored, Trace};
 
 /// Sector size the simulation tears at (the disk's logical sector).
-pub use sealog_wal::disk::SECTOR_BYTES;
+pub use sealog_wal_kit::disk::SECTOR_BYTES;
 
 /// Probabilities of each fault, per operation (0.0 turns a fault off).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -25,12 +25,12 @@ use sealog::{
     AppendError, DriveCore, DriveOptions, EmbedderHeader, NewEntry, RecoveryMode, Request, Wait,
 };
 use sealog_wal::format::ENTRY_HEADER_SIZE;
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{ControlBlock, Geometry, ReplayOptions, RingId};
+use sealog_wal_kit::model::ModelWriter;
 
 use crate::device::{in_flight_views, FaultConfig, SimDevice, SECTOR_BYTES};
 use crate::scans::{check_quarantine, compare_scans, HintedScan};
-use sealog_wal::disk::{BlockFate, CrashUnit, SimDisk};
+use sealog_wal_kit::disk::{BlockFate, CrashUnit, SimDisk};
 
 /// How many states to check and from which seed.
 #[derive(Clone, Copy, Debug)]

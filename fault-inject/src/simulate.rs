@@ -27,8 +27,8 @@ use sealog::{
     ReadError, RecoveryMode, Request, Wait,
 };
 use sealog_wal::format::{EntryHeader, ENTRY_HEADER_SIZE, ENTRY_MAGIC};
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, Kind, RingId};
+use sealog_wal_kit::model::ModelWriter;
 
 use crate::device::{FaultConfig, FaultCounts, SimDevice};
 

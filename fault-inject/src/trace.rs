@@ -17,7 +17,7 @@
 use std::sync::{Arc, Mutex};
 
 use sealog::io::Tag;
-use sealog_wal::disk::{FlushCover, SimDisk, WriteDurability};
+use sealog_wal_kit::disk::{FlushCover, SimDisk, WriteDurability};
 
 /// One thing the device or the workload did.
 #[derive(Clone, Debug)]

@@ -23,8 +23,8 @@ use sealog_fault::{FaultConfig, SimDevice};
 use sealog_logdrive::{
     wait, LogDrive, LogDriveError, LogDriveStore, ReadOutcome, ReclaimPolicy, StoreOptions,
 };
-use sealog_wal::model::ModelWriter;
 use sealog_wal::RingId;
+use sealog_wal_kit::model::ModelWriter;
 
 /// A simulated device whose flush completions are held back while its gate is closed.
 struct Gated {

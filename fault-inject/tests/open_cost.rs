@@ -15,8 +15,8 @@ use std::path::Path;
 use sealog::{DriveCore, DriveOptions, Request, Ticket, Wait};
 use sealog_fault::{FaultConfig, SimDevice};
 use sealog_wal::layout::HINT_AHEAD_WINDOWS;
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, Kind, RingId, Scan, ScanPolicy};
+use sealog_wal_kit::model::ModelWriter;
 
 const BLOCK: u32 = 4096;
 

@@ -11,8 +11,8 @@
 //!    crafted rings with the real recovery.
 //!
 //! Each case takes a valid ring from the model writer (small geometries, several laps and
-//! incarnations: `sealog_wal::fuzz::Bases`), crafts up to three control blocks or segment
-//! headers with valid CRCs and fields at their edges (`sealog_wal::fuzz::craft_metadata`, the
+//! incarnations: `sealog_wal_kit::fuzz::Bases`), crafts up to three control blocks or segment
+//! headers with valid CRCs and fields at their edges (`sealog_wal_kit::fuzz::craft_metadata`, the
 //! structure-aware fuzzer's generator), and opens it with `DriveCore::recover` on a correct
 //! simulated drive. Before the random cases come hand-picked ones (sequence at and near
 //! `CONTROL_SEQUENCE_LIMIT` and `u64::MAX`, the incarnation exhausted, the trim point and head
@@ -30,11 +30,11 @@ use sealog::drive::{buffer_bytes, buffer_count};
 use sealog::{DriveCore, DriveOptions, OpenError, Request, Wait};
 use sealog_fault::{FaultConfig, SimDevice};
 use sealog_wal::format::CONTROL_SEQUENCE_LIMIT;
-use sealog_wal::fuzz::{
+use sealog_wal::{read_control, Geometry, Kind, RecoveryMode, RecoveryReport};
+use sealog_wal_kit::fuzz::{
     case_seed, catch_panic, craft_control_with, craft_metadata, error_kind, replay_image,
     variant_name, Bases, Choices, ControlField, Mutation, Ring, Unreadable,
 };
-use sealog_wal::{read_control, Geometry, Kind, RecoveryMode, RecoveryReport};
 
 /// The run's seed.
 const SEED: u64 = 5;

@@ -713,7 +713,7 @@ fn a_writable_open_covers_recovered_entries_with_a_tail_marker() {
     use sealog_fault::SimDevice;
 
     let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
-    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([5; 16]));
+    let image = sealog_wal_kit::model::ModelWriter::format(geometry, sealog_wal::RingId([5; 16]));
     let device =
         |image| SimDevice::for_ring(image, &geometry, FaultConfig::none(), 11).expect("a device");
     let path = std::path::Path::new("recovery-marker");
@@ -953,7 +953,7 @@ const EBUSY: i32 = 16;
 /// A drive on a fresh small ring over a [`BrokenDevice`].
 fn open_broken(breakage: Breakage) -> sealog::Drive {
     let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
-    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([9; 16]));
+    let image = sealog_wal_kit::model::ModelWriter::format(geometry, sealog_wal::RingId([9; 16]));
     sealog::Drive::open_with(
         std::path::Path::new("broken"),
         geometry,
@@ -1017,7 +1017,7 @@ fn a_core_refuses_appends_the_handle_would_refuse() {
     use sealog::{DriveCore, Request, Wait};
 
     let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
-    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([4; 16]));
+    let image = sealog_wal_kit::model::ModelWriter::format(geometry, sealog_wal::RingId([4; 16]));
     let device = sealog_fault::SimDevice::for_ring(image, &geometry, FaultConfig::none(), 1)
         .expect("a device");
     let mut core = DriveCore::recover(device, std::path::Path::new("core"), &Default::default())

@@ -95,7 +95,7 @@ impl IoBackend for GatedDevice {
 #[test]
 fn stats_are_read_while_the_drive_thread_is_stuck_by_many_threads_and_after_close() {
     let geometry = TestRing::new(Backend::Simulated, &Shape::small()).geometry;
-    let image = sealog_wal::model::ModelWriter::format(geometry, sealog_wal::RingId([5; 16]));
+    let image = sealog_wal_kit::model::ModelWriter::format(geometry, sealog_wal::RingId([5; 16]));
     let gate = Arc::new(Gate::default());
     let device_gate = Arc::clone(&gate);
     // A channel of 4 slots: a stats request through it would queue behind the appends.

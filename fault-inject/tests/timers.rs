@@ -13,8 +13,8 @@ use std::time::Duration;
 use common::{payload, Backend, Shape, TestRing};
 use sealog::{AppendError, DriveCore, DriveOptions, ManualClock, Request, Ticket, Wait, WhenFull};
 use sealog_fault::{FaultConfig, SimDevice};
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{Kind, RingId};
+use sealog_wal_kit::model::ModelWriter;
 
 /// Longer than every timer in these tests: what a core reading the system clock would see.
 const REAL_TIME_PASSING: Duration = Duration::from_millis(5);

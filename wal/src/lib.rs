@@ -11,21 +11,19 @@
 //! - [`quarantine`]: what quarantine mode reports of the damage it steps over;
 //! - [`validate`]: the one record validator, which replay and the engine's reads share;
 //! - [`source`]: the read-only source replay reads through;
-//! - [`disk`]: a simulated disk in memory (live, durable, unflushed writes, crash fates);
-//! - [`recovery`]: the one recovery protocol, a plan computed from replay's report;
-//! - [`model`]: a reference writer over memory, for tests, the example and the fuzz target;
-//! - [`fuzz`]: structure-aware fuzzing of replay (valid rings, mutated; test support only).
+//! - [`recovery`]: the one recovery protocol, a plan computed from replay's report.
+//!
+//! What tests need and embedders do not (a reference writer over memory, a simulated disk with
+//! crash fates, the structure-aware fuzzer) is the `sealog-wal-kit` crate beside this one, so
+//! that none of it is compiled into an embedder's build.
 
 #![forbid(unsafe_code)]
 
 pub mod batch;
 pub mod decision;
-pub mod disk;
 pub mod error;
 pub mod format;
-pub mod fuzz;
 pub mod layout;
-pub mod model;
 pub mod quarantine;
 pub mod recovery;
 pub mod replay;
@@ -33,7 +31,6 @@ pub mod source;
 pub mod validate;
 
 pub use batch::{BatchBuilder, BatchStart, EncodedBatch};
-pub use disk::SimDisk;
 pub use error::{EncodeError, GeometryError, ReplayError, RingFull, SequenceExhausted};
 pub use format::{
     ControlBlock, EmbedderHeader, EntryHeader, Geometry, Kind, Position, RingId, RingPurpose,
@@ -52,29 +49,3 @@ pub use validate::{
     check_batch, check_batch_start, check_record, walk_batch, BatchExpectation, BatchFailure,
     CheckedBatch, CheckedRecord, IncarnationRule, RecordExpectation, WalkEnd, WalkedRecord,
 };
-
-/// Feeds arbitrary bytes to replay as a ring, in every recovery mode, hinted and full; used by
-/// the `replay` fuzz target and its stable-toolchain twin in the tests. Replay must return
-/// `Ok` or a typed error for any input; a panic is a bug.
-pub fn fuzz_replay(bytes: &[u8]) {
-    for mode in [
-        RecoveryMode::Strict,
-        RecoveryMode::TruncateAtCorruption,
-        RecoveryMode::Quarantine,
-    ] {
-        for scan in [ScanPolicy::Hinted, ScanPolicy::Full] {
-            let options = ReplayOptions {
-                mode,
-                read_chunk_bytes: 1 << 16,
-                scan,
-            };
-            let mut source: &[u8] = bytes;
-            let mut visited = 0u64;
-            if let Ok(report) = replay(&mut source, &options, &mut |_| visited += 1) {
-                assert_eq!(report.entries, visited);
-                assert!(report.first_lsn <= report.last_lsn);
-                assert!(report.bytes_read <= bytes.len() as u64 * 4 + (1 << 20));
-            }
-        }
-    }
-}

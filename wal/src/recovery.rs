@@ -1,7 +1,7 @@
 //! The one recovery protocol: what a writer does after replay and before its first append, as
 //! a pure plan computed from the [`RecoveryReport`]. The engine carries it out on its device
-//! and the reference writer ([`crate::model`]) on the simulated disk, step by step, in order,
-//! so both run the same protocol; neither computes any of it itself.
+//! and the reference writer (`sealog-wal-kit`'s model) on the simulated disk, step by step, in
+//! order, so both run the same protocol; neither computes any of it itself.
 //!
 //! The steps (each a write of whole blocks at a ring offset, or a flush of the file holding a
 //! ring offset; a writer waits for each before the next). Flushes are listed per ring offset;

@@ -1,14 +1,14 @@
-//! The simulated disk (`sealog_wal::disk::SimDisk`): reads see every completed write, only a
+//! The simulated disk (`sealog_wal_kit::disk::SimDisk`): reads see every completed write, only a
 //! flush (or a durable write) makes one durable, a flush covers exactly the writes completed
 //! before it was submitted, a durable write is never undone by an older write's flush or crash
 //! fate, and a crash applies the caller's fate to every unit of every write not yet durable,
 //! the writes still in flight included.
 
-use sealog_wal::disk::{
+use sealog_wal::RingSource;
+use sealog_wal_kit::disk::{
     fill_garbage, BlockFate, CrashUnit, DiskError, FlushCover, InFlightWrite, SimDisk,
     WriteDurability, SECTOR_BYTES,
 };
-use sealog_wal::RingSource;
 
 const UNIT: usize = 4096;
 

@@ -1,4 +1,4 @@
-//! The structure-aware fuzzer (`sealog_wal::fuzz`) in every test run: a fixed seed and ten
+//! The structure-aware fuzzer (`sealog_wal_kit::fuzz`) in every test run: a fixed seed and ten
 //! thousand mutated rings (a second or two in release), each replayed in every recovery mode
 //! against the invariants and required to reach every row of the decision table, plus checks
 //! that its parts do what they claim (crafted metadata passes its CRC, unreadable blocks reach
@@ -8,13 +8,13 @@
 
 use sealog_wal::decision::ROWS;
 use sealog_wal::format::{ControlBlock, EntryHeader, SegmentHeader, CONTROL_SEQUENCE_LIMIT};
-use sealog_wal::fuzz::{
+use sealog_wal::{read_control, Check, RecoveryMode, ReplayError};
+use sealog_wal_kit::fuzz::{
     catch_panic, craft_control, craft_control_with, craft_segment_header, failure_text, fuzz_bytes,
     reseal_entry_header, run, run_case, sample_bases, workload, Bases, CaseResult, Choices,
     ControlField, Mutation, RunOptions,
 };
-use sealog_wal::fuzz::{check_image, replay_image, Image, ModelCheck};
-use sealog_wal::{read_control, Check, RecoveryMode, ReplayError};
+use sealog_wal_kit::fuzz::{check_image, replay_image, Image, ModelCheck};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -182,7 +182,7 @@ fn a_case_is_reproduced_from_its_seed() {
     let mut first = Bases::new(5, 8);
     let mut second = Bases::new(5, 8);
     for index in 0..40 {
-        let seed = sealog_wal::fuzz::case_seed(5, index);
+        let seed = sealog_wal_kit::fuzz::case_seed(5, index);
         let a = run_case(&mut first, &mut Choices::from_seed(seed));
         let b = run_case(&mut second, &mut Choices::from_seed(seed));
         assert_eq!(a.base, b.base);

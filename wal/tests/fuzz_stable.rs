@@ -7,7 +7,7 @@ use proptest::prelude::*;
 
 fn rings() -> &'static [Vec<u8>] {
     static RINGS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
-    RINGS.get_or_init(sealog_wal::model::sample_rings)
+    RINGS.get_or_init(sealog_wal_kit::model::sample_rings)
 }
 
 #[derive(Clone, Debug)]
@@ -56,14 +56,14 @@ proptest! {
         for mutation in &mutations {
             apply(&mut ring, mutation);
         }
-        sealog_wal::fuzz_replay(&ring);
+        sealog_wal_kit::fuzz_replay(&ring);
     }
 
     #[test]
     fn arbitrary_bytes_replay_without_panicking(
         bytes in prop::collection::vec(any::<u8>(), 0..20_000),
     ) {
-        sealog_wal::fuzz_replay(&bytes);
+        sealog_wal_kit::fuzz_replay(&bytes);
     }
 }
 

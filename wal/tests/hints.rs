@@ -15,10 +15,10 @@ mod common;
 
 use common::*;
 use sealog_wal::format::ControlBlock;
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{
     Evidence, FullScan, Outcome, Position, RecoveryReport, ReplayError, Scan, TailHint,
 };
+use sealog_wal_kit::model::ModelWriter;
 
 /// Both control copies of an image: (current, other).
 fn copies(image: &[u8]) -> (ControlBlock, ControlBlock) {

@@ -26,11 +26,11 @@ use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use sealog_wal::format::ENTRY_HEADER_SIZE;
-use sealog_wal::model::{BlockFate, ModelError, ModelWriter};
 use sealog_wal::{
     replay_visiting, Check, Damaged, Geometry, Outcome, ReplayError, ReplayOptions, ScanPolicy,
     Visit,
 };
+use sealog_wal_kit::model::{BlockFate, ModelError, ModelWriter};
 
 /// A deterministic generator for the choices inside one case (SplitMix64).
 struct Rng(u64);
@@ -257,7 +257,7 @@ fn check_crash_during_recovery(
     }
     // The control write of the new incarnation goes to the copy not current now; tear it.
     let slot = ((report.control.sequence + 1) % 2) as usize * BLOCK;
-    sealog_wal::model::fill_garbage(&mut partial[slot..slot + 64], rng.next());
+    sealog_wal_kit::model::fill_garbage(&mut partial[slot..slot + 64], rng.next());
     let (result, again) = replay_image(&partial, &strict());
     prop_assert!(
         result.is_ok(),

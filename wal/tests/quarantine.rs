@@ -12,11 +12,11 @@ mod common;
 use common::*;
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::ENTRY_HEADER_SIZE;
-use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::{
     replay_visiting, Check, Damaged, DamagedRange, Evidence, Kind, Outcome, Position,
     RecoveryReport, ReplayError, ReplayOptions, RingSource, ScanPolicy, Visit,
 };
+use sealog_wal_kit::model::{BlockFate, ModelWriter};
 
 /// What a quarantine replay found: the report, the live entries and the damage visited.
 struct Found {

@@ -22,11 +22,11 @@ use std::io;
 use std::ops::Range;
 
 use common::*;
-use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::{
     scan, Check, Corruption, Evidence, Geometry, Outcome, Position, RecoveryReport, ReplayError,
     ReplayOptions, RingSource, Scan, UnreadableRun,
 };
+use sealog_wal_kit::model::{BlockFate, ModelWriter};
 
 /// A ring image whose reads fail with EIO whenever they overlap one of `bad` (ring offsets).
 /// Replay's reader retries a failed chunk with just what it needs, and the probe reads two

@@ -19,18 +19,18 @@
 mod common;
 
 use common::*;
-use sealog_wal::disk::{BlockFate, FlushCover, SimDisk, WriteDurability};
 use sealog_wal::format::{
     ControlBlock, RingPurpose, SyncChoice, SyncMeasurement, SyncMethod, CONTROL_SEQUENCE_LIMIT,
     CONTROL_SIZE, ENTRY_HEADER_SIZE,
 };
-use sealog_wal::model::{ModelError, ModelWriter};
 use sealog_wal::recovery::Written;
 use sealog_wal::{
     plan, plan_with_purpose, scan, Check, Evidence, Geometry, Outcome, PlanError, Position,
     RecoveryReport, ReplayError, RingFull, Scan, SequenceExhausted, Step, TailHint, TailMarker,
     WriteCursor,
 };
+use sealog_wal_kit::disk::{BlockFate, FlushCover, SimDisk, WriteDurability};
+use sealog_wal_kit::model::{ModelError, ModelWriter};
 
 fn report_of(image: &[u8]) -> RecoveryReport {
     scan(&mut &image[..], &strict()).expect("replays")

@@ -36,12 +36,12 @@ use sealog_wal::format::{
     ControlBlock, Position, CONTROL_SEQUENCE_LIMIT, CONTROL_SIZE, ENTRY_HEADER_SIZE,
     FORMAT_VERSION, WINDOW_BATCHES_LIMIT,
 };
-use sealog_wal::fuzz::{case_seed, run_case, Bases, CaseResult, Choices};
-use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::recovery::Written;
 use sealog_wal::{
     Check, Evidence, Geometry, GeometryError, Outcome, ReplayError, ReplayOptions, Step,
 };
+use sealog_wal_kit::fuzz::{case_seed, run_case, Bases, CaseResult, Choices};
+use sealog_wal_kit::model::{BlockFate, ModelWriter};
 
 /// Rewrites both control copies with `change` applied to the newest.
 fn patch_control(image: &mut [u8], change: impl Fn(&mut ControlBlock)) {

@@ -8,8 +8,8 @@ mod common;
 use common::*;
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::{CONTROL_SIZE, ENTRY_HEADER_SIZE};
-use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::{Check, Evidence, Geometry, Kind, Outcome, Position, ReplayError};
+use sealog_wal_kit::model::{BlockFate, ModelWriter};
 
 fn flushed_batches(writer: &mut ModelWriter, batches: usize, records: usize, len: usize) {
     for _ in 0..batches {

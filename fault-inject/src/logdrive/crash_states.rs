@@ -19,12 +19,12 @@ use rand_chacha::ChaCha8Rng;
 use sealog::{DriveOptions, Durability};
 use sealog_logdrive::record::Record;
 use sealog_wal::format::{ENTRY_HEADER_SIZE, ENTRY_MAGIC};
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{ControlBlock, EntryHeader, Geometry, RingId};
+use sealog_wal_kit::model::ModelWriter;
 
 use super::model::{check, check_next_generation, Base, Model, Observation, Op};
-use super::workload::{Progress, Workload};
 use super::{open_sim_store, ring_geometry, SimStore, TraceJournal};
+use super::workload::{Progress, Workload};
 use crate::device::FaultConfig;
 use crate::enumerate::{crash_image, crash_plans};
 use crate::trace::{Event, Trace, TraceDisk};

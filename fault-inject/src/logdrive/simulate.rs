@@ -22,13 +22,13 @@ use rand_chacha::ChaCha8Rng;
 use sealog::{DriveOptions, Durability, OpenError};
 use sealog_logdrive::StoreOpenError;
 use sealog_wal::format::ENTRY_HEADER_SIZE;
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, ReplayError, ReplayOptions, RingId};
+use sealog_wal_kit::model::ModelWriter;
 
 use super::crash_states::{windows, Windows};
 use super::model::{check, Model};
-use super::workload::{Progress, Workload};
 use super::{open_sim_store, ring_geometry, TraceJournal};
+use super::workload::{Progress, Workload};
 use crate::device::{drawn_fate, in_flight_views, FaultConfig, SECTOR_BYTES};
 use crate::simulate::{surviving_watermark, Violation};
 use crate::trace::{Trace, TraceDisk};

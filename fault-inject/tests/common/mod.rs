@@ -14,8 +14,8 @@ use sealog::reader::RingReader;
 use sealog::storage::{plan_geometry, FormatOptions};
 use sealog::{Drive, DriveOptions, OpenError, SyncMethod};
 use sealog_fault::{FaultConfig, SimDevice};
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{Geometry, RecoveryReport, ReplayError, ReplayOptions, RingId};
+use sealog_wal_kit::model::ModelWriter;
 
 /// The I/O backend a scenario runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

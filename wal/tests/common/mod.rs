@@ -3,10 +3,10 @@
 
 #![allow(dead_code)]
 
-use sealog_wal::model::ModelWriter;
 use sealog_wal::{
     replay, Geometry, RecoveryReport, ReplayError, ReplayOptions, RingId, Scan, ScanPolicy,
 };
+use sealog_wal_kit::model::ModelWriter;
 
 pub const BLOCK: usize = 4096;
 

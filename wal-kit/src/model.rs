@@ -13,13 +13,13 @@
 
 use std::collections::VecDeque;
 
-use crate::batch::{BatchBuilder, BatchStart};
 use crate::disk::{FlushCover, SimDisk, WriteDurability};
-use crate::error::{EncodeError, ReplayError, RingFull};
-use crate::format::{ControlBlock, Geometry, Kind, Position, RingId, TailHint};
-use crate::layout::WriteCursor;
-use crate::recovery::{self, Step};
-use crate::replay::{replay_visiting, RecoveryReport, ReplayOptions, Visit};
+use sealog_wal::batch::{BatchBuilder, BatchStart};
+use sealog_wal::error::{EncodeError, ReplayError, RingFull};
+use sealog_wal::format::{ControlBlock, Geometry, Kind, Position, RingId, TailHint};
+use sealog_wal::layout::WriteCursor;
+use sealog_wal::recovery::{self, Step};
+use sealog_wal::replay::{replay_visiting, RecoveryReport, ReplayOptions, Visit};
 
 /// What opening returns: the writer, replay's report, and every recovered entry (LSN, payload).
 pub type Opened = (ModelWriter, RecoveryReport, Vec<(u64, Vec<u8>)>);
@@ -132,7 +132,7 @@ impl ModelWriter {
     }
 
     /// Opens a ring image for writing, as the engine does: replay (with `options`), then carry
-    /// out the recovery plan ([`crate::recovery`]): flush, the control block with the new
+    /// out the recovery plan ([`sealog_wal::recovery`]): flush, the control block with the new
     /// incarnation and the cut, the dirty region after the cut zeroed, a tail marker when live
     /// entries are not covered, each durable in turn; the cursor goes where the plan says.
     /// Returns the writer, the report and the recovered entries.
@@ -238,7 +238,7 @@ impl ModelWriter {
     /// Makes a further tail hint durable when a batch in `slot` could end past the one in
     /// force: the protocol's rule that no batch ends past a durable hint. (The model's control
     /// writes are durable at once, so it never waits, where the engine writes ahead.)
-    fn ensure_hint(&mut self, slot: &crate::layout::BatchSlot) {
+    fn ensure_hint(&mut self, slot: &sealog_wal::layout::BatchSlot) {
         let in_force = self
             .control
             .tail_hint

@@ -3,10 +3,10 @@
 //! never-acknowledged batches, a bit flip in acknowledged data (strict mode refuses it; the
 //! opt-in truncating mode cuts and reports the loss), and a ring that wrapped several laps.
 //!
-//! Run it with `cargo run --release -p sealog-wal --example damage_and_replay`.
+//! Run it with `cargo run --release -p sealog-wal-kit --example damage_and_replay`.
 
-use sealog_wal::model::{BlockFate, ModelWriter};
 use sealog_wal::{scan, Geometry, RecoveryMode, RecoveryReport, ReplayOptions, RingId};
+use sealog_wal_kit::model::{BlockFate, ModelWriter};
 
 fn geometry() -> Geometry {
     Geometry {

@@ -325,7 +325,7 @@ pub(super) fn pick_block(ring: &Ring, image: &[u8], choices: &mut Choices<'_>) -
     let block = g.block_size_bytes as u64;
     let blocks = (image.len() as u64 / block).max(1);
     let report = &ring.report;
-    let around = |position: crate::format::Position, choices: &mut Choices<'_>| {
+    let around = |position: sealog_wal::format::Position, choices: &mut Choices<'_>| {
         let at = g.ring_offset(position) / block;
         (at + choices.below(4)).saturating_sub(choices.below(3))
     };

@@ -1,10 +1,10 @@
 //! The structure-aware fuzz run on the stable toolchain, bounded in time: valid rings from the
 //! model writer, mutated (damaged blocks, blocks whose reads fail with EIO, crafted control
 //! blocks and headers with valid CRCs) and replayed in every recovery mode against the
-//! invariants (`sealog_wal::fuzz`). CI runs it for 60 seconds:
+//! invariants (`sealog_wal_kit::fuzz`). CI runs it for 60 seconds:
 //!
 //! ```sh
-//! cargo run --release -p sealog-wal --example fuzz_rings -- --seconds 60 --seed 1
+//! cargo run --release -p sealog-wal-kit --example fuzz_rings -- --seconds 60 --seed 1
 //! ```
 //!
 //! It prints every failure as it happens (with the command that reproduces it: `--seed S
@@ -15,7 +15,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use sealog_wal::fuzz::{failure_text, run, CaseResult, RunOptions};
+use sealog_wal_kit::fuzz::{failure_text, run, CaseResult, RunOptions};
 
 /// Failures printed in full; later ones are only counted.
 const FAILURES_PRINTED_MAX: u64 = 20;

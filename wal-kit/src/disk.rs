@@ -401,7 +401,7 @@ pub fn fill_garbage(target: &mut [u8], seed: u64) {
 }
 
 /// Replay and the model read a simulated disk's live bytes.
-impl crate::source::RingSource for SimDisk {
+impl sealog_wal::source::RingSource for SimDisk {
     fn size_bytes(&self) -> u64 {
         SimDisk::size_bytes(self)
     }

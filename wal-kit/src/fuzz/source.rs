@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::io;
 
-use crate::source::RingSource;
+use sealog_wal::source::RingSource;
 
 /// The errno a latent sector error reads as.
 const EIO: i32 = 5;

@@ -18,14 +18,14 @@
 //! mutation.
 
 use super::source::{FailingSource, Image, Unreadable};
-use crate::decision::{decide, row_index, Decision, Facts, ROWS};
-use crate::error::ReplayError;
-use crate::format::{Position, CONTROL_SEQUENCE_LIMIT};
 use crate::model::ModelWriter;
-use crate::quarantine::{Damaged, DamagedRange, DAMAGED_REPORTED};
-use crate::recovery::TailMarker;
-use crate::recovery::{self, Step, Written};
-use crate::replay::{
+use sealog_wal::decision::{decide, row_index, Decision, Facts, ROWS};
+use sealog_wal::error::ReplayError;
+use sealog_wal::format::{Position, CONTROL_SEQUENCE_LIMIT};
+use sealog_wal::quarantine::{Damaged, DamagedRange, DAMAGED_REPORTED};
+use sealog_wal::recovery::TailMarker;
+use sealog_wal::recovery::{self, Step, Written};
+use sealog_wal::replay::{
     replay_visiting, Check, Outcome, RecoveryMode, RecoveryReport, ReplayOptions, Visit,
     UNREADABLE_RUNS_REPORTED,
 };

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::choices::{case_seed, mix64, Choices};
-use crate::format::{Geometry, RingId};
 use crate::model::{fill_garbage, sample_rings, BlockFate, ModelError, ModelWriter};
-use crate::replay::{read_control, replay, RecoveryReport, ReplayOptions};
+use sealog_wal::format::{Geometry, RingId};
+use sealog_wal::replay::{read_control, replay, RecoveryReport, ReplayOptions};
 
 /// A valid ring to mutate, with what the mutator needs to know about it.
 #[derive(Clone)]

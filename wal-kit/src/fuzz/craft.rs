@@ -12,7 +12,7 @@
 use super::choices::{mix64, Choices};
 use super::mutate::{block_bytes, flip_bits, pick_block, Mutation};
 use super::rings::Ring;
-use crate::format::{
+use sealog_wal::format::{
     payload_crc, ControlBlock, EntryHeader, Kind, RingId, SegmentHeader, CONTROL_SEQUENCE_LIMIT,
     ENTRY_HEADER_SIZE, ENTRY_MAGIC,
 };

@@ -1,12 +1,12 @@
-//! Structure-aware fuzzing of replay: valid rings from the model writer, mutated the way
-//! drives, crashes and crafted metadata damage them, and replayed against the invariants of
-//! docs/recovery.md. Arbitrary bytes almost never get past the control block's checks;
-//! mutations of whole valid rings, with metadata re-encoded to pass its CRC, reach every row of
-//! the decision table. The same generator and mutator serve the bounded stable-toolchain run
-//! (`examples/fuzz_rings.rs`, in CI), the quick run in the tests (`tests/fuzz_rings.rs`), the
-//! coverage-guided libFuzzer target (`fuzz/fuzz_targets/rings.rs`, driven by the fuzzer's bytes
-//! as a choice stream) and the engine's open fuzz test in `sealog-fault`. Test support: nothing
-//! in the engine's paths uses it.
+//! Structure-aware fuzzing of replay: valid rings from the model writer, mutated the way drives,
+//! crashes and crafted metadata damage them, and replayed against the invariants of
+//! docs/recovery.md. Arbitrary bytes almost never get past the control block's checks; mutations of
+//! whole valid rings, with metadata re-encoded to pass its CRC, reach every row of the decision
+//! table. The same generator and mutator serve the bounded stable-toolchain run
+//! (`wal-kit/examples/fuzz_rings.rs`, in CI), the quick run in the tests
+//! (`wal/tests/fuzz_rings.rs`), the coverage-guided libFuzzer target
+//! (`wal/fuzz/fuzz_targets/rings.rs`, driven by the fuzzer's bytes as a choice stream) and the
+//! engine's open fuzz test in `sealog-fault`. Test support: nothing in the engine's paths uses it.
 //!
 //! - [`choices`]: seeds or fuzzer bytes as a stream of choices;
 //! - [`rings`]: the base rings (sample rings and seeded workloads), checked as they are written;

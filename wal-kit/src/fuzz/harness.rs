@@ -17,7 +17,7 @@ use super::choices::{case_seed, Choices};
 use super::mutate::{mutate, Mutation};
 use super::rings::Bases;
 use super::source::Image;
-use crate::decision::ROWS;
+use sealog_wal::decision::ROWS;
 
 thread_local! {
     static CAPTURING: Cell<bool> = const { Cell::new(false) };
@@ -291,7 +291,7 @@ pub fn failure_text(seed: u64, index: u64, case: &Case) -> String {
     };
     format!(
         "{kind} in case {index} of seed {seed}: {what}\n  base: {}\n  mutations: {:?}\n  \
-         reproduce: cargo run --release -p sealog-wal --example fuzz_rings -- --seed {seed} \
+         reproduce: cargo run --release -p sealog-wal-kit --example fuzz_rings -- --seed {seed} \
          --case {index}",
         case.base, case.mutations
     )
