@@ -9,7 +9,7 @@ use std::path::Path;
 use sealog::{FormatOptions, Geometry};
 use sealog_logdrive::geometry::{self, GeometryError, PlanError};
 
-use crate::{fail, Failure, EXIT_UNUSABLE};
+use crate::failure::{fail, Failure, EXIT_UNUSABLE};
 
 /// The block size the ring is planned on.
 ///
