@@ -22,6 +22,12 @@ use bytes::Bytes;
 /// What every operation of a [`LogDrive`] returns: a future of its outcome.
 pub type OpFuture<T> = Pin<Box<dyn Future<Output = Result<T, LogDriveError>> + Send + 'static>>;
 
+/// An operation's future that is ready at once with `outcome` (a check refused it, or it
+/// needed no I/O).
+pub(crate) fn ready<T: Send + 'static>(outcome: Result<T, LogDriveError>) -> OpFuture<T> {
+    Box::pin(std::future::ready(outcome))
+}
+
 /// An address space of single-value registers, durable and fenced (docs/logdrive.md). Every
 /// operation is issued when it is called (see the module doc).
 pub trait LogDrive: Send + Sync {

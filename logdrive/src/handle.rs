@@ -15,12 +15,16 @@ use std::time::Instant;
 use bytes::Bytes;
 use sealog::{ReadError, SummedBytes};
 
+use crate::api::ready;
 use crate::api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
-use crate::complete::{Completing, ControlDone, ControlKind, Live, Shared, WriteDone};
+use crate::complete::{Completing, ControlDone, WriteDone};
+use crate::errors::read_error;
+use crate::inner::Inner;
+use crate::live::{ControlKind, Live, Shared};
 use crate::record::{Record, RecordType};
 use crate::space::{Admission, Class};
 use crate::state::{Check, Control, Lookup, WriteCheck};
-use crate::store::{lock, read_error, ready, Inner};
+use crate::sync::lock;
 use crate::waiting::Parked;
 
 /// One LogDrive of a [`LogDriveStore`](crate::LogDriveStore) (one id, one generation).
@@ -79,7 +83,7 @@ impl LocalLogDrive {
     fn lock(&self) -> Result<MutexGuard<'_, Live>, LogDriveError> {
         self.inner.check_running()?;
         let mut live = lock(&self.live);
-        live.take_in(&self.inner);
+        live.take_in(&*self.inner);
         Ok(live)
     }
 

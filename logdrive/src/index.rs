@@ -14,7 +14,39 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
-use crate::state::Slot;
+use crate::record::RECORD_HEADER_BYTES;
+
+/// One written (or being written) address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// The LSN of the record holding the value (the first acknowledged one, or the relocated
+    /// copy that took its place); `None` while no record of it is known acknowledged.
+    pub lsn: Option<u64>,
+    /// The payload's CRC32C.
+    pub crc: u32,
+    /// The payload's length.
+    pub len: u32,
+    /// Records for it queued and not yet completed.
+    pub pending: u32,
+    /// The record at `lsn` failed its checks (a quarantined open): reads answer `Damaged`,
+    /// and only a write of the same value (CRC and length) is accepted, as its repair.
+    pub damaged: bool,
+}
+
+impl Slot {
+    pub(crate) fn acknowledged(&self) -> bool {
+        self.lsn.is_some()
+    }
+
+    /// The ring bytes its record takes (a damaged one is carried forward as a header alone).
+    pub(crate) fn bytes(&self) -> u64 {
+        if self.damaged {
+            RECORD_HEADER_BYTES
+        } else {
+            RECORD_HEADER_BYTES + u64::from(self.len)
+        }
+    }
+}
 
 /// Slots a window may hold beyond twice its occupied ones: how far a write may land past
 /// the window's end (or before its start) and still join it, on a window nearly empty.

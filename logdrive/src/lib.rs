@@ -2,36 +2,48 @@
 //! spaces of write-once registers sharing one engine ring, with weakTail, seal, fence,
 //! prefix trim, reclamation of the ring's space, and a quarantine for damaged records.
 //!
+//! From the top down (a module imports only modules below it):
+//!
 //! - [`api`]: the object-safe [`LogDrive`] trait every LogDrive implements (local, striped,
-//!   quorum, remote), its outcomes and its typed errors, definite or indeterminate;
-//! - [`store`]: [`LogDriveStore`], many LogDrives on one [`sealog::Drive`];
+//!   quorum, remote), its outcomes and its typed errors, definite or indeterminate; the
+//!   compositions built on the trait live beside the store and see it only through the trait;
+//! - [`store`]: [`LogDriveStore`], many LogDrives on one [`sealog::Drive`]: open, create,
+//!   delete, close;
 //! - `handle`: their [`LocalLogDrive`] handles and the operations on them;
 //! - `complete`: how each queued record's outcome comes back to its LogDrive;
-//! - [`geometry`]: which rings a store can live on, and how to format one;
-//! - [`record`]: how each record sits in a WAL entry (kind and embedder header);
-//! - `state`: one LogDrive's index and the checks the live path and replay share;
-//! - `index`: the two indexes every write touches, slots by address and needed records by
-//!   LSN, stored for the keys a LogDrive's writes make;
-//! - `replay`: the recovery visitor that rebuilds every LogDrive in the open's one pass;
 //! - [`reclaim`]: the reclaimer, which moves the ring's head past what no LogDrive needs and
 //!   relocates what pins it, with its policy and figures;
+//! - `inner`: what the store, its handles, the completions and the reclaimer share (the
+//!   drive, the registry of LogDrives, admission into the ring's room, the stop flag);
+//! - `live`: one LogDrive's live state and the mailbox its completions leave outcomes in;
+//! - `replay`: the recovery visitor that rebuilds every LogDrive in the open's one pass;
+//! - `state`: one LogDrive's state and the checks the live path and replay share; `index`:
+//!   the two indexes every write touches, slots by address and needed records by LSN;
 //! - `space`: the ring room kept for relocation and for control records, and the records
 //!   waiting for room; `waiting`: an operation parked until then;
-//! - [`wait`](mod@wait): blocking on an operation's future from a plain thread.
+//! - `options`: [`StoreOptions`]; [`geometry`]: which rings a store can live on, and how to
+//!   format one; [`record`]: how each record sits in a WAL entry;
+//! - `errors`: the engine's errors as LogDrive errors; `sync`: the store's one way to lock;
+//!   [`wait`](mod@wait): blocking on an operation's future from a plain thread.
 
 #![forbid(unsafe_code)]
 
 pub mod api;
 mod complete;
+mod errors;
 pub mod geometry;
 mod handle;
 mod index;
+mod inner;
+mod live;
+mod options;
 pub mod reclaim;
 pub mod record;
 mod replay;
 mod space;
 mod state;
 pub mod store;
+mod sync;
 pub mod wait;
 mod waiting;
 

@@ -40,6 +40,9 @@
 use bytes::Bytes;
 use sealog::{EmbedderHeader, Kind, NewEntry};
 
+/// Ring bytes a record takes beyond its payload (its entry header, embedder header included).
+pub(crate) const RECORD_HEADER_BYTES: u64 = sealog::ENTRY_HEADER_SIZE as u64;
+
 /// What a record does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RecordType {

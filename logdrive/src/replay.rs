@@ -151,31 +151,8 @@ impl Replay {
                 self.generation_max = self.generation_max.max(record.value);
                 return true;
             }
-            RecordType::Create => {
-                let replayed = self.state(record.id, record.generation);
-                if replayed.created && !record.relocated {
-                    return false;
-                }
-                replayed.whole |= !record.relocated;
-                if !replayed.created {
-                    replayed.created = true;
-                    replayed.state.capacity = record.value;
-                    // Records met before the creation were checked against no capacity.
-                    replayed.state.confine_to_capacity();
-                }
-                replayed.state.hold_create(lsn);
-                true
-            }
-            RecordType::Delete => {
-                return match self.states.remove(&key) {
-                    Some(replayed) if replayed.created => true,
-                    Some(replayed) => {
-                        self.skipped += replayed.applied;
-                        false
-                    }
-                    None => false,
-                };
-            }
+            RecordType::Create => self.apply_create(record, lsn),
+            RecordType::Delete => return self.apply_delete(key),
             RecordType::Write => {
                 let crc = crc32c::crc32c(entry.payload);
                 let len = entry.payload.len() as u64;
@@ -188,20 +165,7 @@ impl Replay {
                 }
             }
             RecordType::Seal | RecordType::Fence | RecordType::Trim => {
-                let control = Control::of(record).expect("a control record");
-                let replayed = self.state(record.id, record.generation);
-                // A trim was at or below T when written, but replay can check that only
-                // where it has met every record of the LogDrive before it: once the ring's
-                // head passed its creation (relocation copied it forward), the writes below
-                // the trim point may have left the ring with it (they were garbage), and a
-                // T made of what is left would refuse an acknowledged trim.
-                let unchecked = matches!(control, Control::Trim(_)) && !replayed.whole;
-                let state = &mut replayed.state;
-                if record.relocated || unchecked {
-                    state.replay_relocated_control(control, lsn)
-                } else {
-                    state.replay_control(control, lsn)
-                }
+                self.apply_control(record, lsn)
             }
             RecordType::Damaged => {
                 let (crc, len) = record.damaged_crc_len();
@@ -217,6 +181,55 @@ impl Replay {
             self.state(record.id, record.generation).applied += 1;
         }
         applied
+    }
+
+    /// A creation: the LogDrive's capacity, and its creation record held. A second original
+    /// creation of one (id, generation) is not applied.
+    fn apply_create(&mut self, record: &Record, lsn: u64) -> bool {
+        let replayed = self.state(record.id, record.generation);
+        if replayed.created && !record.relocated {
+            return false;
+        }
+        replayed.whole |= !record.relocated;
+        if !replayed.created {
+            replayed.created = true;
+            replayed.state.capacity = record.value;
+            // Records met before the creation were checked against no capacity.
+            replayed.state.confine_to_capacity();
+        }
+        replayed.state.hold_create(lsn);
+        true
+    }
+
+    /// A deletion: the LogDrive's state is dropped. Records of one never created are counted
+    /// as skipped.
+    fn apply_delete(&mut self, key: (u64, u64)) -> bool {
+        match self.states.remove(&key) {
+            Some(replayed) if replayed.created => true,
+            Some(replayed) => {
+                self.skipped += replayed.applied;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// A seal, fence or trim, checked as the live path checked it where replay can.
+    fn apply_control(&mut self, record: &Record, lsn: u64) -> bool {
+        let control = Control::of(record).expect("a control record");
+        let replayed = self.state(record.id, record.generation);
+        // A trim was at or below T when written, but replay can check that only where it has
+        // met every record of the LogDrive before it: once the ring's head passed its creation
+        // (relocation copied it forward), the writes below the trim point may have left the
+        // ring with it (they were garbage), and a T made of what is left would refuse an
+        // acknowledged trim.
+        let unchecked = matches!(control, Control::Trim(_)) && !replayed.whole;
+        let state = &mut replayed.state;
+        if record.relocated || unchecked {
+            state.replay_relocated_control(control, lsn)
+        } else {
+            state.replay_control(control, lsn)
+        }
     }
 
     /// A record found damaged with its header intact at `lsn`: a write names the address it

@@ -36,8 +36,8 @@ use std::time::Instant;
 use sealog::{AppendRoom, Geometry};
 
 use crate::api::LogDriveError;
-use crate::reclaim::ReclaimPolicy;
-use crate::store::lock;
+use crate::reclaim::policy::ReclaimPolicy;
+use crate::sync::lock;
 
 /// Who is asking for room.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,7 +119,7 @@ impl std::fmt::Debug for Space {
 
 /// The room one sent record takes: its payload and its entry header.
 pub(crate) fn record_bytes(payload_len: u64) -> u64 {
-    crate::state::RECORD_HEADER_BYTES + payload_len
+    crate::record::RECORD_HEADER_BYTES + payload_len
 }
 
 impl Space {

@@ -22,43 +22,8 @@ use std::collections::{BTreeSet, VecDeque};
 use std::ops::Range;
 
 use crate::api::{Length, LogDriveError, TailDesc};
-use crate::index::{Needed, SlotIndex};
-use crate::record::{Record, RecordType};
-
-/// Ring bytes a record takes beyond its payload (its entry header, embedder header included).
-pub(crate) const RECORD_HEADER_BYTES: u64 = sealog::ENTRY_HEADER_SIZE as u64;
-
-/// One written (or being written) address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Slot {
-    /// The LSN of the record holding the value (the first acknowledged one, or the relocated
-    /// copy that took its place); `None` while no record of it is known acknowledged.
-    pub lsn: Option<u64>,
-    /// The payload's CRC32C.
-    pub crc: u32,
-    /// The payload's length.
-    pub len: u32,
-    /// Records for it queued and not yet completed.
-    pub pending: u32,
-    /// The record at `lsn` failed its checks (a quarantined open): reads answer `Damaged`,
-    /// and only a write of the same value (CRC and length) is accepted, as its repair.
-    pub damaged: bool,
-}
-
-impl Slot {
-    fn acknowledged(&self) -> bool {
-        self.lsn.is_some()
-    }
-
-    /// The ring bytes its record takes (a damaged one is carried forward as a header alone).
-    fn bytes(&self) -> u64 {
-        if self.damaged {
-            RECORD_HEADER_BYTES
-        } else {
-            RECORD_HEADER_BYTES + u64::from(self.len)
-        }
-    }
-}
+use crate::index::{Needed, Slot, SlotIndex};
+use crate::record::{Record, RecordType, RECORD_HEADER_BYTES};
 
 /// The length a slot records for a payload (an over-long payload is refused by the engine
 /// before it is queued; saturating keeps the write-once comparison exact below that).

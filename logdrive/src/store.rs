@@ -20,129 +20,31 @@
 //! the store stops: every later operation is `Stopped` until the drive is reopened. A closed
 //! store answers `Stopped` to every operation, on every handle.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use sealog::io::IoBackend;
-use sealog::{
-    AppendError, Drive, DriveOptions, Geometry, NewEntry, OpenError, ReadError, SummedBytes,
-    Ticket, WhenFull,
-};
+use sealog::{AppendOutcome, Drive, DriveOptions, Geometry, OpenError, Ticket, WhenFull};
 
-use crate::api::{LogDriveError, OpFuture};
-use crate::complete::{
-    Completing, ControlDone, ControlKind, CreateDone, DeleteDone, Live, PendingDelete, Shared,
-};
+use crate::api::{ready, LogDriveError, OpFuture};
+use crate::complete::{Completing, Completion, ControlDone, DeleteDone};
 use crate::geometry::GeometryError;
 use crate::handle::LocalLogDrive;
-use crate::reclaim::{ReclaimPolicy, ReclaimStats, Reclaimer};
+use crate::inner::Inner;
+use crate::inner::Registry;
+use crate::live::{ControlKind, Live, Shared};
+pub use crate::options::{
+    StoreOptions, CONTROL_WAIT_DEFAULT, FULL_WAIT_DEFAULT, WEAK_TAIL_K_MAX_DEFAULT,
+};
+use crate::reclaim::figures::ReclaimStats;
+use crate::reclaim::reclaimer::Reclaimer;
 use crate::record::{Record, RecordType, GENERATION_MAX};
 use crate::replay::{DamageFound, Replay};
-use crate::space::{record_bytes, Admission, Class, Space};
+use crate::space::{Admission, Class, Space};
 use crate::state::LogState;
-use crate::waiting::{Deferred, Parked};
-
-/// How a [`LogDriveStore`] opens and runs.
-#[derive(Clone, Debug)]
-pub struct StoreOptions {
-    /// The engine drive's options (its recovery mode among them:
-    /// `RecoveryMode::Quarantine` opens a ring with damaged acknowledged records). Its
-    /// `when_full` must be `WhenFull::Fail`: records wait for room in the store, not in the
-    /// engine's queue.
-    pub drive: DriveOptions,
-    /// When and how fast the ring's space is reclaimed.
-    pub reclaim: ReclaimPolicy,
-    /// The largest window K writers keep between T and N (an AtomicLog's K): how far past N a
-    /// damaged record whose header is gone may have written, in a quarantined open.
-    pub write_window_max: u64,
-    /// The largest k a `weak_tail` call answers for ([`LogDriveError::InvalidWindow`] above
-    /// it), so that one client call costs O(k) and no more; never below `write_window_max`.
-    pub weak_tail_k_max: u64,
-    /// How long a write that finds the ring full waits for the reclaimer to make room
-    /// before it is refused with `RingFull` (zero: refused at once). Waiting writes are
-    /// refused sooner when the ring holds nothing the reclaimer could free.
-    pub full_wait: Duration,
-    /// How long a control record (create, delete, seal, fence, trim) that finds even the
-    /// control reserve spent waits for the reclaimer (zero: refused at once). Control
-    /// records are what make room, so they wait longer than writes by default.
-    pub control_wait: Duration,
-}
-
-/// The default [`StoreOptions::weak_tail_k_max`].
-pub const WEAK_TAIL_K_MAX_DEFAULT: u64 = 4096;
-
-/// The default [`StoreOptions::full_wait`].
-pub const FULL_WAIT_DEFAULT: Duration = Duration::from_secs(10);
-
-/// The default [`StoreOptions::control_wait`].
-pub const CONTROL_WAIT_DEFAULT: Duration = Duration::from_secs(30);
-
-impl Default for StoreOptions {
-    fn default() -> StoreOptions {
-        StoreOptions {
-            drive: DriveOptions::default(),
-            reclaim: ReclaimPolicy::default(),
-            write_window_max: 64,
-            weak_tail_k_max: WEAK_TAIL_K_MAX_DEFAULT,
-            full_wait: FULL_WAIT_DEFAULT,
-            control_wait: CONTROL_WAIT_DEFAULT,
-        }
-    }
-}
-
-impl StoreOptions {
-    /// These options with `drive` for the engine drive.
-    pub fn drive(mut self, drive: DriveOptions) -> StoreOptions {
-        self.drive = drive;
-        self
-    }
-
-    /// These options with `reclaim` as the reclamation policy.
-    pub fn reclaim(mut self, reclaim: ReclaimPolicy) -> StoreOptions {
-        self.reclaim = reclaim;
-        self
-    }
-
-    /// These options with `write_window_max` as the largest window writers keep.
-    pub fn write_window_max(mut self, write_window_max: u64) -> StoreOptions {
-        self.write_window_max = write_window_max;
-        self
-    }
-
-    /// These options answering `weak_tail` for k up to `weak_tail_k_max`.
-    pub fn weak_tail_k_max(mut self, weak_tail_k_max: u64) -> StoreOptions {
-        self.weak_tail_k_max = weak_tail_k_max;
-        self
-    }
-
-    /// These options with writes waiting up to `full_wait` for room on a full ring.
-    pub fn full_wait(mut self, full_wait: Duration) -> StoreOptions {
-        self.full_wait = full_wait;
-        self
-    }
-
-    /// These options with control records waiting up to `control_wait` for room once the
-    /// control reserve is spent.
-    pub fn control_wait(mut self, control_wait: Duration) -> StoreOptions {
-        self.control_wait = control_wait;
-        self
-    }
-
-    fn check(&self) -> Result<(), String> {
-        if self.weak_tail_k_max < self.write_window_max {
-            return Err(format!(
-                "weak_tail_k_max {} is below write_window_max {}: writers could keep a window \
-                 weak_tail would not answer for",
-                self.weak_tail_k_max, self.write_window_max
-            ));
-        }
-        self.reclaim.check()
-    }
-}
+use crate::sync::lock;
 
 /// Why a store could not open.
 #[derive(Debug, thiserror::Error)]
@@ -180,241 +82,10 @@ pub enum StoreOpenError {
     },
 }
 
-/// The live LogDrives, the deleted ones whose deletion is not yet known durable, and the
-/// generations.
-#[derive(Default)]
-pub(crate) struct Registry {
-    pub live: HashMap<u64, Shared>,
-    /// Deleted, by (id, generation), until the deletion is durable: the reclaimer must not
-    /// take their records for garbage before then (a crash could still bring them back).
-    pub dying: HashMap<(u64, u64), Shared>,
-    pub deletes: Vec<PendingDelete>,
-    /// The highest generation issued; the next creation takes one more.
-    pub generation_max: u64,
-}
-
-impl Registry {
-    /// Takes in the deletions that completed since the last look.
-    pub(crate) fn take_in(&mut self) {
-        let Registry { dying, deletes, .. } = self;
-        deletes.retain(|pending| match pending.ticket.try_outcome() {
-            Some(outcome) => {
-                if outcome.is_ok() {
-                    dying.remove(&pending.key);
-                }
-                false
-            }
-            None => true,
-        });
-    }
-}
-
-pub(crate) struct Inner {
-    pub drive: Drive,
-    pub registry: Mutex<Registry>,
-    stopped: OnceLock<String>,
-    skipped: u64,
-    pub space: Arc<Space>,
-    pub reclaimer: Arc<Reclaimer>,
-    pub options: StoreOptions,
-    /// What the open found damaged (a quarantined open).
-    pub quarantine: Vec<DamageFound>,
-    reclaim_thread: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl std::fmt::Debug for Inner {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("LogDriveStore")
-            .field("path", &self.drive.path())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.reclaimer.stop();
-        let thread = lock(&self.reclaim_thread).take();
-        if let Some(thread) = thread {
-            // The reclaimer's own last reference may be the one dropped: it is ending.
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
-        }
-    }
-}
-
 /// Many LogDrives on one drive.
 #[derive(Clone, Debug)]
 pub struct LogDriveStore {
     inner: Arc<Inner>,
-}
-
-pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-pub(crate) fn ready<T: Send + 'static>(outcome: Result<T, LogDriveError>) -> OpFuture<T> {
-    Box::pin(std::future::ready(outcome))
-}
-
-pub(crate) fn append_error(error: AppendError) -> LogDriveError {
-    match error {
-        AppendError::PayloadTooLarge {
-            payload_len,
-            payload_size_max_bytes,
-        } => LogDriveError::TooLarge {
-            len: payload_len,
-            max: u64::from(payload_size_max_bytes),
-        },
-        AppendError::RingFull { .. } => LogDriveError::RingFull,
-        other => LogDriveError::Stopped {
-            reason: other.to_string(),
-        },
-    }
-}
-
-pub(crate) fn read_error(error: ReadError) -> LogDriveError {
-    match error {
-        ReadError::Failed(_) | ReadError::Closed(_) => LogDriveError::Stopped {
-            reason: error.to_string(),
-        },
-        other => LogDriveError::Io {
-            reason: other.to_string(),
-        },
-    }
-}
-
-impl Inner {
-    pub(crate) fn check_running(&self) -> Result<(), LogDriveError> {
-        match self.stopped.get() {
-            Some(reason) => Err(LogDriveError::Stopped {
-                reason: reason.clone(),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Stops the store: every operation answers `Stopped` from now on, and every record
-    /// waiting for room is refused so.
-    pub(crate) fn stop(&self, reason: String) {
-        let _ = self.stopped.set(reason);
-        self.reclaimer.wake();
-        let reason = self.stopped.get().cloned().unwrap_or_default();
-        self.space.fail_all(|| LogDriveError::Stopped {
-            reason: reason.clone(),
-        });
-    }
-
-    /// Admits a record of `payload_len` bytes of this class into the ring's room now, if it
-    /// fits; `None` (counted as a refusal, which wakes the reclaimer) when it does not.
-    pub(crate) fn admit(&self, payload_len: u64, class: Class) -> Option<Admission> {
-        let room = || self.drive.room();
-        let admitted = self.space.admit(&room, record_bytes(payload_len), class);
-        if admitted.is_none() {
-            self.reclaimer.refused(class);
-        }
-        admitted
-    }
-
-    /// Grants room to the records waiting for it, as far as the ring's room allows now.
-    pub(crate) fn grant(&self) -> usize {
-        self.space.grant(&|| self.drive.room())
-    }
-
-    /// Parks an operation whose record of `payload_len` bytes found no room: `resume` runs
-    /// once room is granted (with the admission) or refused (with the error), and its future
-    /// is what the returned future yields. Refused at once when the store does not wait
-    /// ([`StoreOptions::full_wait`] or [`StoreOptions::control_wait`] zero). The caller
-    /// holds no LogDrive's mutex and not the registry's: `resume` may run on this thread,
-    /// now.
-    pub(crate) fn park<T, F>(&self, payload_len: u64, class: Class, resume: F) -> OpFuture<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(Result<Admission, LogDriveError>) -> OpFuture<T> + Send + 'static,
-    {
-        match self.park_with(payload_len, class, resume) {
-            Some(parked) => Deferred::boxed(parked),
-            None => ready(Err(LogDriveError::RingFull)),
-        }
-    }
-
-    /// [`Inner::park`]'s slot, for a caller that waits on it itself; `None` when the store
-    /// does not wait for this class. The store's thread refuses the waiter at its deadline.
-    pub(crate) fn park_with<T, F>(
-        &self,
-        payload_len: u64,
-        class: Class,
-        resume: F,
-    ) -> Option<Arc<Parked<T>>>
-    where
-        T: Send + 'static,
-        F: FnOnce(Result<Admission, LogDriveError>) -> T + Send + 'static,
-    {
-        let wait = match class {
-            Class::Write => self.options.full_wait,
-            Class::Control | Class::Release | Class::Relocation => self.options.control_wait,
-        };
-        if wait.is_zero() {
-            return None;
-        }
-        let deadline = Instant::now().checked_add(wait)?;
-        let parked = Parked::new();
-        let slot = Arc::clone(&parked);
-        let resume = Box::new(move |admitted| slot.fill(resume(admitted)));
-        let room = || self.drive.room();
-        self.space
-            .wait(&room, (class, record_bytes(payload_len)), deadline, resume);
-        // The store's thread wakes for the deadline it may not have known of.
-        self.reclaimer.wake();
-        Some(parked)
-    }
-
-    /// Queues a record with the room `admission` holds for it.
-    pub(crate) fn append(
-        &self,
-        record: &Record,
-        payload: Bytes,
-        admission: Admission,
-    ) -> Result<Ticket, LogDriveError> {
-        self.check_running()?;
-        let ticket = self
-            .drive
-            .append_entry(record.entry(payload))
-            .map_err(append_error)?;
-        admission.sent();
-        Ok(ticket)
-    }
-
-    /// Queues entries of records as one all-or-nothing group, at consecutive LSNs, with the
-    /// room `admission` holds for all of them.
-    pub(crate) fn append_group(
-        &self,
-        entries: Vec<NewEntry>,
-        admission: Admission,
-    ) -> Result<Ticket, LogDriveError> {
-        self.check_running()?;
-        let ticket = self.drive.append_group(entries).map_err(append_error)?;
-        admission.sent();
-        Ok(ticket)
-    }
-
-    /// Queues a record whose payload's CRC was computed already.
-    pub(crate) fn append_summed(
-        &self,
-        record: &Record,
-        payload: SummedBytes,
-        admission: Admission,
-    ) -> Result<Ticket, LogDriveError> {
-        self.check_running()?;
-        let (kind, header) = (record.record_type.kind(), record.header());
-        let ticket = self
-            .drive
-            .append_summed(kind, header, payload)
-            .map_err(append_error)?;
-        admission.sent();
-        Ok(ticket)
-    }
 }
 
 impl LogDriveStore {
@@ -497,7 +168,7 @@ impl LogDriveStore {
             quarantine: rebuilt.damage,
             reclaim_thread: Mutex::new(None),
         });
-        let thread = crate::reclaim::spawn(&inner).map_err(|source| {
+        let thread = crate::reclaim::run::spawn(&inner).map_err(|source| {
             StoreOpenError::Drive(OpenError::Io {
                 path: inner.drive.path().to_path_buf(),
                 action: "start the reclaimer thread",
@@ -635,7 +306,7 @@ impl LogDriveStore {
             return ready(Err(LogDriveError::Missing { id, generation: 0 }));
         };
         let mut live = lock(&shared);
-        live.take_in(&self.inner);
+        live.take_in(&*self.inner);
         let Some(admission) = admission.or_else(|| self.inner.admit(0, Class::Release)) else {
             drop((live, registry));
             let store = self.clone();
@@ -673,7 +344,7 @@ impl LogDriveStore {
     /// What the reclaimer has done since the store opened (its counters start from zero
     /// on every open), and the ring's space as it sees it now.
     pub fn reclaim_stats(&self) -> ReclaimStats {
-        crate::reclaim::stats(&self.inner)
+        crate::reclaim::survey::stats(&self.inner)
     }
 
     /// Runs the reclaimer's work now, on this thread, until the policy is met or nothing more
@@ -681,7 +352,7 @@ impl LogDriveStore {
     /// themselves, with `ReclaimPolicy::background` off, and for tests).
     pub fn reclaim_now(&self) -> Result<ReclaimStats, LogDriveError> {
         self.inner.check_running()?;
-        crate::reclaim::run(&self.inner, false)?;
+        crate::reclaim::run::run(&self.inner, false)?;
         Ok(self.reclaim_stats())
     }
 
@@ -699,7 +370,7 @@ impl LogDriveStore {
             .iter()
             .filter_map(|live| {
                 let mut live = lock(live);
-                live.take_in(&self.inner);
+                live.take_in(&*self.inner);
                 let addresses = live.state.damaged_addresses();
                 (!addresses.is_empty()).then_some((live.state.id, addresses))
             })
@@ -732,4 +403,22 @@ fn drive_options(path: &Path, options: &StoreOptions) -> Result<DriveOptions, St
         .drive
         .clone()
         .purpose(Some(sealog::RingPurpose::LogDriveStore)))
+}
+
+/// A creation's outcome: the control's, then the new LogDrive's handle.
+pub(crate) struct CreateDone {
+    pub control: ControlDone,
+    pub handle: LocalLogDrive,
+}
+
+impl Completion for CreateDone {
+    type Output = LocalLogDrive;
+
+    fn complete(self, outcome: AppendOutcome) -> Result<LocalLogDrive, LogDriveError> {
+        self.control.complete(outcome).map(|()| self.handle)
+    }
+
+    fn abandon(self, ticket: Ticket) {
+        self.control.abandon(ticket);
+    }
 }

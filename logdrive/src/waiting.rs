@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use crate::api::{LogDriveError, OpFuture};
-use crate::store::lock;
+use crate::sync::lock;
 
 /// Where a parked operation's result is left.
 pub(crate) struct Parked<T> {
