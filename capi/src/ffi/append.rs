@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use sealog::{AppendOutcome, Drive, NewEntry, Ticket};
 
-use super::{
+use super::args::{
     drive_arg, guard, null, out_arg, read_sized_claimed, sealog_drive, timeout, write_optional,
 };
 use crate::completion::Callback;

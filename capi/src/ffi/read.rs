@@ -13,7 +13,9 @@ use std::mem::offset_of;
 
 use sealog::{Drive, EntryIter, LogEntry, ReadError};
 
-use super::{drive_arg, guard, null, out_arg, sealog_drive, struct_size_at_least, write_versioned};
+use super::args::{
+    drive_arg, guard, null, out_arg, sealog_drive, struct_size_at_least, write_versioned,
+};
 use crate::entries;
 use crate::status::Failure;
 use crate::types::{sealog_entry, sealog_status};
@@ -79,12 +81,13 @@ pub unsafe extern "C" fn sealog_entry_init_sized(
     struct_size_bytes: usize,
 ) -> c_int {
     guard("sealog_entry_init_sized", || {
-        if !(ENTRY_FIRST_VERSION_BYTES..=super::STRUCT_SIZE_MAX_BYTES).contains(&struct_size_bytes)
+        if !(ENTRY_FIRST_VERSION_BYTES..=super::args::STRUCT_SIZE_MAX_BYTES)
+            .contains(&struct_size_bytes)
         {
             return Err(Failure::invalid(format!(
                 "struct_size_bytes is {struct_size_bytes}: a sealog_entry is {} to {} bytes",
                 ENTRY_FIRST_VERSION_BYTES,
-                super::STRUCT_SIZE_MAX_BYTES
+                super::args::STRUCT_SIZE_MAX_BYTES
             )));
         }
         // SAFETY: the caller's contract: the struct spans `struct_size_bytes` bytes, at least

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use sealog::{Drive, EntryRef, RecoveryVisitor};
 
-use super::{guard, handle, null, open_args, sealog_drive};
+use super::args::{guard, handle, null, open_args, sealog_drive};
 use crate::entries;
 use crate::status::Failure;
 use crate::types::{sealog_drive_options, sealog_entry_view};

@@ -23,7 +23,7 @@ use sealog_wal::{ControlBlock, EntryHeader, Geometry, RingId};
 use sealog_wal_kit::model::ModelWriter;
 
 use super::model::{check, check_next_generation, Base, Model, Observation, Op};
-use super::{open_sim_store, ring_geometry, SimStore, TraceJournal};
+use super::sim_store::{open_sim_store, ring_geometry, SimStore, TraceJournal};
 use super::workload::{Progress, Workload};
 use crate::device::FaultConfig;
 use crate::enumerate::{crash_image, crash_plans};

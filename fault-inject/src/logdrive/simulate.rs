@@ -27,7 +27,7 @@ use sealog_wal_kit::model::ModelWriter;
 
 use super::crash_states::{windows, Windows};
 use super::model::{check, Model};
-use super::{open_sim_store, ring_geometry, TraceJournal};
+use super::sim_store::{open_sim_store, ring_geometry, TraceJournal};
 use super::workload::{Progress, Workload};
 use crate::device::{drawn_fate, in_flight_views, FaultConfig, SECTOR_BYTES};
 use crate::simulate::{surviving_watermark, Violation};
