@@ -18,18 +18,10 @@ use sealog::sync_probe::{self, MethodTimes, ProbePlan};
 use sealog::uring::UringBackend;
 use sealog_wal::Geometry;
 
+use crate::cell::{Cell, RAW_DSYNC, RAW_DSYNC_FUA, RAW_FDATASYNC, RAW_WRITE};
 use crate::random::SplitMix64;
-use crate::read_report::{ReadLoad, ReadRow};
-use crate::report::Cell;
+use crate::read_row::{ReadLoad, ReadRow, FIO_RANDOM_READ, RANDOM_READ};
 
-/// Engine name of the raw write + linked fdatasync row.
-pub const RAW_FDATASYNC: &str = "raw-fdatasync";
-/// Engine name of the raw RWF_DSYNC row on a device without FUA.
-pub const RAW_DSYNC: &str = "raw-dsync";
-/// Engine name of the raw RWF_DSYNC row on a device that reports FUA (the writes are FUA).
-pub const RAW_DSYNC_FUA: &str = "raw-dsync-fua";
-/// Engine name of the raw write bandwidth row (no sync).
-pub const RAW_WRITE: &str = "raw-write-nosync";
 /// 1 MiB writes in flight at once in the raw write bandwidth: twice the engine's default
 /// window of batches, so the device, not the submitter, is the bound.
 pub const RAW_WRITE_DEPTH: usize = 8;
@@ -327,8 +319,6 @@ fn parse_fio(output: std::io::Result<std::process::Output>, bytes: usize) -> Res
     Ok(cell)
 }
 
-/// Engine name of the built-in random-read ceiling rows.
-pub const RANDOM_READ: &str = "ceiling-randread";
 /// The engine's io_uring backend on the ring at `ring` (opened with `access`), with `buffers`
 /// buffers of the size `buffer_bytes` gives for the ring's geometry, and that geometry.
 fn ring_backend(
@@ -391,11 +381,6 @@ fn keep_in_flight(
     }
     Ok((done, started.elapsed().as_secs_f64(), latency))
 }
-
-/// Engine name of fio's random-read rows.
-pub const FIO_RANDOM_READ: &str = "fio-randread";
-/// Engine name of the built-in sequential read ceiling rows.
-pub const SEQUENTIAL_READ: &str = "ceiling-seqread";
 
 /// Reads `read_bytes` at a time at random places in the ring's data areas (every segment's,
 /// its header block excluded: where entries live), `depth` reads in flight, O_DIRECT through

@@ -17,7 +17,9 @@ use sealog::{format, Drive, DriveOptions, FormatOptions, SyncMethod, WhenFull};
 use sealog_wal::ControlBlock;
 
 use crate::ceiling::RECOVERY_READ_BYTES;
-use crate::report::Cell;
+use crate::cell::Cell;
+use crate::median::median;
+use crate::read_plan::COLD_PAYLOAD_BYTES;
 
 /// One sealog workload.
 #[derive(Clone, Copy, Debug)]
@@ -424,14 +426,14 @@ fn writer<P: WritePath>(
 }
 
 /// Formats a ring of `shape` at `ring` and fills it with 4 KiB records (payload plus header)
-/// of [`crate::reads::COLD_PAYLOAD_BYTES`], pipelined, until the ring refuses one (the head's
+/// of [`COLD_PAYLOAD_BYTES`], pipelined, until the ring refuses one (the head's
 /// segment and the window stay free), then closes it. Returns its control block as formatted
 /// and the entries acknowledged. The recovery rounds, the cold reads and the catch-up iterator
 /// all read this one ring.
 pub fn fill_ring(ring: &Path, shape: RingShape) -> Result<(ControlBlock, u64), String> {
     let control = fresh_ring(ring, shape)?;
     let drive = Drive::open(ring, DriveOptions::default()).map_err(|error| error.to_string())?;
-    let payload = vec![0x3c; crate::reads::COLD_PAYLOAD_BYTES];
+    let payload = vec![0x3c; COLD_PAYLOAD_BYTES];
     let mut pending = VecDeque::new();
     let mut appended = 0u64;
     let mut full = false;
@@ -459,34 +461,60 @@ pub fn fill_ring(ring: &Path, shape: RingShape) -> Result<(ControlBlock, u64), S
 /// entries ([`fill_ring`]), in rounds with the sequential read ceiling of the same ring; the
 /// disk's counters (the sysfs directory `disk`, when known) say what each open read and flushed.
 pub fn recovery_cell(ring: &Path, appended: u64, disk: Option<&Path>) -> Result<Recovery, String> {
-    let counters = || disk.and_then(crate::machine::disk_counters);
     // Rounds of: the read ceiling at depths 1 and 4 on this same ring, then an open. The
     // device's speed drifts by a factor of two within seconds on a shared host, so each figure
     // is the median of its rounds, and ceiling and recovery read the same bytes.
-    let mut opens = Vec::new();
-    let mut open_ms = Vec::new();
-    let mut read_bytes = Vec::new();
-    let mut flushes = Vec::new();
-    let mut depth_1 = Vec::new();
-    let mut depth_4 = Vec::new();
-    let mut entries = 0;
-    let mut ring_size = 0.0;
-    let mut segments = 0;
+    let mut rounds = RecoveryRounds::default();
     for round in 0..RECOVERY_ROUNDS {
         // Whatever a cache below the guest keeps of what was just read favours the next reader:
         // the order alternates so that neither side always comes second.
         if round % 2 == 1 {
-            depth_1.push(crate::ceiling::builtin_sequential_read(
-                ring,
-                1,
-                RECOVERY_READ_BYTES,
-            )?);
-            depth_4.push(crate::ceiling::builtin_sequential_read(
-                ring,
-                4,
-                RECOVERY_READ_BYTES,
-            )?);
+            rounds.read_ceiling(ring, true)?;
         }
+        rounds.open(ring, disk)?;
+        if round % 2 == 0 {
+            rounds.read_ceiling(ring, false)?;
+        }
+    }
+    rounds.finish(ring, appended)
+}
+
+/// What the recovery rounds measured so far, a figure per round: each open's speed and wall
+/// time (with the disk's counters during it, where known), and the read ceiling at depths 1
+/// and 4; and what the last open found in the ring.
+#[derive(Default)]
+struct RecoveryRounds {
+    opens: Vec<f64>,
+    open_ms: Vec<f64>,
+    read_bytes: Vec<f64>,
+    flushes: Vec<f64>,
+    depth_1: Vec<f64>,
+    depth_4: Vec<f64>,
+    entries: u64,
+    ring_size: f64,
+    segments: u32,
+}
+
+impl RecoveryRounds {
+    /// One round's read ceiling of `ring` at depths 1 and 4, depth 1 first or last.
+    fn read_ceiling(&mut self, ring: &Path, depth_1_first: bool) -> Result<(), String> {
+        let read = |depth: usize| {
+            crate::ceiling::builtin_sequential_read(ring, depth, RECOVERY_READ_BYTES)
+        };
+        if depth_1_first {
+            self.depth_1.push(read(1)?);
+            self.depth_4.push(read(4)?);
+        } else {
+            self.depth_4.push(read(4)?);
+            self.depth_1.push(read(1)?);
+        }
+        Ok(())
+    }
+
+    /// One round's open of `ring`, timed from the call to its return, with the counters of
+    /// the sysfs directory `disk` around it.
+    fn open(&mut self, ring: &Path, disk: Option<&Path>) -> Result<(), String> {
+        let counters = || disk.and_then(crate::machine::disk_counters);
         let before = counters();
         let started = Instant::now();
         let reopened =
@@ -494,57 +522,46 @@ pub fn recovery_cell(ring: &Path, appended: u64, disk: Option<&Path>) -> Result<
         let seconds = started.elapsed().as_secs_f64();
         if let Some((before, after)) = before.zip(counters()) {
             let during = before.until(after);
-            read_bytes.push(during.read_bytes as f64);
-            flushes.push(during.flushes as f64);
+            self.read_bytes.push(during.read_bytes as f64);
+            self.flushes.push(during.flushes as f64);
         }
-        ring_size = reopened.geometry().ring_size_bytes().unwrap_or(0) as f64;
-        segments = reopened.geometry().segment_count;
-        opens.push(ring_size / seconds);
-        open_ms.push(seconds * 1e3);
-        entries = reopened.recovery_report().entries;
+        self.ring_size = reopened.geometry().ring_size_bytes().unwrap_or(0) as f64;
+        self.segments = reopened.geometry().segment_count;
+        self.opens.push(self.ring_size / seconds);
+        self.open_ms.push(seconds * 1e3);
+        self.entries = reopened.recovery_report().entries;
         reopened.close();
         drop(reopened);
-        if round % 2 == 0 {
-            depth_4.push(crate::ceiling::builtin_sequential_read(
-                ring,
-                4,
-                RECOVERY_READ_BYTES,
-            )?);
-            depth_1.push(crate::ceiling::builtin_sequential_read(
-                ring,
-                1,
-                RECOVERY_READ_BYTES,
-            )?);
+        Ok(())
+    }
+
+    /// The medians of the rounds, once the opens are checked to have recovered every entry
+    /// of the `appended` acknowledged in `ring`.
+    fn finish(mut self, ring: &Path, appended: u64) -> Result<Recovery, String> {
+        let entries = self.entries;
+        if entries != appended {
+            return Err(format!(
+                "recovery found {entries} entries in {}, {appended} were acknowledged",
+                ring.display()
+            ));
         }
+        let measured = |values: &mut Vec<f64>| (!values.is_empty()).then(|| median(values));
+        Ok(Recovery {
+            bytes_per_sec: median(&mut self.opens),
+            read_depth_1_bytes_per_sec: median(&mut self.depth_1),
+            read_depth_4_bytes_per_sec: median(&mut self.depth_4),
+            entries,
+            ring_bytes: self.ring_size as u64,
+            segments: self.segments,
+            open_ms: median(&mut self.open_ms),
+            device_read_bytes: measured(&mut self.read_bytes),
+            device_flushes: measured(&mut self.flushes),
+        })
     }
-    if entries != appended {
-        return Err(format!(
-            "recovery found {entries} entries in {}, {appended} were acknowledged",
-            ring.display()
-        ));
-    }
-    let measured = |values: &mut Vec<f64>| (!values.is_empty()).then(|| median(values));
-    Ok(Recovery {
-        bytes_per_sec: median(&mut opens),
-        read_depth_1_bytes_per_sec: median(&mut depth_1),
-        read_depth_4_bytes_per_sec: median(&mut depth_4),
-        entries,
-        ring_bytes: ring_size as u64,
-        segments,
-        open_ms: median(&mut open_ms),
-        device_read_bytes: measured(&mut read_bytes),
-        device_flushes: measured(&mut flushes),
-    })
 }
 
 /// Rounds of the recovery measurement (see [`recovery_cell`]).
 pub const RECOVERY_ROUNDS: usize = 4;
-
-/// The median of a non-empty set of figures (of an even count, the upper of the middle two).
-pub fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
 
 /// What the recovery workload measured: medians over its rounds.
 #[derive(Clone, Copy, Debug)]

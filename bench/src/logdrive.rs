@@ -18,7 +18,8 @@
 //! reclaimer (on its default policy, on its own thread, as an embedder runs it) moves the
 //! ring's head past what they trimmed, so its cost is in their figures; a LogDrive run ends
 //! by deleting its LogDrives and reclaiming the ring. This module runs the measurements; the
-//! figures, their table, JSON and targets are `logdrive_report.rs`.
+//! figures are `logdrive_figures.rs`, their table, JSON and targets `logdrive_report.rs`, and
+//! the section's place in a run (its ring, its times, the write ceilings) `logdrive_section.rs`.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -34,22 +35,20 @@ use sealog_logdrive::{
     wait, LocalLogDrive, LogDrive, LogDriveStore, OpFuture, PendingWrite, ReadOutcome, StoreOptions,
 };
 
+use crate::cell::Cell;
 use crate::cells::{
     cell_options, fresh_ring, measure_writers, RawAppends, RingShape, Workload, WritePath,
 };
-use crate::logdrive_report::{
+use crate::logdrive_figures::{
     LogDriveFigures, ReadPhase, WeakTailCase, WeakTailRow, WriteComparison, WriteEngine,
+    LOGDRIVE_READ, MANY_LOGDRIVES, PAYLOAD_BYTES, RAW_READ, RAW_READ_ASYNC, ROUNDS,
 };
+use crate::logdrive_report::read_rows;
+use crate::progress::progress;
 use crate::random::SplitMix64;
-use crate::read_report::{ReadLoad, ReadRow};
-use crate::report::Cell;
+use crate::read_row::{ReadLoad, ReadRow};
 use crate::rounds::interleave;
 
-/// The payload of every write and read of the section: 4 KiB, the raw cells' size.
-pub const PAYLOAD_BYTES: usize = 4096;
-/// Interleaved rounds of the reads (the writes run as many rounds as they have engines, so
-/// that each engine runs once in every position and after every other engine).
-pub const ROUNDS: usize = 3;
 /// The throughput comparison's writers and writes in flight per writer: 256 in all, the
 /// deep cells' order of magnitude.
 pub const THROUGHPUT_WRITERS: usize = 8;
@@ -61,8 +60,6 @@ pub const THROUGHPUT_IN_FLIGHT: usize = 32;
 /// engine's control still came to between 0.90 and 1.21 of it in three runs; each rotation
 /// adds about 12 s to the quick run.
 pub const THROUGHPUT_ROTATIONS: usize = 3;
-/// The LogDrives the spread throughput run writes over.
-pub const MANY_LOGDRIVES: usize = 1000;
 /// Addresses of every LogDrive the section creates (none comes near it).
 const CAPACITY: u64 = 1 << 40;
 /// The epoch every write is stamped with (nothing is fenced).
@@ -99,7 +96,7 @@ pub struct Plan<'a> {
 /// Runs the section on a ring formatted for it; leaves the ring empty.
 pub fn logdrive_section(plan: &Plan<'_>) -> Result<LogDriveFigures, String> {
     let started = Instant::now();
-    crate::progress("logdrive: formatting the section's ring");
+    progress("logdrive: formatting the section's ring");
     fresh_ring(plan.ring, plan.shape)?;
     let latency = write_comparison(
         plan,
@@ -152,7 +149,7 @@ fn write_comparison(
     let started = Instant::now();
     let rounds = engines.len() * rotations;
     let cells = interleave(rounds, engines.len(), |engine, round| {
-        crate::progress(&format!(
+        progress(&format!(
             "logdrive {name}, round {}/{rounds}: {}",
             round + 1,
             engines[engine].label()
@@ -409,7 +406,7 @@ fn address_lsns(drive: &Drive, id: u64, addresses: u64) -> Result<Vec<u64>, Stri
 fn reads_and_weak_tail(plan: &Plan<'_>) -> Result<(Vec<ReadRow>, Vec<WeakTailRow>), String> {
     let options = cell_options(plan.options.clone());
     let store = open_store(plan.ring, options.clone())?;
-    crate::progress("logdrive: writing the weak_tail and read LogDrives");
+    progress("logdrive: writing the weak_tail and read LogDrives");
     let tails = weak_tail_logdrives(&store)?;
     let reader = create_logdrives(&store, READ_ID, 1)?.remove(0);
     fill(&reader, 0..READ_ADDRESSES, read_payload)?;
@@ -417,7 +414,7 @@ fn reads_and_weak_tail(plan: &Plan<'_>) -> Result<(Vec<ReadRow>, Vec<WeakTailRow
     let weak_tail = tails
         .iter()
         .map(|(case, drive)| {
-            crate::progress(&format!("logdrive: weak_tail, {}", case.label()));
+            progress(&format!("logdrive: weak_tail, {}", case.label()));
             weak_tail_run(drive, *case, plan.read_window)
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -520,11 +517,7 @@ fn timed_loop(
 /// The read engines, in the first round's order: the raw engine's blocking read, its async
 /// read (the path a LogDrive read takes: the drive thread's io_uring for an entry not in the
 /// cache), and the LogDrive read.
-const READ_ENGINES: [&str; 3] = [
-    crate::logdrive_report::RAW_READ,
-    crate::logdrive_report::RAW_READ_ASYNC,
-    crate::logdrive_report::LOGDRIVE_READ,
-];
+const READ_ENGINES: [&str; 3] = [RAW_READ, RAW_READ_ASYNC, LOGDRIVE_READ];
 
 /// Reads of random addresses of `span` of the read LogDrive, one at a time on this thread,
 /// by each of [`READ_ENGINES`] in [`ROUNDS`] interleaved rounds (each run its own random
@@ -539,7 +532,7 @@ fn read_rounds(
 ) -> Result<Vec<ReadRow>, String> {
     let drive = store.drive();
     let runs = interleave(ROUNDS, READ_ENGINES.len(), |engine, round| {
-        crate::progress(&format!(
+        progress(&format!(
             "logdrive reads, {}, round {}/{ROUNDS}: {}",
             phase.section(),
             round + 1,
@@ -578,7 +571,7 @@ fn read_rounds(
         );
         Ok(row)
     })?;
-    Ok(crate::logdrive_report::read_rows(phase, &runs))
+    Ok(read_rows(phase, &runs))
 }
 
 /// Whether a raw read of the read LogDrive's `address` got its record.

@@ -11,10 +11,12 @@ use std::time::Instant;
 use sealog::{Drive, DriveOptions};
 use serde_json::{json, Value};
 
-use crate::cells::{fresh_ring, median, RingShape};
+use crate::cells::{fresh_ring, RingShape};
 use crate::machine::{disk_counters, DiskCounters};
-use crate::reads::COLD_PAYLOAD_BYTES;
-use crate::report::Target;
+use crate::median::median;
+use crate::progress::progress;
+use crate::read_plan::COLD_PAYLOAD_BYTES;
+use crate::target::Target;
 
 /// Ring sizes of the section: the 256 MiB, 1 GiB and 4 GiB.
 pub const OPEN_RING_BYTES: [u64; 3] = [256 << 20, 1 << 30, 4 << 30];
@@ -115,7 +117,7 @@ pub fn open_times(plan: &OpenPlan<'_>) -> Result<Vec<OpenTime>, String> {
             }
             RingPlace::Device(..) => continue,
         };
-        crate::progress(&format!("open times: formatting {} MiB", ring_bytes >> 20));
+        progress(&format!("open times: formatting {} MiB", ring_bytes >> 20));
         let started = Instant::now();
         let control = fresh_ring(
             &ring,
@@ -129,7 +131,7 @@ pub fn open_times(plan: &OpenPlan<'_>) -> Result<Vec<OpenTime>, String> {
         for live_entries in OPEN_LIVE_ENTRIES {
             append_entries(&ring, live_entries - appended)?;
             appended = live_entries;
-            crate::progress(&format!(
+            progress(&format!(
                 "open times: {} MiB ring holding {live_entries} entries",
                 ring_bytes >> 20
             ));

@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -14,8 +15,8 @@ use okaywal::{LogManager, WriteAheadLog};
 use raft_engine::{Config, Engine, LogBatch, MessageExt, ReadableSize};
 use raft_proto::eraftpb::Entry;
 
+use crate::cell::Cell;
 use crate::cells::{cpu_seconds, Workload};
-use crate::report::Cell;
 
 /// An engine sealog is compared with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,6 +228,49 @@ impl Appender<'_> {
 /// afterwards), every append durable before it counts.
 pub fn peer_cell(peer: Peer, dir: &Path, workload: Workload) -> Result<Cell, String> {
     let name = peer.name();
+    check_workload(name, workload)?;
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!("{name}-"))
+        .tempdir_in(dir)
+        .map_err(|error| format!("{name}: temporary directory in {}: {error}", dir.display()))?;
+    let rss_reset = crate::cells::reset_peak_rss();
+    let store = Arc::new(Store::open(peer, scratch.path())?);
+    let run = measure_window(name, &store, workload)?;
+    Arc::try_unwrap(store)
+        .map_err(|_| format!("{name}: store still shared after its threads ended"))?
+        .close()?;
+    scratch
+        .close()
+        .map_err(|error| format!("{name}: removing its temporary directory: {error}"))?;
+    let mut cell = Cell::measured(
+        name,
+        workload.payload_bytes as u64,
+        workload.writers as u64,
+        1,
+        run.operations,
+        run.seconds,
+        &run.latency,
+    );
+    if rss_reset {
+        cell.peak_rss_bytes = crate::cells::peak_rss_since_reset_bytes().unwrap_or(0);
+    }
+    let gigabytes = run.operations as f64 * workload.payload_bytes as f64 / 1e9;
+    cell.cpu_seconds_per_gb = if gigabytes > 0.0 {
+        run.cpu_seconds / gigabytes
+    } else {
+        0.0
+    };
+    cell.set_cpu_us_per_append(run.cpu_seconds, run.operations);
+    cell.note = match peer {
+        Peer::RaftEngine => "write(sync) per entry, group per writer, LZ4 off".to_string(),
+        Peer::Okaywal => "commit per entry, group commit across writers".to_string(),
+    };
+    Ok(cell)
+}
+
+/// Refuses a workload a peer cannot run: more than one append in flight per writer (its
+/// append blocks until durable), or no writer at all.
+fn check_workload(name: &str, workload: Workload) -> Result<(), String> {
     if workload.in_flight != 1 {
         return Err(format!(
             "{name}: {} appends in flight per writer asked, but its append blocks until \
@@ -237,24 +281,36 @@ pub fn peer_cell(peer: Peer, dir: &Path, workload: Workload) -> Result<Cell, Str
     if workload.writers == 0 {
         return Err(format!("{name}: a cell needs at least one writer"));
     }
-    let scratch = tempfile::Builder::new()
-        .prefix(&format!("{name}-"))
-        .tempdir_in(dir)
-        .map_err(|error| format!("{name}: temporary directory in {}: {error}", dir.display()))?;
-    let rss_reset = crate::cells::reset_peak_rss();
-    let store = Arc::new(Store::open(peer, scratch.path())?);
+    Ok(())
+}
+
+/// What a peer's writer threads measured over the cell's window.
+struct PeerRun {
+    /// Appends acknowledged in the window.
+    operations: u64,
+    /// Their latencies, microseconds.
+    latency: Histogram<u64>,
+    /// The window's length.
+    seconds: f64,
+    /// The process's CPU time (user + system) over the window.
+    cpu_seconds: f64,
+}
+
+/// Runs `workload`'s writer threads (and raft-engine's purge thread) on `store`, measures
+/// them after the warm-up, and stops and joins them.
+fn measure_window(name: &str, store: &Arc<Store>, workload: Workload) -> Result<PeerRun, String> {
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let handles: Vec<_> = (0..workload.writers)
         .map(|index| {
-            let store = Arc::clone(&store);
+            let store = Arc::clone(store);
             let measuring = Arc::clone(&measuring);
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || writer(&store, index, workload, &measuring, &stop))
         })
         .collect();
-    let purger = matches!(*store, Store::Raft(_)).then(|| {
-        let store = Arc::clone(&store);
+    let purger = matches!(**store, Store::Raft(_)).then(|| {
+        let store = Arc::clone(store);
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || purge(&store, &stop))
     });
@@ -267,6 +323,22 @@ pub fn peer_cell(peer: Peer, dir: &Path, workload: Workload) -> Result<Cell, Str
     let seconds = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu_before;
     stop.store(true, Ordering::SeqCst);
+    let (operations, latency) = join_threads(name, handles, purger)?;
+    Ok(PeerRun {
+        operations,
+        latency,
+        seconds,
+        cpu_seconds: cpu,
+    })
+}
+
+/// Joins the writer threads and the purge thread, summing the writers' appends and merging
+/// their latencies; the first error of any of them, once all have ended.
+fn join_threads(
+    name: &str,
+    handles: Vec<JoinHandle<WriterResult>>,
+    purger: Option<JoinHandle<Result<(), String>>>,
+) -> Result<(u64, Histogram<u64>), String> {
     // Join every thread before reporting the first error, so none outlives the store.
     let mut latency = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
     let mut operations = 0u64;
@@ -297,39 +369,10 @@ pub fn peer_cell(peer: Peer, dir: &Path, workload: Workload) -> Result<Cell, Str
             first_error.get_or_insert(error);
         }
     }
-    if let Some(error) = first_error {
-        return Err(error);
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok((operations, latency)),
     }
-    Arc::try_unwrap(store)
-        .map_err(|_| format!("{name}: store still shared after its threads ended"))?
-        .close()?;
-    scratch
-        .close()
-        .map_err(|error| format!("{name}: removing its temporary directory: {error}"))?;
-    let mut cell = Cell::measured(
-        name,
-        workload.payload_bytes as u64,
-        workload.writers as u64,
-        1,
-        operations,
-        seconds,
-        &latency,
-    );
-    if rss_reset {
-        cell.peak_rss_bytes = crate::cells::peak_rss_since_reset_bytes().unwrap_or(0);
-    }
-    let gigabytes = operations as f64 * workload.payload_bytes as f64 / 1e9;
-    cell.cpu_seconds_per_gb = if gigabytes > 0.0 {
-        cpu / gigabytes
-    } else {
-        0.0
-    };
-    cell.set_cpu_us_per_append(cpu, operations);
-    cell.note = match peer {
-        Peer::RaftEngine => "write(sync) per entry, group per writer, LZ4 off".to_string(),
-        Peer::Okaywal => "commit per entry, group commit across writers".to_string(),
-    };
-    Ok(cell)
 }
 
 type WriterResult = Result<(u64, Histogram<u64>), String>;

@@ -15,7 +15,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::report::Cell;
+use crate::cell::Cell;
 
 /// The picture's title.
 const TITLE: &str = "sealog vs device ceiling and peers";
@@ -234,40 +234,18 @@ fn no_data_note<Y: Ranged<ValueType = f64>>(
 /// Throughput series by (rank, engine, in flight), each from writers to MB/s.
 type Series = BTreeMap<(u8, String, u64), BTreeMap<u64, f64>>;
 
+/// A chart of the categories `Categories` on x and figures on a `Y` axis, in the SVG.
+type Chart<'a, Y> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<Categories, Y>>;
+
 /// The left panel: 4 KiB throughput against writers, under the 1 MiB ceilings.
 fn throughput_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
-    let mut series: Series = BTreeMap::new();
-    for cell in cells {
-        if cell.payload_bytes != SMALL_PAYLOAD || is_ceiling(&cell.engine) {
-            continue;
-        }
-        let key = (
-            engine_rank(&cell.engine),
-            cell.engine.clone(),
-            cell.in_flight,
-        );
-        // A repeated cell keeps its first figures: the table printed them first.
-        series
-            .entry(key)
-            .or_default()
-            .entry(cell.writers)
-            .or_insert(plottable(cell.mb_per_sec));
-    }
+    let series = throughput_series(cells);
     let ceilings: Vec<&Cell> = cells
         .iter()
         .filter(|cell| cell.payload_bytes == LARGE_PAYLOAD && is_ceiling(&cell.engine))
         .collect();
-
-    // Writers as categories: 1, 4 and 32 are evenly spaced, as a log axis would space them,
-    // and any other set of counts still gets one tick each.
-    let mut writers: Vec<u64> = series
-        .values()
-        .flat_map(|points| points.keys().copied())
-        .collect();
-    writers.sort_unstable();
-    writers.dedup();
+    let writers = writer_counts(&series);
     let labels: Vec<String> = writers.iter().map(u64::to_string).collect();
-    let position = |count: u64| writers.binary_search(&count).unwrap_or(0) as f64;
 
     let max = series
         .values()
@@ -298,7 +276,65 @@ fn throughput_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
         .light_line_style(BLACK.mix(0.04))
         .draw()
         .map_err(|error| error.to_string())?;
+    draw_throughput_lines(&mut chart, &series, &writers)?;
+    draw_ceilings(&mut chart, &ceilings, writers.len())?;
 
+    if series.is_empty() && ceilings.is_empty() {
+        no_data_note(
+            &mut chart,
+            writers.len(),
+            top / 2.0,
+            "4 KiB or ceiling cells",
+        )?;
+    }
+    if legend_lines > 0 {
+        draw_legend(&mut chart)?;
+    }
+    Ok(())
+}
+
+/// The engines' 4 KiB cells (the ceilings aside) as throughput series.
+fn throughput_series(cells: &[Cell]) -> Series {
+    let mut series: Series = BTreeMap::new();
+    for cell in cells {
+        if cell.payload_bytes != SMALL_PAYLOAD || is_ceiling(&cell.engine) {
+            continue;
+        }
+        let key = (
+            engine_rank(&cell.engine),
+            cell.engine.clone(),
+            cell.in_flight,
+        );
+        // A repeated cell keeps its first figures: the table printed them first.
+        series
+            .entry(key)
+            .or_default()
+            .entry(cell.writers)
+            .or_insert(plottable(cell.mb_per_sec));
+    }
+    series
+}
+
+/// The writer counts of the series, in order: the categories of the throughput panel's x axis.
+fn writer_counts(series: &Series) -> Vec<u64> {
+    // Writers as categories: 1, 4 and 32 are evenly spaced, as a log axis would space them,
+    // and any other set of counts still gets one tick each.
+    let mut writers: Vec<u64> = series
+        .values()
+        .flat_map(|points| points.keys().copied())
+        .collect();
+    writers.sort_unstable();
+    writers.dedup();
+    writers
+}
+
+/// Draws one line per series, each point at its writer count's category in `writers`.
+fn draw_throughput_lines<'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, Y>,
+    series: &Series,
+    writers: &[u64],
+) -> Result<(), String> {
+    let position = |count: u64| writers.binary_search(&count).unwrap_or(0) as f64;
     for (index, ((_, engine, in_flight), points)) in series.iter().enumerate() {
         let color = COLORS[index % COLORS.len()];
         let line: Vec<(f64, f64)> = points
@@ -313,10 +349,18 @@ fn throughput_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
     }
+    Ok(())
+}
 
+/// Draws the 1 MiB ceilings as dashed lines across an axis of `categories` writer counts.
+fn draw_ceilings<'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, Y>,
+    ceilings: &[&Cell],
+    categories: usize,
+) -> Result<(), String> {
     // The ceilings span the whole axis: they bound every writer count alike.
     let left = -0.5;
-    let right = writers.len().max(1) as f64 - 0.5;
+    let right = categories.max(1) as f64 - 0.5;
     for (index, cell) in ceilings.iter().enumerate() {
         let color = if index % 2 == 0 {
             BLACK
@@ -339,18 +383,6 @@ fn throughput_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
             ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
     }
-
-    if series.is_empty() && ceilings.is_empty() {
-        no_data_note(
-            &mut chart,
-            writers.len(),
-            top / 2.0,
-            "4 KiB or ceiling cells",
-        )?;
-    }
-    if legend_lines > 0 {
-        draw_legend(&mut chart)?;
-    }
     Ok(())
 }
 
@@ -362,27 +394,12 @@ struct LatencyGroup {
     percentiles: [f64; 3],
 }
 
+/// The names of [`LatencyGroup::percentiles`], in the legend.
+const PERCENTILES: [&str; 3] = ["p50", "p99", "p99.9"];
+
 /// The right panel: 4 KiB latency percentiles with one append in flight, log axis.
 fn latency_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
-    let mut found: BTreeMap<(u8, String, u64), [f64; 3]> = BTreeMap::new();
-    for cell in cells {
-        if cell.payload_bytes != SMALL_PAYLOAD || cell.in_flight != 1 {
-            continue;
-        }
-        let key = (engine_rank(&cell.engine), cell.engine.clone(), cell.writers);
-        found.entry(key).or_insert([
-            log_plottable(cell.p50_us),
-            log_plottable(cell.p99_us),
-            log_plottable(cell.p999_us),
-        ]);
-    }
-    let groups: Vec<LatencyGroup> = found
-        .into_iter()
-        .map(|((_, engine, writers), percentiles)| LatencyGroup {
-            label: format!("{engine}, {writers} w"),
-            percentiles,
-        })
-        .collect();
+    let groups = latency_groups(cells);
     let labels: Vec<String> = groups.iter().map(|group| group.label.clone()).collect();
 
     // Labels stand vertically (there may be a dozen groups); the area fits the longest one.
@@ -392,8 +409,11 @@ fn latency_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
         .iter()
         .flat_map(|group| group.percentiles)
         .fold(1.0, f64::max);
-    let markers = ["p50", "p99", "p99.9"];
-    let legend_lines = if groups.is_empty() { 0 } else { markers.len() };
+    let legend_lines = if groups.is_empty() {
+        0
+    } else {
+        PERCENTILES.len()
+    };
     let top = log_top(max, legend_lines, plot_height(area, x_label_px));
 
     let mut chart = ChartBuilder::on(area)
@@ -418,6 +438,52 @@ fn latency_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
         .light_line_style(BLACK.mix(0.04))
         .draw()
         .map_err(|error| error.to_string())?;
+    draw_hanging_labels(area, &chart, &labels)?;
+    draw_percentiles(&mut chart, &groups)?;
+
+    if groups.is_empty() {
+        no_data_note(
+            &mut chart,
+            0,
+            top.sqrt(),
+            "4 KiB cells with 1 append in flight",
+        )?;
+    } else {
+        draw_legend(&mut chart)?;
+    }
+    Ok(())
+}
+
+/// The 4 KiB cells with one append in flight as latency groups, by engine and writers.
+fn latency_groups(cells: &[Cell]) -> Vec<LatencyGroup> {
+    let mut found: BTreeMap<(u8, String, u64), [f64; 3]> = BTreeMap::new();
+    for cell in cells {
+        if cell.payload_bytes != SMALL_PAYLOAD || cell.in_flight != 1 {
+            continue;
+        }
+        let key = (engine_rank(&cell.engine), cell.engine.clone(), cell.writers);
+        found.entry(key).or_insert([
+            log_plottable(cell.p50_us),
+            log_plottable(cell.p99_us),
+            log_plottable(cell.p999_us),
+        ]);
+    }
+    found
+        .into_iter()
+        .map(|((_, engine, writers), percentiles)| LatencyGroup {
+            label: format!("{engine}, {writers} w"),
+            percentiles,
+        })
+        .collect()
+}
+
+/// Draws `labels` vertically below the x axis of `chart` in `area`, each hanging from its
+/// category's tick.
+fn draw_hanging_labels<'a, Y: Ranged<ValueType = f64>>(
+    area: &Area<'_>,
+    chart: &Chart<'a, Y>,
+    labels: &[String],
+) -> Result<(), String> {
     let (base_x, base_y) = area.get_base_pixel();
     let label_style = TextStyle::from((FONT, 14).into_font().transform(FontTransform::Rotate270))
         .pos(Pos::new(HPos::Right, VPos::Center));
@@ -430,7 +496,14 @@ fn latency_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
         ))
         .map_err(|error| error.to_string())?;
     }
+    Ok(())
+}
 
+/// Draws each group's p50, p99 and p99.9 markers, tied together by a thin bar.
+fn draw_percentiles<'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, Y>,
+    groups: &[LatencyGroup],
+) -> Result<(), String> {
     // A thin bar from p50 to p99.9 ties each group's three markers together.
     chart
         .draw_series(groups.iter().enumerate().map(|(index, group)| {
@@ -443,7 +516,7 @@ fn latency_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
         .map_err(|error| error.to_string())?;
 
     let colors = [COLORS[0], COLORS[1], COLORS[3]];
-    for (rank, (name, color)) in markers.iter().zip(colors).enumerate() {
+    for (rank, (name, color)) in PERCENTILES.iter().zip(colors).enumerate() {
         let style = color.filled();
         let points = groups
             .iter()
@@ -464,17 +537,6 @@ fn latency_panel(area: &Area<'_>, cells: &[Cell]) -> Result<(), String> {
             1 => TriangleMarker::new((x + 10, y), 6, style).into_dyn(),
             _ => Cross::new((x + 10, y), 5, color.stroke_width(2)).into_dyn(),
         });
-    }
-
-    if groups.is_empty() {
-        no_data_note(
-            &mut chart,
-            0,
-            top.sqrt(),
-            "4 KiB cells with 1 append in flight",
-        )?;
-    } else {
-        draw_legend(&mut chart)?;
     }
     Ok(())
 }

@@ -1,75 +1,10 @@
-//! One benchmark cell's figures, the table printed on the terminal and the JSON written with
-//! `--json`. The JSON's top-level `cells` array is a contract scripts rely on: `engine`,
-//! `payload_bytes`, `writers`, `in_flight`, `appends_per_sec`, `mb_per_sec`, `p50_us`,
-//! `p99_us`, `p999_us`, `ratio_to_ceiling` (and more).
+//! The write cells' table printed on the terminal (one row per cell, the group-commit table,
+//! and the line that sets the single writer beside the raw paths), the peers' ratios to
+//! sealog, and the issues' write targets judged on this run's cells. The cells themselves and
+//! their JSON (the `cells` contract) are `cell.rs`.
 
-use hdrhistogram::Histogram;
-use serde_json::{json, Value};
-
-/// The figures of one cell: an engine under one workload.
-#[derive(Clone, Debug, Default)]
-pub struct Cell {
-    /// "sealog", "ceiling-builtin", "fio" (and, later, the peers).
-    pub engine: String,
-    /// Payload (or block) size.
-    pub payload_bytes: u64,
-    /// Writer threads.
-    pub writers: u64,
-    /// Appends in flight per writer.
-    pub in_flight: u64,
-    /// Durable appends (or ceiling operations) per second.
-    pub appends_per_sec: f64,
-    /// Payload megabytes (10^6 bytes) per second.
-    pub mb_per_sec: f64,
-    /// Latency percentiles and maximum, microseconds.
-    pub p50_us: f64,
-    /// 99th percentile.
-    pub p99_us: f64,
-    /// 99.9th percentile.
-    pub p999_us: f64,
-    /// Maximum.
-    pub max_us: f64,
-    /// Entries per batch (sealog).
-    pub batch_entries: f64,
-    /// sealog: p50 of a batch's write plus sync, microseconds.
-    pub batch_p50_us: f64,
-    /// sealog: p50 of the device's idle gap between the last batch in flight and the next.
-    pub idle_gap_p50_us: f64,
-    /// sealog: p50 of the handoff to the drive, microseconds from an append's call to the
-    /// submission of the batch carrying it (group commit's gathering included).
-    pub handoff_submit_p50_us: f64,
-    /// sealog: p50 of the handoff back, microseconds from an append's completion on the drive
-    /// thread to its waiting client running again.
-    pub handoff_wake_p50_us: f64,
-    /// Peak resident memory of the process during this cell (its own high-water mark), bytes;
-    /// 0 when the kernel could not reset the mark.
-    pub peak_rss_bytes: u64,
-    /// Flushes per second (sealog: batches per second, tail markers not included).
-    pub syncs_per_sec: f64,
-    /// sealog: tail markers written while the cell was measured (a busy log writes none).
-    pub tail_markers: u64,
-    /// sealog: control blocks written to move the tail hint while the cell was measured.
-    pub hint_writes: u64,
-    /// sealog: batches that waited for a tail hint while the cell was measured (the hint is
-    /// written ahead, so a steady writer waits for none).
-    pub hint_waits: u64,
-    /// CPU seconds (user + system) per GB of payload.
-    pub cpu_seconds_per_gb: f64,
-    /// CPU microseconds (user + system, the whole process: writers, drive thread and kernel)
-    /// per append acknowledged in the measured time; 0 when not measured.
-    pub cpu_us_per_append: f64,
-    /// Throughput over the 1 MiB write+datasync ceiling's MB/s (higher is better).
-    pub ratio_to_ceiling: f64,
-    /// p50 over the built-in 4 KiB write+datasync p50 (lower is better).
-    pub p50_ratio_to_ceiling: f64,
-    /// p99 over the built-in 4 KiB write+datasync p99 (lower is better).
-    pub p99_ratio_to_ceiling: f64,
-    /// A peer's cell: sealog's appends/s over this peer's, same workload, same run (0 when
-    /// sealog did not run it, and for sealog's own cells).
-    pub sealog_over_peer: f64,
-    /// Anything a reader must know about how it was measured.
-    pub note: String,
-}
+use crate::cell::{Cell, PEERS, RAW_DSYNC, RAW_DSYNC_FUA, RAW_FDATASYNC, RAW_WRITE};
+use crate::target::Target;
 
 /// Fills each peer cell's `sealog_over_peer` from sealog's cell of the same workload.
 pub fn set_peer_ratios(cells: &mut [Cell]) {
@@ -98,99 +33,6 @@ pub fn set_peer_ratios(cells: &mut [Cell]) {
             }
             _ => 0.0,
         };
-    }
-}
-
-/// The peer engines' names.
-pub const PEERS: [&str; 2] = ["raft-engine", "okaywal"];
-
-impl Cell {
-    /// A cell with no figures yet.
-    pub fn empty(engine: &str, payload_bytes: u64, writers: u64, in_flight: u64) -> Cell {
-        Cell {
-            engine: engine.to_string(),
-            payload_bytes,
-            writers,
-            in_flight,
-            ..Cell::default()
-        }
-    }
-
-    /// A cell from an operation count, a duration and a latency histogram (microseconds).
-    pub fn measured(
-        engine: &str,
-        payload_bytes: u64,
-        writers: u64,
-        in_flight: u64,
-        operations: u64,
-        seconds: f64,
-        latency_us: &Histogram<u64>,
-    ) -> Cell {
-        let mut cell = Cell::empty(engine, payload_bytes, writers, in_flight);
-        cell.appends_per_sec = operations as f64 / seconds;
-        cell.mb_per_sec = cell.appends_per_sec * payload_bytes as f64 / 1e6;
-        cell.p50_us = latency_us.value_at_quantile(0.50) as f64;
-        cell.p99_us = latency_us.value_at_quantile(0.99) as f64;
-        cell.p999_us = latency_us.value_at_quantile(0.999) as f64;
-        cell.max_us = latency_us.max() as f64;
-        cell
-    }
-
-    /// Fills the ratio columns from the ceilings of the same run.
-    pub fn set_ratios(
-        &mut self,
-        ceiling_mb_per_sec: f64,
-        ceiling_p50_us: f64,
-        ceiling_p99_us: f64,
-    ) {
-        let ratio = |value: f64, base: f64| if base > 0.0 { value / base } else { 0.0 };
-        self.ratio_to_ceiling = ratio(self.mb_per_sec, ceiling_mb_per_sec);
-        self.p50_ratio_to_ceiling = ratio(self.p50_us, ceiling_p50_us);
-        self.p99_ratio_to_ceiling = ratio(self.p99_us, ceiling_p99_us);
-    }
-
-    /// Fills `cpu_us_per_append` from the process's CPU time over the measured time and the
-    /// appends acknowledged in it (CPU s/GB hides how much of the cost is per append, not per
-    /// byte: 4 KiB appends at 4 CPU s/GB cost 16 us each).
-    pub fn set_cpu_us_per_append(&mut self, cpu_seconds: f64, appends: u64) {
-        self.cpu_us_per_append = if appends > 0 {
-            cpu_seconds * 1e6 / appends as f64
-        } else {
-            0.0
-        };
-    }
-
-    /// The cell as a JSON object.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "engine": self.engine,
-            "payload_bytes": self.payload_bytes,
-            "writers": self.writers,
-            "in_flight": self.in_flight,
-            "appends_per_sec": self.appends_per_sec,
-            "mb_per_sec": self.mb_per_sec,
-            "p50_us": self.p50_us,
-            "p99_us": self.p99_us,
-            "p999_us": self.p999_us,
-            "max_us": self.max_us,
-            "batch_entries": self.batch_entries,
-            "batch_p50_us": self.batch_p50_us,
-            "idle_gap_p50_us": self.idle_gap_p50_us,
-            "handoff_submit_p50_us": self.handoff_submit_p50_us,
-            "handoff_wake_p50_us": self.handoff_wake_p50_us,
-            "syncs_per_sec": self.syncs_per_sec,
-            "tail_markers": self.tail_markers,
-            "hint_writes": self.hint_writes,
-            "hint_waits": self.hint_waits,
-            "cpu_seconds_per_gb": self.cpu_seconds_per_gb,
-            "cpu_us_per_append": self.cpu_us_per_append,
-            "peak_rss_bytes": self.peak_rss_bytes,
-            "ratio_to_ceiling": self.ratio_to_ceiling,
-            "p50_ratio_to_ceiling": self.p50_ratio_to_ceiling,
-            "p99_ratio_to_ceiling": self.p99_ratio_to_ceiling,
-            "sealog_over_peer": self.sealog_over_peer,
-            "note": self.note,
-        })
     }
 }
 
@@ -241,92 +83,58 @@ pub fn row(cell: &Cell) -> String {
     )
 }
 
-/// One of the targets, checked against this run's cells.
-#[derive(Clone, Debug)]
-pub struct Target {
-    /// What is measured.
-    pub name: &'static str,
-    /// The figure this run reached (None when the run did not include the cell).
-    pub value: Option<f64>,
-    /// The goal, in the same unit.
-    pub goal: f64,
-    /// Whether a higher value is better.
-    pub higher_is_better: bool,
-}
-
-impl Target {
-    /// Whether the run met the goal (None when not measured).
-    pub fn held(&self) -> Option<bool> {
-        self.value.map(|value| {
-            if self.higher_is_better {
-                value >= self.goal
-            } else {
-                value <= self.goal
-            }
-        })
-    }
-
-    /// The target as a JSON object.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "name": self.name,
-            "value": self.value,
-            "goal": self.goal,
-            "higher_is_better": self.higher_is_better,
-            "held": self.held(),
-        })
-    }
-}
-
 /// The targets from the cells of one run and its recovery ratio.
 pub fn targets(cells: &[Cell], recovery_ratio: f64) -> Vec<Target> {
-    let sealog = |payload: u64, writers: u64, in_flight: u64| {
-        cells.iter().find(|cell| {
+    let mut targets = bandwidth_targets(cells);
+    targets.extend(latency_targets(cells));
+    targets.push(small_appends_target(cells));
+    targets.extend(peer_targets(cells));
+    targets.push(recovery_target(recovery_ratio));
+    targets
+}
+
+/// sealog's fastest cell of `payload` with at least 256 appends in flight in all, if it ran.
+fn deep_cell(cells: &[Cell], payload: u64) -> Option<&Cell> {
+    cells
+        .iter()
+        .filter(|cell| {
             cell.engine == "sealog"
-                && (cell.payload_bytes, cell.writers, cell.in_flight)
-                    == (payload, writers, in_flight)
+                && cell.payload_bytes == payload
+                && cell.writers * cell.in_flight >= 256
         })
-    };
-    let deep = |payload: u64| {
-        cells
-            .iter()
-            .filter(|cell| {
-                cell.engine == "sealog"
-                    && cell.payload_bytes == payload
-                    && cell.writers * cell.in_flight >= 256
-            })
-            .max_by(|a, b| a.appends_per_sec.total_cmp(&b.appends_per_sec))
-    };
-    let single = sealog(4096, 1, 1);
-    let many = sealog(4096, 32, 1);
+        .max_by(|a, b| a.appends_per_sec.total_cmp(&b.appends_per_sec))
+}
+
+/// The deep 4 KiB cell's bandwidth against the 1 MiB write+datasync ceiling and against the
+/// raw write bandwidth.
+fn bandwidth_targets(cells: &[Cell]) -> Vec<Target> {
     let raw_write = cells
         .iter()
-        .find(|cell| cell.engine == crate::ceiling::RAW_WRITE && cell.mb_per_sec > 0.0);
-    let peer_ratio = |name: &str| {
-        cells
-            .iter()
-            .find(|cell| {
-                cell.engine == name
-                    && (cell.payload_bytes, cell.writers, cell.in_flight) == (4096, 32, 1)
-            })
-            .map(|cell| cell.sealog_over_peer)
-            .filter(|ratio| *ratio > 0.0)
-    };
+        .find(|cell| cell.engine == RAW_WRITE && cell.mb_per_sec > 0.0);
     vec![
         Target {
             name: "4 KiB, >= 256 in flight: MB/s over the 1 MiB write+datasync ceiling",
-            value: deep(4096).map(|cell| cell.ratio_to_ceiling),
+            value: deep_cell(cells, 4096).map(|cell| cell.ratio_to_ceiling),
             goal: 0.9,
             higher_is_better: true,
         },
         Target {
             name: "4 KiB, >= 256 in flight: MB/s over the raw write bandwidth (no sync)",
-            value: deep(4096)
+            value: deep_cell(cells, 4096)
                 .zip(raw_write)
                 .map(|(cell, raw)| cell.mb_per_sec / raw.mb_per_sec),
             goal: 0.8,
             higher_is_better: true,
         },
+    ]
+}
+
+/// The single writer's p50 and p99 against the 4 KiB write+datasync ceiling's, and 32
+/// writers' p50 against the single writer's.
+fn latency_targets(cells: &[Cell]) -> Vec<Target> {
+    let single = find_cell(cells, "sealog", (4096, 1, 1));
+    let many = find_cell(cells, "sealog", (4096, 32, 1));
+    vec![
         Target {
             name: "1 writer x 4 KiB: p50 over the 4 KiB write+datasync p50",
             value: single.map(|cell| cell.p50_ratio_to_ceiling),
@@ -348,12 +156,27 @@ pub fn targets(cells: &[Cell], recovery_ratio: f64) -> Vec<Target> {
             goal: 1.5,
             higher_is_better: false,
         },
-        Target {
-            name: "128 B, >= 256 in flight: durable appends/s",
-            value: deep(128).map(|cell| cell.appends_per_sec),
-            goal: 1_000_000.0,
-            higher_is_better: true,
-        },
+    ]
+}
+
+/// The deep 128-byte cell's durable appends per second.
+fn small_appends_target(cells: &[Cell]) -> Target {
+    Target {
+        name: "128 B, >= 256 in flight: durable appends/s",
+        value: deep_cell(cells, 128).map(|cell| cell.appends_per_sec),
+        goal: 1_000_000.0,
+        higher_is_better: true,
+    }
+}
+
+/// sealog's appends/s over each peer's, 32 writers x 4 KiB.
+fn peer_targets(cells: &[Cell]) -> Vec<Target> {
+    let peer_ratio = |name: &str| {
+        find_cell(cells, name, (4096, 32, 1))
+            .map(|cell| cell.sealog_over_peer)
+            .filter(|ratio| *ratio > 0.0)
+    };
+    vec![
         Target {
             name: "32 writers x 4 KiB: sealog appends/s over raft-engine's",
             value: peer_ratio("raft-engine"),
@@ -366,7 +189,6 @@ pub fn targets(cells: &[Cell], recovery_ratio: f64) -> Vec<Target> {
             goal: 3.0,
             higher_is_better: true,
         },
-        recovery_target(recovery_ratio),
     ]
 }
 
@@ -439,7 +261,6 @@ const HANDOFF_US_GOAL: f64 = 10.0;
 /// take (queue depth 1) and the raw write bandwidth, so the distance to the device shows; `None`
 /// when the run had neither that cell nor the raw paths.
 pub fn raw_paths_line(cells: &[Cell]) -> Option<String> {
-    use crate::ceiling::{RAW_DSYNC, RAW_DSYNC_FUA, RAW_FDATASYNC, RAW_WRITE};
     let find = |engine: &str| cells.iter().find(|cell| cell.engine == engine);
     let fdatasync = find(RAW_FDATASYNC)?;
     let (dsync, dsync_label) = match find(RAW_DSYNC_FUA) {
@@ -582,17 +403,6 @@ mod tests {
             cpu_us_per_append,
             ..Cell::empty(engine, 4096, writers, 1)
         }
-    }
-
-    /// CPU per append is the process's CPU time over the appends acknowledged, in microseconds,
-    /// and 0 (not measured) when nothing was acknowledged.
-    #[test]
-    fn cpu_per_append_is_cpu_time_over_appends() {
-        let mut measured = Cell::empty("sealog", 4096, 32, 1);
-        measured.set_cpu_us_per_append(1.5, 200_000);
-        assert_eq!(measured.cpu_us_per_append, 7.5);
-        measured.set_cpu_us_per_append(1.5, 0);
-        assert_eq!(measured.cpu_us_per_append, 0.0);
     }
 
     /// A goal prints as written unless that is long (1/1.1), then at three decimals.

@@ -10,7 +10,8 @@
 
 use serde_json::{json, Value};
 
-use crate::report::{Cell, Target, PEERS};
+use crate::cell::{Cell, PEERS};
+use crate::target::Target;
 
 /// Rounds of the comparison. It and the runs' helpers below are built only where they are
 /// used: with the peers (which the rounds compare sealog with) and in the tests.
@@ -102,7 +103,7 @@ pub fn measure(
     let workload = run_workload(single.duration);
     let started = std::time::Instant::now();
     let cells = interleave(ROUNDS, ENGINES.len(), |engine, round| {
-        crate::progress(&format!(
+        crate::progress::progress(&format!(
             "single-writer round {}/{ROUNDS}: {}",
             round + 1,
             ENGINES[engine]
@@ -168,7 +169,7 @@ impl SingleWriterRounds {
             .iter()
             .map(|round| figure(&round[engine]))
             .collect();
-        crate::cells::median(&mut values)
+        crate::median::median(&mut values)
     }
 
     /// The peer (an index into [`ENGINES`]) with the lowest median p50, among those measured.
