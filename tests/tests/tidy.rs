@@ -299,7 +299,14 @@ const FUNCTION_LINES_MAX: usize = 70;
 /// Where [`FUNCTION_LINES_MAX`] holds, tests aside. The crates left out still have longer
 /// functions (the fault-injection crate's simulation workloads and checks, the test kit's
 /// crafting and checking); each joins once they are split.
-const FUNCTION_LENGTH_ROOTS: [&str; 4] = ["engine/src/", "logdrive/src/", "cli/src/", "capi/src/"];
+const FUNCTION_LENGTH_ROOTS: [&str; 6] = [
+    "engine/src/",
+    "logdrive/src/",
+    "cli/src/",
+    "capi/src/",
+    "wal/src/",
+    "bench/src/",
+];
 
 /// Whether `name` is a file of test code: a `tests.rs` or `*_tests.rs` module that its parent
 /// declares under `#[cfg(test)]`.

@@ -2,7 +2,7 @@
 //! facts found there. The table is data; [`decide`] looks the facts up in it and the
 //! `decision_table_is_exhaustive` test proves that every combination of facts matches exactly
 //! one row, as TigerBeetle does for its journal's `recovery_cases`. Replay computes the facts
-//! (in `replay.rs`) and acts on the decision; it has no other branch that decides what is kept.
+//! (in `replay/`) and acts on the decision; it has no other branch that decides what is kept.
 //!
 //! The facts, in column order:
 //!

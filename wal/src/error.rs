@@ -1,10 +1,10 @@
 //! Typed errors of the `wal` crate, one enum per operation: geometry validation, batch
-//! encoding, write planning and replay (the recovery plan's are in [`crate::recovery`]). Each
-//! variant carries what and where (segment, offset, LSN); nothing is a string to be matched on.
+//! encoding, write planning, replay and the recovery plan ([`PlanError`], which
+//! [`crate::recovery`] re-exports). Each variant carries what and where (segment, offset,
+//! LSN); nothing is a string to be matched on.
 
 use crate::format::Position;
-use crate::recovery::PlanError;
-use crate::replay::Corruption;
+use crate::replay::check::{Check, Corruption};
 
 /// A geometry that breaks a rule of the format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -195,7 +195,7 @@ pub enum ReplayError {
         /// The LSN expected there.
         lsn: u64,
         /// The check that failed.
-        check: crate::replay::Check,
+        check: Check,
     },
     /// The current control block's sequence number is past
     /// [`CONTROL_SEQUENCE_LIMIT`](crate::format::CONTROL_SEQUENCE_LIMIT): no writer ever writes
@@ -230,4 +230,18 @@ impl From<PlanError> for ReplayError {
             other => ReplayError::Plan(other),
         }
     }
+}
+
+/// Why no writer may open the ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The incarnation counter is exhausted: no new incarnation exists.
+    #[error("the ring's incarnation counter is exhausted ({incarnation_max} is the last)")]
+    IncarnationExhausted {
+        /// The highest incarnation found.
+        incarnation_max: u32,
+    },
+    /// The control block's sequence cannot be bumped again.
+    #[error(transparent)]
+    Sequence(#[from] SequenceExhausted),
 }

@@ -87,7 +87,7 @@
 //! without its hint), the limit is a position of this ring at or after the head, and the
 //! other copy, if it is of the same incarnation, does not record a further limit. It then
 //! scans the live entries and probes past their end only to the later of the limit and an
-//! in-flight window (`replay.rs`, "the pass"). A freshly formatted ring records the head with
+//! in-flight window (`replay/mod.rs`, "the pass"). A freshly formatted ring records the head with
 //! incarnation 0: nothing is written before the first writable open.
 //!
 //! `purpose` (byte 164, added in version 4) says what the ring holds ([`RingPurpose`]): 0 a
@@ -672,7 +672,7 @@ impl RingPurpose {
 /// It is an upper bound made durable before it is relied on: a writer puts a further limit in
 /// a control block, and waits for that block's flush, before it submits a batch that ends past
 /// the limit in force. Within one incarnation the limit never moves back. Replay uses it to
-/// bound its probe after the log's end (see the module doc and `replay.rs`).
+/// bound its probe after the log's end (see the module doc and `replay/probe.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TailHint {
     /// No batch of `incarnation` ends past this position. A limit at a segment's end is

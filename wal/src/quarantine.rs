@@ -2,9 +2,10 @@
 //! damage a replay stepped over, as its visitor sees it ([`Damaged`], once per damaged record
 //! whose header survived and once per range of LSNs lost with their headers) and as its
 //! report lists it ([`DamagedRange`], the first [`DAMAGED_REPORTED`] of them, with counts that
-//! are never capped), and the bookkeeping that keeps the report's lists bounded. The decisions
-//! (when to step over damage, where the log goes on) are replay's, in `replay.rs` and the
-//! decision table; this module owns only what they produce.
+//! are never capped), and the bound that keeps the report's lists short (the report fills
+//! them itself, `RecoveryReport::note_damaged`, so that these types stay below the report
+//! that lists them). The decisions (when to step over damage, where the log goes on)
+//! are replay's, in `replay/` and the decision table; this module owns only what they produce.
 //!
 //! Why the two shapes: a damaged record whose entry header passed its CRC still says what it
 //! was (its kind, the embedder's header, its payload's length and CRC), so the layer above can
@@ -16,7 +17,7 @@
 //! [`RecoveryMode::Quarantine`]: crate::replay::RecoveryMode::Quarantine
 
 use crate::format::{EmbedderHeader, Kind, Position};
-use crate::replay::{Check, Corruption, RecoveryReport};
+use crate::replay::check::Check;
 
 /// How many damaged ranges, and how many quarantined breaks, a report lists (its counts cover
 /// them all), so a ring full of rot makes a report of bounded size.
@@ -108,28 +109,5 @@ impl std::fmt::Display for DamagedRange {
                 "no header survived"
             }
         )
-    }
-}
-
-/// Counts a quarantined break in the report (strict mode's error there), listing the first
-/// [`DAMAGED_REPORTED`].
-pub(crate) fn note_break(report: &mut RecoveryReport, corruption: Corruption) {
-    report.quarantined_breaks += 1;
-    if report.quarantined.len() < DAMAGED_REPORTED {
-        report.quarantined.push(corruption);
-    }
-}
-
-/// Counts a damaged range in the report, listing the first [`DAMAGED_REPORTED`].
-pub(crate) fn note_damaged(report: &mut RecoveryReport, range: DamagedRange) {
-    debug_assert!(range.first_lsn <= range.last_lsn);
-    debug_assert!(report
-        .damaged
-        .last()
-        .is_none_or(|last| last.last_lsn < range.first_lsn));
-    report.damaged_ranges += 1;
-    report.damaged_lsns += range.lsns();
-    if report.damaged.len() < DAMAGED_REPORTED {
-        report.damaged.push(range);
     }
 }

@@ -44,10 +44,14 @@
 //! [`Invalidate::ranges`]: crate::replay::Invalidate::ranges
 
 use crate::batch::{BatchBuilder, BatchStart};
-use crate::error::{RingFull, SequenceExhausted};
+use crate::error::RingFull;
 use crate::format::{ControlBlock, Geometry, Position, RingPurpose, TailHint};
 use crate::layout::WriteCursor;
 use crate::replay::{Invalidate, RecoveryReport};
+
+// Why no writer may open the ring: defined with the crate's other errors (a writable open's
+// `ReplayError` carries it), so that the errors need nothing of this module.
+pub use crate::error::PlanError;
 
 /// One step of the plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,20 +122,6 @@ pub struct RecoveryPlan {
     pub tail_marker: TailMarker,
 }
 
-/// Why no writer may open the ring.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
-    /// The incarnation counter is exhausted: no new incarnation exists.
-    #[error("the ring's incarnation counter is exhausted ({incarnation_max} is the last)")]
-    IncarnationExhausted {
-        /// The highest incarnation found.
-        incarnation_max: u32,
-    },
-    /// The control block's sequence cannot be bumped again.
-    #[error(transparent)]
-    Sequence(#[from] SequenceExhausted),
-}
-
 /// The first tail hint of the incarnation that opens at `cursor` (the cut): a margin past it
 /// ([`WriteCursor::hint_limit`]), which covers the plan's tail marker and the writer's first
 /// batches. It need not cover the dirty region the plan zeroes: what an older incarnation
@@ -179,7 +169,6 @@ pub fn plan_with_purpose(
     purpose: RingPurpose,
 ) -> Result<RecoveryPlan, PlanError> {
     let old = report.control;
-    let geometry = old.geometry;
     let incarnation =
         report
             .incarnation_max
@@ -191,11 +180,44 @@ pub fn plan_with_purpose(
     // Replay's head LSN is at least 1 and the log only grows from it: `next_lsn >= 1`.
     debug_assert!(report.next_lsn >= 1);
     let lsn_durable = report.next_lsn - 1;
-    // Damaged LSNs quarantine stepped over are part of the log: the head stays where a replay
-    // finds them again, until a trim passes them.
-    let live = report.entries > 0 || report.damaged_lsns > 0;
+    let mut cursor = WriteCursor {
+        position: report.next_position,
+        next_lsn: report.next_lsn,
+    };
+    let control = new_control(report, &cursor, sequence, incarnation, purpose);
+    let (tail_marker, marker_steps) = plan_marker(report, &control, &mut cursor, lsn_durable);
+    let steps = ordered_steps(report, &control, &cursor, marker_steps);
+    Ok(RecoveryPlan {
+        steps,
+        control,
+        incarnation,
+        cursor,
+        lsn_durable,
+        tail_marker,
+    })
+}
+
+/// Whether the log keeps anything live: entries, or damaged LSNs quarantine stepped over
+/// (part of the log too: the head stays where a replay finds them again, until a trim
+/// passes them).
+fn keeps_live(report: &RecoveryReport) -> bool {
+    report.entries > 0 || report.damaged_lsns > 0
+}
+
+/// The control block the new incarnation writes: its sequence and incarnation, the cut and
+/// trim point, the head (kept while anything is live, else moved to the cut), the first tail
+/// hint, and the ring's purpose.
+fn new_control(
+    report: &RecoveryReport,
+    cursor: &WriteCursor,
+    sequence: u64,
+    incarnation: u32,
+    purpose: RingPurpose,
+) -> ControlBlock {
+    let old = report.control;
+    let lsn_durable = report.next_lsn - 1;
     // Nothing live: the head moves to the cut, where this incarnation writes next.
-    let (head, head_lsn, head_incarnation) = if live {
+    let (head, head_lsn, head_incarnation) = if keeps_live(report) {
         // The last cut's floor holds for everything at or after it. This plan moves the cut to
         // the log's end, so a head at or after the old cut takes that floor with it: a batch
         // the old floor made stale can lie before the new cut (damage that quarantine stepped
@@ -210,11 +232,7 @@ pub fn plan_with_purpose(
     } else {
         (report.next_position, report.next_lsn, incarnation)
     };
-    let mut cursor = WriteCursor {
-        position: report.next_position,
-        next_lsn: report.next_lsn,
-    };
-    let control = ControlBlock {
+    ControlBlock {
         sequence,
         incarnation,
         trim_lsn: report.trim_lsn.min(lsn_durable),
@@ -223,60 +241,86 @@ pub fn plan_with_purpose(
         head_incarnation,
         cut: report.cut,
         cut_incarnation: incarnation,
-        tail_hint: first_hint(report, &cursor, incarnation),
+        tail_hint: first_hint(report, cursor, incarnation),
         purpose,
         ..old
-    };
-    let block = geometry.block_size_bytes as usize;
-    let uncovered = live
+    }
+}
+
+/// Whether the plan writes a tail marker, and if so its steps (the write and its flush), with
+/// `cursor` moved past it: needed when live entries are not covered by any recovered
+/// watermark, and written where the ring has room.
+fn plan_marker(
+    report: &RecoveryReport,
+    control: &ControlBlock,
+    cursor: &mut WriteCursor,
+    lsn_durable: u64,
+) -> (TailMarker, Vec<Step>) {
+    let uncovered = keeps_live(report)
         && report
             .last_lsn
             .is_some_and(|last| last > report.watermark_max);
-    let mut marker_steps = Vec::new();
-    let tail_marker = if !uncovered {
-        TailMarker::NotNeeded
-    } else {
-        match cursor.marker_slot(&geometry, head, incarnation) {
-            Err(ring_full) => TailMarker::NoRoom(ring_full),
-            Ok(slot) => {
-                let mut bytes = vec![0u8; block + slot.capacity_bytes as usize];
-                let (header_block, batch_buf) = bytes.split_at_mut(block);
-                if let Some(header) = slot.segment_header {
-                    header.encode(control.ring_id, header_block);
-                }
-                let marker = BatchBuilder::new(
-                    batch_buf,
-                    BatchStart {
-                        ring_id: control.ring_id,
-                        position: slot.position,
-                        first_lsn: report.next_lsn,
-                        watermark: lsn_durable,
-                        incarnation,
-                        block_size_bytes: geometry.block_size_bytes,
-                        capacity_bytes: slot.capacity_bytes,
-                        payload_size_max_bytes: geometry.payload_size_max_bytes(),
-                    },
-                )
-                .finish();
-                debug_assert_eq!((marker.records, marker.bytes), (0, slot.capacity_bytes));
-                if slot.segment_header.is_none() {
-                    bytes.drain(..block);
-                }
-                let ring_offset = slot.write_ring_offset(&geometry);
-                marker_steps.push(Step::Write {
-                    ring_offset,
-                    bytes,
-                    what: Written::TailMarker,
-                });
-                marker_steps.push(Step::Flush { ring_offset });
-                cursor.advance(&geometry, marker.bytes, 0);
-                TailMarker::Planned {
-                    position: slot.position,
-                    watermark: lsn_durable,
-                }
-            }
-        }
+    if !uncovered {
+        return (TailMarker::NotNeeded, Vec::new());
+    }
+    let geometry = control.geometry;
+    let incarnation = control.incarnation;
+    let slot = match cursor.marker_slot(&geometry, control.head, incarnation) {
+        Err(ring_full) => return (TailMarker::NoRoom(ring_full), Vec::new()),
+        Ok(slot) => slot,
     };
+    let block = geometry.block_size_bytes as usize;
+    let mut bytes = vec![0u8; block + slot.capacity_bytes as usize];
+    let (header_block, batch_buf) = bytes.split_at_mut(block);
+    if let Some(header) = slot.segment_header {
+        header.encode(control.ring_id, header_block);
+    }
+    let marker = BatchBuilder::new(
+        batch_buf,
+        BatchStart {
+            ring_id: control.ring_id,
+            position: slot.position,
+            first_lsn: report.next_lsn,
+            watermark: lsn_durable,
+            incarnation,
+            block_size_bytes: geometry.block_size_bytes,
+            capacity_bytes: slot.capacity_bytes,
+            payload_size_max_bytes: geometry.payload_size_max_bytes(),
+        },
+    )
+    .finish();
+    debug_assert_eq!((marker.records, marker.bytes), (0, slot.capacity_bytes));
+    if slot.segment_header.is_none() {
+        bytes.drain(..block);
+    }
+    let ring_offset = slot.write_ring_offset(&geometry);
+    let steps = vec![
+        Step::Write {
+            ring_offset,
+            bytes,
+            what: Written::TailMarker,
+        },
+        Step::Flush { ring_offset },
+    ];
+    cursor.advance(&geometry, marker.bytes, 0);
+    let planned = TailMarker::Planned {
+        position: slot.position,
+        watermark: lsn_durable,
+    };
+    (planned, steps)
+}
+
+/// The plan's steps in order: flush what replay looked at, (the tail marker, after
+/// quarantined damage), the control block, the zeroing of the dirty region, (the tail
+/// marker, otherwise). `cursor` is the writer's, past the marker when one is planned.
+fn ordered_steps(
+    report: &RecoveryReport,
+    control: &ControlBlock,
+    cursor: &WriteCursor,
+    mut marker_steps: Vec<Step>,
+) -> Vec<Step> {
+    let old = report.control;
+    let geometry = old.geometry;
     // Quarantined damage is known to be acknowledged only by a watermark found after it, and
     // that record may lie past the cut, where the new control block makes every record of an
     // older incarnation stale (and the zeroing removes it): the marker, whose watermark covers
@@ -292,7 +336,7 @@ pub fn plan_with_purpose(
     if marker_first {
         steps.append(&mut marker_steps);
     }
-    let mut control_block = vec![0u8; block];
+    let mut control_block = vec![0u8; geometry.block_size_bytes as usize];
     control.encode(&mut control_block);
     let control_offset = geometry.control_offset(control.copy());
     steps.push(Step::Write {
@@ -313,24 +357,23 @@ pub fn plan_with_purpose(
             },
             ..invalidate
         };
-        let ranges = region.ranges(&geometry);
-        for &(ring_offset, len_bytes) in &ranges {
-            steps.push(Step::Zero {
-                ring_offset,
-                len_bytes,
-            });
-        }
-        for &(ring_offset, _) in &ranges {
-            steps.push(Step::Flush { ring_offset });
-        }
+        zero_steps(&region, &geometry, &mut steps);
     }
     steps.append(&mut marker_steps);
-    Ok(RecoveryPlan {
-        steps,
-        control,
-        incarnation,
-        cursor,
-        lsn_durable,
-        tail_marker,
-    })
+    steps
+}
+
+/// Appends the steps that zero `region` durably: a write of zeros over each of its ranges,
+/// then a flush of each.
+fn zero_steps(region: &Invalidate, geometry: &Geometry, steps: &mut Vec<Step>) {
+    let ranges = region.ranges(geometry);
+    for &(ring_offset, len_bytes) in &ranges {
+        steps.push(Step::Zero {
+            ring_offset,
+            len_bytes,
+        });
+    }
+    for &(ring_offset, _) in &ranges {
+        steps.push(Step::Flush { ring_offset });
+    }
 }

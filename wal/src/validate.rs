@@ -25,7 +25,7 @@ use std::ops::Range;
 use crate::format::{
     EmbedderHeader, EntryHeader, Geometry, HeaderDefect, Kind, Position, RingId, ENTRY_HEADER_SIZE,
 };
-use crate::replay::Check;
+use crate::replay::check::Check;
 
 /// Which incarnations a batch may carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -364,16 +364,31 @@ pub fn check_batch<'b>(
             inside_batch: false,
         });
     }
+    let records = check_records(expect, &first, bytes)?;
+    Ok(CheckedBatch {
+        position: at,
+        bytes: first.batch_bytes,
+        first_lsn: expect.first_lsn,
+        records,
+        incarnation: first.incarnation,
+        watermark: first.watermark,
+        ring_id: expect.ring_id,
+        batch: bytes,
+    })
+}
+
+/// Checks every record of a batch whose first header (`first`) and length passed (step 3 of
+/// the module doc), and the padding that ends it. Returns how many LSN-consuming records it
+/// holds, or the first check that failed.
+fn check_records(
+    expect: &BatchExpectation,
+    first: &EntryHeader,
+    bytes: &[u8],
+) -> Result<u32, BatchFailure> {
+    let at = expect.position;
     let batch_bytes = bytes.len();
-    let payload_max = u64::from(expect.geometry.payload_size_max_bytes());
-    // Offsets inside the batch are below its length, itself within the segment (checked by
-    // `check_batch_start`), so `at.offset + offset` fits the segment's u32 offsets.
-    let place = |offset: usize| Position {
-        offset: at.offset + offset as u32,
-        ..at
-    };
     let fail = |offset: usize, lsn, check| BatchFailure {
-        position: place(offset),
+        position: place_in_batch(at, offset),
         lsn,
         check,
         inside_batch: true,
@@ -389,32 +404,20 @@ pub fn check_batch<'b>(
             }
             break;
         }
-        let header = EntryHeader::decode(expect.ring_id, &bytes[offset..])
-            .map_err(|defect| fail(offset, next_lsn, header_check(defect)))?;
-        if let Some(check) = place_check(header.position, place(offset)) {
-            return Err(fail(offset, next_lsn, check));
-        }
-        if header.batch_index != index
-            || header.batch_bytes != first.batch_bytes
-            || header.incarnation != first.incarnation
-            || header.watermark != first.watermark
-        {
-            return Err(fail(offset, next_lsn, Check::BatchLayout));
-        }
-        if header.lsn != next_lsn {
-            return Err(fail(offset, next_lsn, Check::LsnGap));
-        }
-        let record_end = offset as u64 + header.record_bytes();
-        if u64::from(header.payload_len) > payload_max || record_end > batch_bytes as u64 {
-            return Err(fail(offset, next_lsn, Check::PayloadLength));
-        }
-        let payload = &bytes[offset + ENTRY_HEADER_SIZE..record_end as usize];
+        let expected = InBatch {
+            offset,
+            index,
+            lsn: next_lsn,
+        };
+        let (header, record_end) = record_header(expect, first, bytes, expected)
+            .map_err(|check| fail(offset, next_lsn, check))?;
+        let payload = &bytes[offset + ENTRY_HEADER_SIZE..record_end];
         if crc32c::crc32c(payload) != header.payload_crc {
             return Err(fail(offset, next_lsn, Check::PayloadCrc));
         }
         if header.kind == Kind::Padding {
             // Padding is always the batch's last record and fills it to the end.
-            if record_end != batch_bytes as u64 || payload.iter().any(|&byte| byte != 0) {
+            if record_end != batch_bytes || payload.iter().any(|&byte| byte != 0) {
                 return Err(fail(offset, next_lsn, Check::Padding));
             }
             break;
@@ -424,18 +427,64 @@ pub fn check_batch<'b>(
             .checked_add(1)
             .ok_or_else(|| fail(offset, next_lsn, Check::LsnGap))?;
         index += 1;
-        offset = record_end as usize;
+        offset = record_end;
     }
-    Ok(CheckedBatch {
-        position: at,
-        bytes: first.batch_bytes,
-        first_lsn: expect.first_lsn,
-        records: index,
-        incarnation: first.incarnation,
-        watermark: first.watermark,
-        ring_id: expect.ring_id,
-        batch: bytes,
-    })
+    Ok(index)
+}
+
+/// Where a record of a batch is expected: its offset in the batch, its index among the
+/// batch's records, and its LSN.
+#[derive(Clone, Copy, Debug)]
+struct InBatch {
+    offset: usize,
+    index: u32,
+    lsn: u64,
+}
+
+/// The place of the byte at `offset` of the batch at `at`. Offsets inside the batch are below
+/// its length, itself within the segment (checked by `check_batch_start`), so
+/// `at.offset + offset` fits the segment's u32 offsets.
+fn place_in_batch(at: Position, offset: usize) -> Position {
+    Position {
+        offset: at.offset + offset as u32,
+        ..at
+    }
+}
+
+/// Checks the header of a record after a batch's first (`first`), where `expected` says: its
+/// integrity, its place, the fields every record of a batch shares and its index, its LSN,
+/// and a payload length within the batch and the ring's payload limit, in that order (the
+/// order [`check_batch`] and [`walk_batch`] both keep). Returns the header and the offset in
+/// the batch where the record ends, or the check that failed.
+fn record_header(
+    expect: &BatchExpectation,
+    first: &EntryHeader,
+    bytes: &[u8],
+    expected: InBatch,
+) -> Result<(EntryHeader, usize), Check> {
+    let offset = expected.offset;
+    let header = EntryHeader::decode(expect.ring_id, &bytes[offset..]).map_err(header_check)?;
+    if let Some(check) = place_check(header.position, place_in_batch(expect.position, offset)) {
+        return Err(check);
+    }
+    if header.batch_index != expected.index
+        || header.batch_bytes != first.batch_bytes
+        || header.incarnation != first.incarnation
+        || header.watermark != first.watermark
+    {
+        return Err(Check::BatchLayout);
+    }
+    if header.lsn != expected.lsn {
+        return Err(Check::LsnGap);
+    }
+    let record_end = offset as u64 + header.record_bytes();
+    let payload_max = u64::from(expect.geometry.payload_size_max_bytes());
+    // A header that passed its CRC but claims a length past the batch cannot be walked
+    // past: nothing after it can be placed.
+    if u64::from(header.payload_len) > payload_max || record_end > bytes.len() as u64 {
+        return Err(Check::PayloadLength);
+    }
+    Ok((header, record_end as usize))
 }
 
 /// One record of a damaged batch, as [`walk_batch`] finds it.
@@ -489,12 +538,6 @@ pub fn walk_batch<'b>(
     debug_assert_eq!(bytes.len() as u64, u64::from(first.batch_bytes));
     let at = expect.position;
     let batch_bytes = bytes.len();
-    let payload_max = u64::from(expect.geometry.payload_size_max_bytes());
-    // Offsets inside the batch, itself inside its segment (`check_batch_start`): fit a u32.
-    let place = |offset: usize| Position {
-        offset: at.offset + offset as u32,
-        ..at
-    };
     let mut offset = 0usize;
     let mut next_lsn = expect.first_lsn;
     let mut index = 0u32;
@@ -502,7 +545,7 @@ pub fn walk_batch<'b>(
         next_lsn,
         stop_offset: offset as u32,
         header_failure: check.map(|check| BatchFailure {
-            position: place(offset),
+            position: place_in_batch(at, offset),
             lsn: next_lsn,
             check,
             inside_batch: offset > 0,
@@ -513,30 +556,15 @@ pub fn walk_batch<'b>(
         if unreadable(header_range) {
             return stop(offset, next_lsn, Some(Check::ReadError));
         }
-        let header = match EntryHeader::decode(expect.ring_id, &bytes[offset..]) {
-            Ok(header) => header,
-            Err(defect) => return stop(offset, next_lsn, Some(header_check(defect))),
+        let expected = InBatch {
+            offset,
+            index,
+            lsn: next_lsn,
         };
-        if let Some(check) = place_check(header.position, place(offset)) {
-            return stop(offset, next_lsn, Some(check));
-        }
-        if header.batch_index != index
-            || header.batch_bytes != first.batch_bytes
-            || header.incarnation != first.incarnation
-            || header.watermark != first.watermark
-        {
-            return stop(offset, next_lsn, Some(Check::BatchLayout));
-        }
-        if header.lsn != next_lsn {
-            return stop(offset, next_lsn, Some(Check::LsnGap));
-        }
-        let record_end = offset as u64 + header.record_bytes();
-        // A header that passed its CRC but claims a length past the batch cannot be walked
-        // past: nothing after it can be placed.
-        if u64::from(header.payload_len) > payload_max || record_end > batch_bytes as u64 {
-            return stop(offset, next_lsn, Some(Check::PayloadLength));
-        }
-        let record_end = record_end as usize;
+        let (header, record_end) = match record_header(expect, first, bytes, expected) {
+            Ok(found) => found,
+            Err(check) => return stop(offset, next_lsn, Some(check)),
+        };
         if header.kind == Kind::Padding {
             // The batch's records end here, whatever the padding holds: no LSN lies past it.
             return stop(offset, next_lsn, None);
@@ -545,34 +573,45 @@ pub fn walk_batch<'b>(
             return stop(offset, next_lsn, Some(Check::LsnGap));
         };
         let payload_range = offset + ENTRY_HEADER_SIZE..record_end;
-        let payload = &bytes[payload_range.clone()];
-        let payload_check = if unreadable(payload_range.clone()) {
-            Some(Check::ReadError)
-        } else if crc32c::crc32c(payload) != header.payload_crc {
-            Some(Check::PayloadCrc)
-        } else {
-            None
-        };
-        match payload_check {
-            None => each(WalkedRecord::Intact(CheckedRecord {
-                lsn: header.lsn,
-                kind: header.kind,
-                embedder: header.embedder,
-                payload,
-                payload_range,
-                position: header.position,
-                incarnation: header.incarnation,
-                watermark: header.watermark,
-            })),
-            Some(check) => each(WalkedRecord::PayloadDamaged {
-                position: header.position,
-                check,
-                header,
-            }),
-        }
+        each(walked_record(header, bytes, payload_range, unreadable));
         next_lsn = after;
         index += 1;
         offset = record_end;
     }
     stop(offset.min(batch_bytes), next_lsn, None)
+}
+
+/// A record whose header passed, as [`walk_batch`] hands it on: intact when its payload
+/// (`payload_range` of `bytes`) was read and matches its CRC, else damaged with its header.
+fn walked_record<'b>(
+    header: EntryHeader,
+    bytes: &'b [u8],
+    payload_range: Range<usize>,
+    unreadable: &dyn Fn(Range<usize>) -> bool,
+) -> WalkedRecord<'b> {
+    let payload = &bytes[payload_range.clone()];
+    let payload_check = if unreadable(payload_range.clone()) {
+        Some(Check::ReadError)
+    } else if crc32c::crc32c(payload) != header.payload_crc {
+        Some(Check::PayloadCrc)
+    } else {
+        None
+    };
+    match payload_check {
+        None => WalkedRecord::Intact(CheckedRecord {
+            lsn: header.lsn,
+            kind: header.kind,
+            embedder: header.embedder,
+            payload,
+            payload_range,
+            position: header.position,
+            incarnation: header.incarnation,
+            watermark: header.watermark,
+        }),
+        Some(check) => WalkedRecord::PayloadDamaged {
+            position: header.position,
+            check,
+            header,
+        },
+    }
 }
