@@ -99,7 +99,7 @@ pub enum FormatError {
         /// The device.
         path: PathBuf,
         /// What was found, and where.
-        found: crate::signature::Found,
+        found: crate::signature::found::Found,
     },
     /// A system call failed.
     #[error("{path}: cannot {action}: {source}")]

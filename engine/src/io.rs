@@ -12,7 +12,36 @@ use crate::pool::BufferPool;
 /// Identifies one submitted operation in its completion.
 pub type Tag = u64;
 
+/// How appends are made durable.
+///
+/// A drive's setting, the second of three sync types that are three different things: it says
+/// what one drive does with its batches for as long as it is open. It comes from the drive's
+/// options ([`DriveOptions::durability`](crate::DriveOptions::durability)) or, without one,
+/// from the ring's recorded choice, the [`SyncMethod`](crate::SyncMethod) in its control block,
+/// which maps onto it one to one ([`crate::sync_probe::resolve`]). It is never recorded on
+/// disk, and it has a mode no ring records: no sync at all, for benchmarks. The drive carries
+/// it out one write at a time: each batch write's [`WriteSync`] flag is [`WriteSync::Dsync`]
+/// under [`Durability::Dsync`] and [`WriteSync::None`] otherwise, with a flush linked behind
+/// the write under [`Durability::Fdatasync`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// A write, then IORING_OP_FSYNC with IORING_FSYNC_DATASYNC linked behind it. The default.
+    #[default]
+    Fdatasync,
+    /// Every write with RWF_DSYNC (FUA on drives that have it).
+    Dsync,
+    /// No flush at all: acknowledged entries can be lost by a power cut. For benchmarks only.
+    NoSyncBenchmarkOnly,
+}
+
 /// How a write is made durable by itself, if at all.
+///
+/// One I/O's flag, the third of three sync types that are three different things: it belongs
+/// to a single submitted write, not to a drive or a ring. A drive's [`Durability`] sets it on
+/// each batch write ([`WriteSync::Dsync`] only under [`Durability::Dsync`]); recovery, trims
+/// and tail hints write with [`WriteSync::None`] and flush after; format's measurement, which
+/// chooses the ring's [`SyncMethod`](crate::SyncMethod), times writes with each flag
+/// ([`crate::sync_probe`]). Neither of the other two is ever derived from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteSync {
     /// A plain write; a later flush makes it durable.

@@ -54,7 +54,7 @@ pub use error::{
 // The types of the format and of recovery that this crate's API names, so that an embedder
 // needs no second dependency to name them.
 pub use sealog_wal::format::{
-    EmbedderHeader, RingPurpose, SyncChoice, SyncMeasurement, SyncMethod, EMBEDDER_HEADER_SIZE,
+    EmbedderHeader, RingPurpose, SyncChoice, SyncMeasurement, EMBEDDER_HEADER_SIZE,
     ENTRY_HEADER_SIZE,
 };
 pub use sealog_wal::{
@@ -62,6 +62,17 @@ pub use sealog_wal::{
     Position, RecoveryMode, RecoveryReport, ReplayError, RingId, Scan, ScanPolicy, TornTail,
     UnreadableRun,
 };
+
+/// The ring's recorded choice of how appends are made durable, with its on-disk encoding: the
+/// first of three sync types that are three different things (the wal format's type,
+/// re-exported). Format records it in the control block (its byte, 1 for fdatasync and 2 for
+/// dsync, inside the control block's [`SyncChoice`]), measured on the device ([`sync_probe`])
+/// or named by the operator, and every later control block carries it. A drive opened without
+/// an override takes its [`Durability`] from it, one to one; a drive's durability, the no-sync
+/// benchmark mode among them, is never written back into it. The flag of one write is
+/// [`io::WriteSync`], which a drive's durability decides per write.
+pub use sealog_wal::format::SyncMethod;
+
 pub use signature::Signature;
 pub use storage::{format, FormatOptions, FormatProgress};
 pub use ticket::{AppendOutcome, Ticket};

@@ -26,8 +26,7 @@ use std::time::{Duration, Instant};
 use sealog_wal::format::{SyncChoice, SyncMeasurement, SyncMethod, ENTRY_HEADER_SIZE};
 use sealog_wal::Geometry;
 
-use crate::drive::Durability;
-use crate::io::{Completion, FlushOrder, IoBackend, Tag, WriteSync};
+use crate::io::{Completion, Durability, FlushOrder, IoBackend, Tag, WriteSync};
 
 /// By how many percent RWF_DSYNC must beat the linked fdatasync, at both p50 and p99, to be
 /// chosen. Ten percent is above the run-to-run spread of either method's median on a quiet

@@ -475,9 +475,9 @@ fn functions_stay_within_70_lines() {
     );
 }
 
-/// The `mod.rs` files whose children still import items defined in them. A ratchet: the
-/// engine's drive module is split into a hub with no back-arrows next.
-const MOD_RS_IMPORTED_BACK_ALLOWED: [&str; 1] = ["engine/src/drive/mod.rs"];
+/// The `mod.rs` files whose children may still import items defined in them: none now. A
+/// ratchet: a folder that must break the rule for a while is named here, with its reason.
+const MOD_RS_IMPORTED_BACK_ALLOWED: [&str; 0] = [];
 
 /// The names of the items `text` defines at its top level (structs, enums, traits, type
 /// aliases, functions, constants and statics), not the ones it re-exports.

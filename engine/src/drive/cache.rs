@@ -7,7 +7,7 @@
 //! has copied them (a copy for the cache would cost what that path exists to avoid), so their
 //! reads go to the device.
 //!
-//! Memory is bounded by [`DriveOptions::read_cache_bytes`](super::DriveOptions::read_cache_bytes),
+//! Memory is bounded by [`DriveOptions::read_cache_bytes`](crate::DriveOptions::read_cache_bytes),
 //! counting each payload's allocation plus a fixed per-entry overhead; the oldest entries go
 //! first. The drive thread adds a batch's entries under the write lock once per batch;
 //! readers copy a payload out under the read lock.

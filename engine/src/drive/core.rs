@@ -29,21 +29,42 @@ use hdrhistogram::Histogram;
 use sealog_wal::format::{ControlBlock, RingPurpose};
 use sealog_wal::{Geometry, Kind, Position, RecoveryReport, WriteCursor};
 
-use super::appends::{Inflight, QueuedAppend, Records};
 use super::buffers::Lanes;
 use super::cache::CachedEntry;
 use super::clock::{Clock, SystemClock};
 use super::index::ReadIndex;
+use super::inflight::{Inflight, PendingRead, PendingTrim};
+use super::metrics::Telemetry;
 use super::op::Op;
-use super::reads::{PendingRead, ReadRequest};
-use super::trim::{PendingTrim, TrimRequest};
+use super::options::{DriveOptions, WhenFull};
+use super::records::{QueuedAppend, Records};
+use super::requests::{ReadRequest, Request, RequestKind, TrimRequest};
+use super::stats::{DriveState, QueueDepths, Stats};
 use super::view::ReadView;
-use super::{
-    DriveOptions, DriveState, Durability, QueueDepths, Request, RequestKind, Stats, Wait, WhenFull,
-};
 use crate::error::{AppendError, DriveClosed, DriveFailure, IoOperation, ReadError, TrimError};
-use crate::io::{Completion, IoBackend};
+use crate::io::{Completion, Durability, IoBackend};
 use crate::ticket::Notifier;
+
+/// Whether [`DriveCore::step`] may block waiting for the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Block until at least one operation completes (or the backend's waker is called).
+    ForCompletion,
+    /// Only reap what has already completed.
+    No,
+}
+
+/// What the drive counts of its tail hints ([`super::hints`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Hints {
+    /// Batches that found the durable hint too close and waited for a further one (one per
+    /// wait, however many turns it lasts).
+    pub(super) waits: u64,
+    /// Control blocks written to move the hint (trims that moved it on the way not counted).
+    pub(super) writes: u64,
+    /// A batch is waiting for a further hint now.
+    pub(super) blocked: bool,
+}
 
 /// The most acknowledgements a completion can bring for the drive thread still to spin for it
 /// when no append is queued behind it (see `DriveCore::spin_pays`).
@@ -129,9 +150,9 @@ pub struct DriveCore<B: IoBackend> {
     /// A close was asked for: what was queued before it is finished, nothing after it taken.
     closing: bool,
     /// The tail hint's counters and wait ([`super::hints`]).
-    pub(super) hints: super::hints::Hints,
+    pub(super) hints: Hints,
     /// Metrics, and the publication of [`Stats`] for readers ([`super::metrics`]).
-    pub(super) telemetry: super::metrics::Telemetry,
+    pub(super) telemetry: Telemetry,
 }
 
 /// What recovery leaves for the state machine to start from.
@@ -219,7 +240,7 @@ impl<B: IoBackend> DriveCore<B> {
             timers_started: Instant::now(),
             tail_marker_refused: false,
             closing: false,
-            hints: super::hints::Hints::default(),
+            hints: Hints::default(),
             telemetry: Default::default(),
         }
     }

@@ -9,8 +9,8 @@ use sealog_wal::format::EmbedderHeader;
 use sealog_wal::{Check, Kind, Position};
 
 /// A live entry: its LSN, kind, embedder header and payload. What reads
-/// ([`Drive::read_entry`](super::Drive::read_entry)), iterators
-/// ([`Drive::iter_from`](super::Drive::iter_from)) and recovery's visitor see alike.
+/// ([`Drive::read_entry`](crate::Drive::read_entry)), iterators
+/// ([`Drive::iter_from`](crate::Drive::iter_from)) and recovery's visitor see alike.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogEntry {
     /// Its LSN.
@@ -101,11 +101,11 @@ impl From<&sealog_wal::Damaged> for DamagedEntry {
 }
 
 /// Sees every live entry recovery accepts, in LSN order, during the open's one replay pass
-/// ([`Drive::open_visiting`](super::Drive::open_visiting)): an embedder rebuilds its own
+/// ([`Drive::open_visiting`](crate::Drive::open_visiting)): an embedder rebuilds its own
 /// index (which ledger holds which LSNs, the last entry of each log) without reading the log
 /// a second time. It runs on the drive thread before the drive takes any request; the open
 /// hands the visitor back once recovery has finished. It sees exactly the entries
-/// [`Drive::iter_from`](super::Drive::iter_from) would yield from the first live LSN after
+/// [`Drive::iter_from`](crate::Drive::iter_from) would yield from the first live LSN after
 /// the open. If the open fails (a strict open finding corruption), what it saw is not a
 /// recovered log and the visitor is dropped with the error.
 ///
@@ -132,7 +132,7 @@ impl<F: FnMut(&EntryRef<'_>) + Send> RecoveryVisitor for F {
 }
 
 /// One entry of an append: its kind, embedder header and payload (owned or shared). Entries
-/// given together to [`Drive::append_group`](super::Drive::append_group) share a batch, so
+/// given together to [`Drive::append_group`](crate::Drive::append_group) share a batch, so
 /// recovery returns all of them or none.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewEntry {
@@ -168,7 +168,7 @@ impl NewEntry {
 /// Shared payload bytes with their CRC32C ([`sealog_wal::format::payload_crc`]), computed once
 /// when made: a layer that needs the CRC itself (to summarise or compare values, as the
 /// LogDrive layer does) hands the drive the same figure rather than the drive computing it a
-/// second time ([`Drive::append_summed`](super::Drive::append_summed)). The bytes are
+/// second time ([`Drive::append_summed`](crate::Drive::append_summed)). The bytes are
 /// immutable and the fields private, so the CRC always is the bytes' own.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SummedBytes {

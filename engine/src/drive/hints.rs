@@ -7,7 +7,7 @@
 //! below `HINT_REFRESH_WINDOWS` windows, a control block with a hint `HINT_AHEAD_WINDOWS`
 //! windows past the cursor goes to the device (write, then the linked flush), beside the
 //! batches in flight. A batch that finds the room short all the same waits for it, and
-//! [`super::Stats::hint_waits`] counts that, so a benchmark can show it does not happen.
+//! [`crate::Stats::hint_waits`] counts that, so a benchmark can show it does not happen.
 //!
 //! Control blocks carry trims as well, and one control write is on the device at a time (the
 //! trim path's, [`super::trim`]): a trim written while a hint is due carries the further hint,
@@ -21,18 +21,6 @@ use sealog_wal::Position;
 use super::core::DriveCore;
 use crate::error::DriveFailure;
 use crate::io::IoBackend;
-
-/// What the drive counts of its tail hints.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Hints {
-    /// Batches that found the durable hint too close and waited for a further one (one per
-    /// wait, however many turns it lasts).
-    pub(super) waits: u64,
-    /// Control blocks written to move the hint (trims that moved it on the way not counted).
-    pub(super) writes: u64,
-    /// A batch is waiting for a further hint now.
-    pub(super) blocked: bool,
-}
 
 impl<B: IoBackend> DriveCore<B> {
     /// The hint of the durable control block, as a batch boundary. Recovery's plan wrote one

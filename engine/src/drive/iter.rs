@@ -1,7 +1,7 @@
 //! Iterators over the live log ([`EntryIter`]): from any live LSN to the durable tail, in
 //! large sequential reads, as recovery reads. The read index gives the run of batches that lie
 //! back to back in one segment from the next LSN on; the iterator reads them with one O_DIRECT
-//! read of up to [`DriveOptions::read_ahead_bytes`](super::DriveOptions::read_ahead_bytes) into
+//! read of up to [`DriveOptions::read_ahead_bytes`](crate::DriveOptions::read_ahead_bytes) into
 //! a buffer of its own (its first read up to [`FIRST_READ_BYTES`], each next one twice the last,
 //! as the kernel ramps up its read-ahead: an iterator that stops after a few entries, such as a
 //! compactor's step, reads little more than it takes, and a long scan reads full-size runs from
@@ -32,7 +32,6 @@ use sealog_wal::validate::{check_batch, BatchExpectation, CheckedBatch, Incarnat
 use super::entry::LogEntry;
 use super::index::IndexedBatch;
 use super::view::ReadView;
-use super::Drive;
 use crate::error::ReadError;
 use crate::pool::BUFFER_ALIGN_BYTES;
 
@@ -42,9 +41,20 @@ use crate::pool::BUFFER_ALIGN_BYTES;
 /// to a third of what a reclaimer read while clients wrote.
 const FIRST_READ_BYTES: u64 = 256 << 10;
 
+/// What an iterator needs of its drive: what readers share with the drive thread, and the
+/// drive's point reads (through the drive thread when the drive has no files for callers'
+/// threads). The drive's handle is the one source; an iterator needs nothing else of it.
+pub(super) trait EntrySource {
+    /// What readers share with the drive thread.
+    fn view(&self) -> &Arc<ReadView>;
+
+    /// One live entry, as [`crate::Drive::read_entry`] reads it.
+    fn read_entry(&self, lsn: u64) -> Result<LogEntry, ReadError>;
+}
+
 /// Live entries from an LSN on, each a [`LogEntry`].
 pub struct EntryIter<'a> {
-    drive: &'a Drive,
+    drive: &'a (dyn EntrySource + Sync),
     next_lsn: u64,
     ready: VecDeque<LogEntry>,
     run: Vec<IndexedBatch>,
@@ -170,7 +180,7 @@ impl Drop for RunReader {
 }
 
 impl<'a> EntryIter<'a> {
-    pub(super) fn new(drive: &'a Drive, lsn: u64) -> EntryIter<'a> {
+    pub(super) fn new(drive: &'a (dyn EntrySource + Sync), lsn: u64) -> EntryIter<'a> {
         EntryIter {
             drive,
             next_lsn: lsn,
@@ -178,7 +188,7 @@ impl<'a> EntryIter<'a> {
             run: Vec::new(),
             spare: Vec::new(),
             device_runs: 0,
-            run_bytes: FIRST_READ_BYTES.min(drive.view.read_ahead_bytes),
+            run_bytes: FIRST_READ_BYTES.min(drive.view().read_ahead_bytes),
             no_read_ahead: false,
             reader: None,
             in_flight: None,
@@ -204,7 +214,7 @@ impl<'a> EntryIter<'a> {
 
     /// Fills `ready` from `next_lsn` on: `Ok(false)` at the durable tail.
     fn fill(&mut self) -> Result<bool, ReadError> {
-        let view = &self.drive.view;
+        let view = self.drive.view();
         if let Some(stopped) = view.stopped() {
             return Err(stopped.map_or_else(ReadError::Closed, ReadError::Failed));
         }
@@ -270,7 +280,7 @@ impl<'a> EntryIter<'a> {
         if let Some(buffer) = self.spare.pop() {
             return Ok(buffer);
         }
-        let read_ahead = self.drive.view.read_ahead_bytes as usize;
+        let read_ahead = self.drive.view().read_ahead_bytes as usize;
         let bytes = read_ahead.div_ceil(BUFFER_ALIGN_BYTES) * BUFFER_ALIGN_BYTES;
         let map = MmapMut::map_anon(bytes).map_err(|error| ReadError::Resources {
             lsn: self.next_lsn,
@@ -286,7 +296,7 @@ impl<'a> EntryIter<'a> {
 
     /// The read of the run in `self.run`, into a read-ahead buffer.
     fn plan_read(&mut self) -> Result<RunRead, ReadError> {
-        let geometry = self.drive.view.geometry;
+        let geometry = self.drive.view().geometry;
         let first = self.run[0];
         let last = *self.run.last().expect("a run has a batch");
         let buffer = self.take_buffer()?;
@@ -322,7 +332,7 @@ impl<'a> EntryIter<'a> {
             _ => self.read_now()?,
         };
         self.device_runs += 1;
-        self.run_bytes = (self.run_bytes * 2).min(self.drive.view.read_ahead_bytes);
+        self.run_bytes = (self.run_bytes * 2).min(self.drive.view().read_ahead_bytes);
         self.read_ahead(&job);
         let outcome = self.take_run(&job);
         self.run = job.run;
@@ -333,14 +343,14 @@ impl<'a> EntryIter<'a> {
     /// Reads the run in `self.run` on this thread.
     fn read_now(&mut self) -> Result<RunRead, ReadError> {
         let mut job = self.plan_read()?;
-        job.read_and_check(&self.drive.view);
+        job.read_and_check(self.drive.view());
         Ok(job)
     }
 
     /// Puts the run after `job`'s in flight on the reader thread, when it is durable, not
     /// cached, and this iterator has read the device before (so it is not a short one).
     fn read_ahead(&mut self, job: &RunRead) {
-        let view = Arc::clone(&self.drive.view);
+        let view = Arc::clone(self.drive.view());
         let next = job.run.last().expect("a run has a batch").next_lsn;
         if self.no_read_ahead || self.device_runs < 2 || view.check_live(next).is_err() {
             return;
@@ -450,7 +460,7 @@ impl Iterator for EntryIter<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(entry) = self.ready.pop_front() {
             // Read ahead before a trim passed it: trimmed entries are hidden at once.
-            if let Err(error) = self.drive.view.check_live(entry.lsn) {
+            if let Err(error) = self.drive.view().check_live(entry.lsn) {
                 self.ready.clear();
                 self.ended = true;
                 return Some(Err(error));

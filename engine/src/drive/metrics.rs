@@ -40,15 +40,11 @@
 //! [`IDLE_EXPORT_INTERVAL`].
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use ::metrics::{Counter, Gauge, Histogram, SharedString, Unit};
 
-use super::core::DriveCore;
-use super::shared_stats::{set, HistogramSources, HISTOGRAM_PUBLISH_INTERVAL};
-use super::{DriveOptions, Durability};
-use crate::io::IoBackend;
+use super::options::DriveOptions;
 
 /// Appends acknowledged.
 pub const APPENDS_TOTAL: &str = "sealog_appends_total";
@@ -96,11 +92,11 @@ pub const IDLE_EXPORT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Times a drive about to block tries to publish its histograms while readers hold them
 /// (yielding between tries) before it blocks anyway, leaving them for its next turn.
-const PUBLISH_TRIES_BEFORE_BLOCK: usize = 64;
+pub(super) const PUBLISH_TRIES_BEFORE_BLOCK: usize = 64;
 
 /// Describes every metric (name, unit, meaning) to the installed recorder: the write path's
 /// here, the rest in [`describe_reads_and_ring`].
-fn describe() {
+pub(super) fn describe() {
     use ::metrics::{describe_counter, describe_gauge, describe_histogram};
     describe_reads_and_ring();
     describe_counter!(
@@ -183,7 +179,7 @@ fn describe_reads_and_ring() {
 }
 
 /// A counter exported from a running total.
-struct ExportedCounter {
+pub(super) struct ExportedCounter {
     counter: Counter,
     exported: u64,
 }
@@ -197,7 +193,7 @@ impl ExportedCounter {
     }
 
     /// Adds what `total` grew by since the last export.
-    fn to(&mut self, total: u64) {
+    pub(super) fn to(&mut self, total: u64) {
         if total > self.exported {
             self.counter.increment(total - self.exported);
             self.exported = total;
@@ -206,7 +202,7 @@ impl ExportedCounter {
 }
 
 /// A gauge set only when its value changed.
-struct ExportedGauge {
+pub(super) struct ExportedGauge {
     gauge: Gauge,
     exported: Option<u64>,
 }
@@ -219,7 +215,7 @@ impl ExportedGauge {
         }
     }
 
-    fn set(&mut self, value: u64) {
+    pub(super) fn set(&mut self, value: u64) {
         if self.exported != Some(value) {
             self.gauge.set(value as f64);
             self.exported = Some(value);
@@ -228,32 +224,32 @@ impl ExportedGauge {
 }
 
 /// The drive's metric handles, built once when it opens.
-struct Handles {
-    appends: Counter,
-    payload_bytes: Counter,
-    batches: Counter,
-    batch_latency: Histogram,
-    batch_entries: Histogram,
-    ring_full: Counter,
-    syncs: ExportedCounter,
-    tail_markers: ExportedCounter,
-    reads_cache: ExportedCounter,
-    reads_direct: ExportedCounter,
-    reads_ring: ExportedCounter,
-    read_errors: ExportedCounter,
-    cache_hits: ExportedCounter,
-    cache_misses: ExportedCounter,
-    trims: ExportedCounter,
-    appends_queued: ExportedGauge,
-    batches_in_flight: ExportedGauge,
-    occupied_bytes: ExportedGauge,
-    durable_lsn: ExportedGauge,
-    first_live_lsn: ExportedGauge,
-    failed: ExportedGauge,
+pub(super) struct Handles {
+    pub(super) appends: Counter,
+    pub(super) payload_bytes: Counter,
+    pub(super) batches: Counter,
+    pub(super) batch_latency: Histogram,
+    pub(super) batch_entries: Histogram,
+    pub(super) ring_full: Counter,
+    pub(super) syncs: ExportedCounter,
+    pub(super) tail_markers: ExportedCounter,
+    pub(super) reads_cache: ExportedCounter,
+    pub(super) reads_direct: ExportedCounter,
+    pub(super) reads_ring: ExportedCounter,
+    pub(super) read_errors: ExportedCounter,
+    pub(super) cache_hits: ExportedCounter,
+    pub(super) cache_misses: ExportedCounter,
+    pub(super) trims: ExportedCounter,
+    pub(super) appends_queued: ExportedGauge,
+    pub(super) batches_in_flight: ExportedGauge,
+    pub(super) occupied_bytes: ExportedGauge,
+    pub(super) durable_lsn: ExportedGauge,
+    pub(super) first_live_lsn: ExportedGauge,
+    pub(super) failed: ExportedGauge,
 }
 
 impl Handles {
-    fn new(label: &SharedString, capacity_bytes: u64) -> Handles {
+    pub(super) fn new(label: &SharedString, capacity_bytes: u64) -> Handles {
         let counter = |name: &'static str| ::metrics::counter!(name, "drive" => label.clone());
         let exported = |name| ExportedCounter::new(counter(name));
         let read = |source: &'static str| {
@@ -296,23 +292,23 @@ impl Handles {
 #[derive(Default)]
 pub(crate) struct Telemetry {
     /// `None` for a core without metrics (stepped by hand, as simulations do).
-    handles: Option<Handles>,
+    pub(super) handles: Option<Handles>,
     /// Reads the drive's own io_uring made (the rest of the device reads were callers').
     pub(super) ring_reads: u64,
     /// Durable trims that moved the trim point.
-    trims: u64,
+    pub(super) trims: u64,
     /// Samples in the drive's histograms at their last publication, and when that was.
-    histograms_recorded: u64,
-    histograms_published_at: Option<Instant>,
+    pub(super) histograms_recorded: u64,
+    pub(super) histograms_published_at: Option<Instant>,
     /// The trim point when the ring last filled: one warning per trim point.
-    ring_full_at_trim: Option<u64>,
+    pub(super) ring_full_at_trim: Option<u64>,
 }
 
 /// The open of a drive, timed and spanned, from before recovery until its metrics are
-/// attached ([`DriveCore::attach_telemetry`]).
+/// attached ([`DriveCore::attach_telemetry`](crate::DriveCore::attach_telemetry)).
 pub(crate) struct Recovering {
     _span: tracing::span::EnteredSpan,
-    started: Instant,
+    pub(super) started: Instant,
 }
 
 impl Recovering {
@@ -326,221 +322,9 @@ impl Recovering {
 }
 
 /// The label a drive's metrics carry.
-fn label(path: &Path, options: &DriveOptions) -> SharedString {
+pub(super) fn label(path: &Path, options: &DriveOptions) -> SharedString {
     match &options.metrics_label {
         Some(label) => SharedString::from(label.clone()),
         None => SharedString::from(path.display().to_string()),
-    }
-}
-
-impl<B: IoBackend> DriveCore<B> {
-    /// After recovery, on the drive thread: reports what recovery found, builds the drive's
-    /// metric handles (with the recorder installed now) and publishes its statistics.
-    pub(super) fn attach_telemetry(
-        &mut self,
-        path: &Path,
-        options: &DriveOptions,
-        recovering: Recovering,
-    ) {
-        let report = self.recovery_report();
-        tracing::info!(
-            entries = report.entries,
-            payload_bytes = report.payload_bytes,
-            first_lsn = report.first_lsn,
-            last_lsn = report.last_lsn,
-            scan = report.scan.name(),
-            bytes_read = report.bytes_read,
-            outcome = report.outcome.name(),
-            duration_ms = recovering.started.elapsed().as_secs_f64() * 1e3,
-            "recovered: {}",
-            report.scan
-        );
-        drop(recovering);
-        describe();
-        let geometry = self.geometry;
-        let capacity_bytes = geometry.segment_size_bytes * u64::from(geometry.segment_count);
-        self.telemetry.handles = Some(Handles::new(&label(path, options), capacity_bytes));
-        self.publish_stats();
-    }
-
-    /// A data batch was acknowledged (called before its tickets complete, so whoever sees
-    /// an append acknowledged sees it counted).
-    pub(super) fn on_batch_acknowledged(
-        &mut self,
-        records: u64,
-        payload_bytes: u64,
-        submitted: Instant,
-    ) {
-        let shared = &self.view.stats;
-        super::shared_stats::add(&shared.appends, records);
-        super::shared_stats::add(&shared.payload_bytes, payload_bytes);
-        super::shared_stats::add(&shared.batches, 1);
-        set(&shared.lsn_covered, self.lsn_covered);
-        if let Some(handles) = &self.telemetry.handles {
-            let latency = self.clock.now().saturating_duration_since(submitted);
-            handles.appends.increment(records);
-            handles.payload_bytes.increment(payload_bytes);
-            handles.batches.increment(1);
-            handles.batch_latency.record(latency.as_secs_f64());
-            handles.batch_entries.record(records as f64);
-        }
-    }
-
-    /// A control block is durable (before its trim's client hears so, who then sees the
-    /// statistics as of the trim); `trimmed`: it moved the trim point.
-    pub(super) fn on_trim_durable(&mut self, trimmed: bool, trim_lsn: u64) {
-        self.publish_counters();
-        if trimmed {
-            self.telemetry.trims += 1;
-            tracing::debug!(trim_lsn, "trim durable");
-        }
-    }
-
-    /// The last data batch found the ring full: warns once per trim point (an episode lasts
-    /// until a trim releases space).
-    pub(super) fn note_ring_full(&mut self) {
-        let trim_lsn = self.control.trim_lsn;
-        if !self.ring_full || self.telemetry.ring_full_at_trim == Some(trim_lsn) {
-            return;
-        }
-        self.telemetry.ring_full_at_trim = Some(trim_lsn);
-        tracing::warn!(
-            next_lsn = self.cursor.next_lsn,
-            trim_lsn,
-            occupied_bytes = self.view.occupied_bytes(),
-            when_full = ?self.when_full,
-            "the ring is full: appends wait for a trim or fail, as when_full says"
-        );
-        if let Some(handles) = &self.telemetry.handles {
-            handles.ring_full.increment(1);
-        }
-    }
-
-    /// The end of a turn: counters and queue depths for [`crate::Drive::stats`], metrics that
-    /// moved, and the histograms when the last publication is old enough.
-    pub(super) fn publish_stats(&mut self) {
-        self.publish_counters();
-        self.export_metrics();
-        // The clock is read only when something new was recorded.
-        let recorded = self.histogram_sources().recorded();
-        let due = recorded != self.telemetry.histograms_recorded
-            && self
-                .telemetry
-                .histograms_published_at
-                .is_none_or(|at| at.elapsed() >= HISTOGRAM_PUBLISH_INTERVAL);
-        if due {
-            self.publish_histograms(1);
-        }
-    }
-
-    /// The drive thread is about to block: what it recorded since the last publication goes
-    /// out now, so a reader of an idle drive sees complete histograms.
-    pub(super) fn publish_before_block(&mut self) {
-        self.publish_counters();
-        self.export_metrics();
-        self.publish_histograms(PUBLISH_TRIES_BEFORE_BLOCK);
-    }
-
-    /// The core is going away: its final figures, waiting for readers if need be.
-    pub(super) fn publish_final(&mut self) {
-        self.publish_counters();
-        self.export_metrics();
-        let sources = self.histogram_sources();
-        self.view.stats.publish_histograms(&sources);
-    }
-
-    /// How long an idle drive thread may block: until `deadline`, and no longer than
-    /// [`IDLE_EXPORT_INTERVAL`] when it exports metrics (callers' reads keep counting).
-    pub(super) fn telemetry_deadline(&self, deadline: Option<Instant>) -> Option<Instant> {
-        if self.telemetry.handles.is_none() {
-            return deadline;
-        }
-        let export = Instant::now().checked_add(IDLE_EXPORT_INTERVAL);
-        match (deadline, export) {
-            (Some(deadline), Some(export)) => Some(deadline.min(export)),
-            (deadline, export) => deadline.or(export),
-        }
-    }
-
-    fn histogram_sources(&self) -> HistogramSources<'_> {
-        HistogramSources {
-            batch_entries: &self.batch_entries,
-            sync_latency_us: &self.sync_latency_us,
-            idle_gap_us: &self.idle_gap_us,
-            enqueue_to_submit_us: &self.enqueue_to_submit_us,
-        }
-    }
-
-    /// Publishes the histograms if anything was recorded since the last time, trying up to
-    /// `tries` times while readers hold the snapshot.
-    fn publish_histograms(&mut self, tries: usize) {
-        let sources = self.histogram_sources();
-        let recorded = sources.recorded();
-        if recorded == self.telemetry.histograms_recorded {
-            return;
-        }
-        for attempt in 0..tries {
-            if self.view.stats.try_publish_histograms(&sources) {
-                self.telemetry.histograms_recorded = recorded;
-                self.telemetry.histograms_published_at = Some(Instant::now());
-                return;
-            }
-            if attempt + 1 < tries {
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    fn publish_counters(&self) {
-        let shared = &self.view.stats;
-        set(&shared.tail_markers, self.tail_markers);
-        set(&shared.lsn_covered, self.lsn_covered);
-        set(&shared.hint_waits, self.hints.waits);
-        set(&shared.hint_writes, self.hints.writes);
-        set(&shared.appends_queued, self.queue.len() as u64);
-        set(&shared.batches_in_flight, self.inflight.len() as u64);
-        set(&shared.reads_waiting, self.reads_waiting.len() as u64);
-        set(&shared.reads_in_flight, self.reads.len() as u64);
-        set(&shared.trims_waiting, self.trims.len() as u64);
-        let trim_in_flight = self.trim_in_flight.is_some();
-        shared
-            .trim_in_flight
-            .store(trim_in_flight, Ordering::Relaxed);
-    }
-
-    /// Exports the totals and levels that may have moved since the last turn.
-    fn export_metrics(&mut self) {
-        let Some(handles) = self.telemetry.handles.as_mut() else {
-            return;
-        };
-        let durable_batches = match self.durability {
-            Durability::NoSyncBenchmarkOnly => 0,
-            Durability::Fdatasync | Durability::Dsync => self.batches + self.tail_markers,
-        };
-        handles
-            .syncs
-            .to(durable_batches + self.telemetry.trims + self.hints.writes);
-        handles.tail_markers.to(self.tail_markers);
-        handles.trims.to(self.telemetry.trims);
-        let counters = &self.view.counters;
-        let cache_hits = counters.cache_hits.load(Ordering::Relaxed);
-        let device_reads = counters.device_reads.load(Ordering::Relaxed);
-        let ring_reads = self.telemetry.ring_reads;
-        handles.reads_cache.to(cache_hits);
-        handles.reads_ring.to(ring_reads);
-        handles
-            .reads_direct
-            .to(device_reads.saturating_sub(ring_reads));
-        handles
-            .read_errors
-            .to(counters.damaged.load(Ordering::Relaxed));
-        handles.cache_hits.to(cache_hits);
-        handles.cache_misses.to(device_reads);
-        handles.appends_queued.set(self.queue.len() as u64);
-        handles.batches_in_flight.set(self.inflight.len() as u64);
-        handles.occupied_bytes.set(self.view.occupied_bytes());
-        handles.durable_lsn.set(self.lsn_durable);
-        handles.first_live_lsn.set(self.control.trim_lsn + 1);
-        handles.failed.set(u64::from(self.failed.is_some()));
     }
 }

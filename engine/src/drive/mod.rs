@@ -19,7 +19,15 @@
 //! - [`view`]: what readers share with the drive thread (the durable tail, the trim point,
 //!   the read [`index`], the recent-entry [`cache`], the ring's files for [`direct`] reads on
 //!   the caller's thread, the readers waiting for the tail); [`iter`]: iterators reading ahead;
-//! - [`op`]: the typed operations and their tags; [`buffers`]: the pool's lanes.
+//! - [`op`]: the typed operations and their tags; [`buffers`]: the pool's lanes;
+//! - `options`: how a drive is opened ([`DriveOptions`], [`WhenFull`], the defaults and
+//!   limits); `stats`: what it reports ([`Stats`], [`LogShape`]); `requests`: what clients
+//!   send its thread ([`Request`]), the `records` of an append, and what the state machine
+//!   has on the device (`inflight`); `thread`: the drive thread itself; `futures`: the
+//!   futures the handle hands out; `telemetry`: how the state machine feeds [`metrics`].
+//!
+//! This module holds only the handle, [`Drive`]: its children import from each other, never
+//! from here.
 
 mod appends;
 mod buffers;
@@ -28,555 +36,68 @@ mod clock;
 mod core;
 mod direct;
 mod entry;
+mod futures;
 mod hints;
 mod index;
+mod inflight;
 mod iter;
 pub mod metrics;
 mod op;
+pub(crate) mod options;
 mod reads;
+mod records;
 mod recover;
+mod requests;
 mod shared_stats;
+mod stats;
+mod telemetry;
+mod thread;
 mod trim;
 mod view;
 
-use std::future::Future;
 use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
-use hdrhistogram::Histogram;
 use sealog_wal::format::{EmbedderHeader, RingPurpose};
-use sealog_wal::{Geometry, Kind, RecoveryMode, RecoveryReport, ScanPolicy};
+use sealog_wal::{Geometry, Kind, RecoveryReport};
 
-use self::appends::{Payload, QueuedRecord, Records};
 pub use self::buffers::{buffer_bytes, buffer_count, registered_buffer_count, READ_BUFFERS};
 pub use self::clock::{Clock, ManualClock, SystemClock};
-pub use self::core::DriveCore;
+pub use self::core::{DriveCore, Wait};
 pub use self::entry::{DamagedEntry, EntryRef, LogEntry, NewEntry, RecoveryVisitor, SummedBytes};
+pub use self::futures::{DriveFuture, DurableFuture, PayloadFuture};
 pub use self::iter::EntryIter;
+pub use self::options::{
+    DriveOptions, WhenFull, CHANNEL_CAPACITY_MAX, GROUP_GATHER_US_DEFAULT,
+    READ_AHEAD_BYTES_DEFAULT, READ_AHEAD_BYTES_MAX, READ_BUFFERS_DEFAULT, READ_BUFFERS_MAX,
+    READ_CACHE_BYTES_DEFAULT, READ_CACHE_BYTES_MAX, SPIN_BEFORE_BLOCK_US_DEFAULT,
+    TAIL_MARKER_IDLE_US_DEFAULT,
+};
+pub use self::requests::{ReadReply, Request, TrimReply};
+pub use self::stats::{AppendRoom, DriveState, LogShape, QueueDepths, Stats};
+pub use self::view::ReadStats;
+// How appends are made durable is the I/O seam's type, beside the flag of one write it decides;
+// re-exported here, where drives have always named it.
+pub use crate::io::Durability;
 
 use self::direct::{DirectFiles, ReadBuffers};
+use self::iter::EntrySource;
+use self::options::check_options;
+use self::records::{group_records, Payload, QueuedRecord, Records};
+use self::requests::RequestKind;
+use self::thread::{await_open, drive_thread, take_visitor, SharedVisitor};
+use self::thread::{ThreadChannel, ThreadOpen};
 use self::view::{Lookup, ReadView};
-use crate::error::{
-    AppendError, DriveClosed, DriveFailure, OpenError, ReadError, TrimError, WaitError,
-};
+use crate::error::{AppendError, DriveClosed, OpenError, ReadError, TrimError, WaitError};
 use crate::io::{IoBackend, Waker};
-use crate::reply::{reply, Answer, Reply};
-use crate::ticket::{Notifier, Ticket, TicketCompleter, TicketPool, CLIENT_SPIN_US_DEFAULT};
+use crate::ticket::{Notifier, Ticket, TicketPool};
 use crate::uring::lend::LentParts;
-
-/// Whether [`DriveCore::step`] may block waiting for the device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
-    /// Block until at least one operation completes (or the backend's waker is called).
-    ForCompletion,
-    /// Only reap what has already completed.
-    No,
-}
-
-/// How appends are made durable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Durability {
-    /// A write, then IORING_OP_FSYNC with IORING_FSYNC_DATASYNC linked behind it. The default.
-    #[default]
-    Fdatasync,
-    /// Every write with RWF_DSYNC (FUA on drives that have it).
-    Dsync,
-    /// No flush at all: acknowledged entries can be lost by a power cut. For benchmarks only.
-    NoSyncBenchmarkOnly,
-}
-
-/// What an append does when the ring is full (the embedder has not trimmed).
-///
-/// The ring is full when the next batch has no room before the head (the oldest live batch).
-/// Appends already in a batch on the device are never affected: they are acknowledged as
-/// usual. What happens to the appends still queued, and to those that arrive while the ring
-/// stays full, is the policy's:
-///
-/// - [`WhenFull::Fail`]: every queued append fails at once with [`AppendError::RingFull`],
-///   and so does every append that arrives until a trim makes room. None of them took an LSN
-///   (`RingFull::next_lsn` is the LSN the first would have taken, the durable tail plus one).
-///   So for a writer that pipelines, the acknowledged appends are a prefix of what it sent
-///   and the failed ones the rest: it keeps its tickets in order, and after a trim resends
-///   exactly those whose ticket says `RingFull`, in order, never one that was acknowledged.
-///   (Appends sent after a trim may be acknowledged before a resend: a writer that needs its
-///   order kept stops sending at its first `RingFull` until it has resent.)
-/// - [`WhenFull::Wait`]: queued appends wait, in arrival order, for a trim to make room;
-///   each fails with `RingFull` once it has waited its own duration since it was made, the
-///   oldest first, so the appends that fail are always the oldest still queued and those
-///   behind them keep their order. When a trim makes room, the queue goes on in order.
-///
-/// Either way no append is ever written twice or out of order, and a group (see
-/// [`Drive::append_group`]) fails or succeeds whole.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WhenFull {
-    /// Fail the queued appends, and every new one, with [`AppendError::RingFull`] until a trim
-    /// makes room.
-    Fail,
-    /// Keep appends queued, in order, for up to this long each (from the append's call) for a
-    /// trim to make room, then fail them, the oldest first.
-    Wait(Duration),
-}
-
-/// How a drive is opened.
-#[derive(Clone, Debug)]
-pub struct DriveOptions {
-    /// How appends are made durable. `None` (the default): the method the ring's control
-    /// block records, chosen when it was formatted (by measuring the device, or named then;
-    /// fdatasync for a ring that records none, see [`crate::sync_probe`]). A value overrides
-    /// the ring's choice for this open. Resolved once, when the drive opens.
-    pub durability: Option<Durability>,
-    /// Ring-full backpressure.
-    pub when_full: WhenFull,
-    /// Strict (the default), truncating, or quarantine recovery: what an open does when it
-    /// finds acknowledged data damaged (fail naming it; cut the log there; or step over it,
-    /// serving everything intact and reporting the damage, which reads of it then answer with
-    /// `ReadError::Damaged`, see [`RecoveryMode::Quarantine`]).
-    pub recovery: RecoveryMode,
-    /// Whether recovery's replay may stop its probe at the ring's tail hint (the default) or
-    /// reads the whole ring ([`ScanPolicy::Full`]: for tests that compare the two).
-    pub scan: ScanPolicy,
-    /// Pin the drive thread to this CPU.
-    pub cpu: Option<usize>,
-    /// Capacity of the client channel (requests queued before `append` blocks), from 1 to
-    /// [`CHANNEL_CAPACITY_MAX`].
-    pub channel_capacity: usize,
-    /// How long the drive thread spins on the completion queue before it blocks in the kernel
-    /// (microseconds; 0 blocks at once).
-    pub spin_before_block_us: u64,
-    /// Let a kernel thread poll the ring's submission queue (IORING_SETUP_SQPOLL), asleep after
-    /// this many idle milliseconds; `None` (the default) submits with io_uring_enter. Measured
-    /// with `sealog-bench --sqpoll-idle-ms`: on a machine with few CPUs the polling thread
-    /// competes with the writers (see the benchmark's closing figures).
-    pub sqpoll_idle_ms: Option<u32>,
-    /// Group commit's gathering window, microseconds: when the last batch in flight completes,
-    /// the next one waits up to this long for the writers just acknowledged to come back (as
-    /// many appends as were queued plus just acknowledged), so that a closed loop of writers
-    /// stays one group instead of splitting into groups that each wait for the other's flush.
-    /// A lone writer never waits (its one append is the whole group); 0 disables. Applies to
-    /// a core with timers: the drive thread's, on the system clock, or a [`DriveCore`] stepped
-    /// by hand on the clock it was given ([`DriveCore::recover_with_clock`]); a core from
-    /// [`DriveCore::recover`] never waits on the clock.
-    pub group_gather_us: u64,
-    /// How long the log stays idle (no batch in flight, none starting) with acknowledged
-    /// entries that no durable watermark covers yet before the drive writes a tail marker: a
-    /// one-block batch carrying the current watermark, so that damage to any acknowledged
-    /// entry is reported as corruption rather than cut as a torn tail (docs/recovery.md,
-    /// I-16). One marker per idle period, none while appends keep coming, and
-    /// one on clean close when needed. Microseconds; 0 writes it as soon as the log is idle.
-    /// A core with timers keeps this one on its clock (the drive thread's is the system
-    /// clock); a core from [`DriveCore::recover`] gets the event from its caller
-    /// ([`DriveCore::on_idle_timer`]).
-    pub tail_marker_idle_us: u64,
-    /// How long a client waiting on a ticket spins before it parks, in microseconds (see
-    /// [`crate::ticket::CLIENT_SPIN_US_DEFAULT`]); 0 parks at once.
-    pub client_spin_us: u64,
-    /// Bytes of the recent-entry cache: the payloads of the newest acknowledged entries, in
-    /// ordinary memory (never locked), from which reads of recent entries are served without
-    /// touching the device. It keeps the payloads as they were handed over (an append's `Vec`
-    /// is freed when the cache evicts it rather than once copied; shared `Bytes` stay
-    /// referenced), so it costs the write path no copy; entries appended from borrowed slices
-    /// are not kept (their reads go to the device). Each entry is charged its allocation plus
-    /// 64 bytes. 0 disables it.
-    pub read_cache_bytes: u64,
-    /// Reads on the device at once from callers' threads (each in an aligned buffer of the
-    /// ring's batch limit plus a block, mapped at open and touched only as far as reads go);
-    /// more readers wait in arrival order.
-    pub read_buffers: usize,
-    /// Bytes an iterator reads at a time from the device (at least the ring's batch limit),
-    /// once it has ramped up: its first read takes at most 256 KiB (whole batches, one at
-    /// least) and each next one twice the last, so that a short iteration reads little more
-    /// than it takes.
-    /// An iterator that has read the device twice keeps its next read in flight on a thread
-    /// of its own, so it holds at most two buffers of this size and one thread (a catch-up
-    /// reader's cost; iterators that stay within the cache or stop early hold neither).
-    pub read_ahead_bytes: u64,
-    /// The `drive` label of the drive's metrics ([`metrics`]); `None` (the default): the path
-    /// the drive was opened at.
-    pub metrics_label: Option<String>,
-    /// What the ring holds, to record in its control block. `None` (the default) leaves what
-    /// the ring says; a purpose is written into the control block the open writes anyway for
-    /// its new incarnation (no control write of its own), and every later rewrite keeps it.
-    /// A LogDrive store marks its ring this way, so that the operator CLI can tell it from a
-    /// plain log before it appends or trims raw entries.
-    pub purpose: Option<RingPurpose>,
-}
-
-impl Default for DriveOptions {
-    fn default() -> DriveOptions {
-        DriveOptions {
-            durability: None,
-            when_full: WhenFull::Fail,
-            recovery: RecoveryMode::Strict,
-            scan: ScanPolicy::Hinted,
-            cpu: None,
-            channel_capacity: 65536,
-            spin_before_block_us: SPIN_BEFORE_BLOCK_US_DEFAULT,
-            sqpoll_idle_ms: None,
-            group_gather_us: GROUP_GATHER_US_DEFAULT,
-            tail_marker_idle_us: TAIL_MARKER_IDLE_US_DEFAULT,
-            client_spin_us: CLIENT_SPIN_US_DEFAULT,
-            read_cache_bytes: READ_CACHE_BYTES_DEFAULT,
-            read_buffers: READ_BUFFERS_DEFAULT,
-            read_ahead_bytes: READ_AHEAD_BYTES_DEFAULT,
-            metrics_label: None,
-            purpose: None,
-        }
-    }
-}
-
-/// Builders: `DriveOptions::default().read_cache_bytes(256 << 20).when_full(...)`, each
-/// setting one field (they are checked when the drive opens, naming the option out of range).
-impl DriveOptions {
-    /// Sets [`DriveOptions::durability`]: how appends are made durable (`None`: the
-    /// ring's recorded method).
-    pub fn durability(mut self, durability: Option<Durability>) -> DriveOptions {
-        self.durability = durability;
-        self
-    }
-
-    /// Sets [`DriveOptions::when_full`]: what appends do when the ring is full.
-    pub fn when_full(mut self, when_full: WhenFull) -> DriveOptions {
-        self.when_full = when_full;
-        self
-    }
-
-    /// Sets [`DriveOptions::recovery`]: strict, truncating or quarantine recovery.
-    pub fn recovery(mut self, recovery: RecoveryMode) -> DriveOptions {
-        self.recovery = recovery;
-        self
-    }
-
-    /// Sets [`DriveOptions::scan`]: whether recovery may stop at the tail hint.
-    pub fn scan(mut self, scan: ScanPolicy) -> DriveOptions {
-        self.scan = scan;
-        self
-    }
-
-    /// Sets [`DriveOptions::cpu`]: the CPU to pin the drive thread to.
-    pub fn cpu(mut self, cpu: Option<usize>) -> DriveOptions {
-        self.cpu = cpu;
-        self
-    }
-
-    /// Sets [`DriveOptions::channel_capacity`]: requests queued before `append` blocks.
-    pub fn channel_capacity(mut self, channel_capacity: usize) -> DriveOptions {
-        self.channel_capacity = channel_capacity;
-        self
-    }
-
-    /// Sets [`DriveOptions::spin_before_block_us`]: microseconds the drive thread spins
-    /// before it blocks.
-    pub fn spin_before_block_us(mut self, spin_before_block_us: u64) -> DriveOptions {
-        self.spin_before_block_us = spin_before_block_us;
-        self
-    }
-
-    /// Sets [`DriveOptions::sqpoll_idle_ms`]: sQPOLL, asleep after this many idle milliseconds.
-    pub fn sqpoll_idle_ms(mut self, sqpoll_idle_ms: Option<u32>) -> DriveOptions {
-        self.sqpoll_idle_ms = sqpoll_idle_ms;
-        self
-    }
-
-    /// Sets [`DriveOptions::group_gather_us`]: group commit's gathering window, microseconds.
-    pub fn group_gather_us(mut self, group_gather_us: u64) -> DriveOptions {
-        self.group_gather_us = group_gather_us;
-        self
-    }
-
-    /// Sets [`DriveOptions::tail_marker_idle_us`]: idle microseconds before a tail marker.
-    pub fn tail_marker_idle_us(mut self, tail_marker_idle_us: u64) -> DriveOptions {
-        self.tail_marker_idle_us = tail_marker_idle_us;
-        self
-    }
-
-    /// Sets [`DriveOptions::client_spin_us`]: microseconds a waiting client spins before it parks.
-    pub fn client_spin_us(mut self, client_spin_us: u64) -> DriveOptions {
-        self.client_spin_us = client_spin_us;
-        self
-    }
-
-    /// Sets [`DriveOptions::read_cache_bytes`]: bytes of the recent-entry cache (0 disables it).
-    pub fn read_cache_bytes(mut self, read_cache_bytes: u64) -> DriveOptions {
-        self.read_cache_bytes = read_cache_bytes;
-        self
-    }
-
-    /// Sets [`DriveOptions::read_buffers`]: reads on the device at once from callers' threads.
-    pub fn read_buffers(mut self, read_buffers: usize) -> DriveOptions {
-        self.read_buffers = read_buffers;
-        self
-    }
-
-    /// Sets [`DriveOptions::read_ahead_bytes`]: bytes an iterator reads at a time.
-    pub fn read_ahead_bytes(mut self, read_ahead_bytes: u64) -> DriveOptions {
-        self.read_ahead_bytes = read_ahead_bytes;
-        self
-    }
-
-    /// Sets [`DriveOptions::purpose`]: what the open records the ring as holding (`None`:
-    /// what the ring already says).
-    pub fn purpose(mut self, purpose: Option<RingPurpose>) -> DriveOptions {
-        self.purpose = purpose;
-        self
-    }
-}
-
-/// Default size of the recent-entry cache: 64 MiB, about 20 ms of appends at this machine's
-/// write bandwidth, and far more for a log server whose readers tail a slower writer.
-pub const READ_CACHE_BYTES_DEFAULT: u64 = 64 << 20;
-
-/// Default number of reads on the device at once from callers' threads: 16, the depth at
-/// which the benchmark's random-read ceiling is measured.
-pub const READ_BUFFERS_DEFAULT: usize = 16;
-
-/// Default read-ahead of iterators: 4 MiB per read (four of the default batch limit).
-pub const READ_AHEAD_BYTES_DEFAULT: u64 = 4 << 20;
-
-/// The largest recent-entry cache a drive accepts: 1 TiB (a bound on what a typo can ask
-/// the drive to allocate, far above any machine's useful cache).
-pub const READ_CACHE_BYTES_MAX: u64 = 1 << 40;
-
-/// The most read buffers a drive accepts.
-pub const READ_BUFFERS_MAX: usize = 4096;
-
-/// The largest read-ahead a drive accepts: 1 GiB per read.
-pub const READ_AHEAD_BYTES_MAX: u64 = 1 << 30;
-
-/// Default spin before blocking, in microseconds: about the flush latency of this machine's
-/// disk, so the drive thread usually sees a flush complete while still on its CPU. Measured with
-/// `sealog-bench --quick --cell 4096x1x1 --cell 4096x32x1 --cell 4096x4x256` and `--spin-us 0`,
-/// `250`, `1000` or `--sqpoll-idle-ms 1000`, two interleaved rounds (p50 us, MB/s):
-/// blocking at once: 1x1 p50 195 and 140, 32x1 p50 401 and 369, 4x256 1665 and 2692 MB/s;
-/// spinning 250 us: 128 and 135, 322 and 424, 2923 and 3001 MB/s; spinning 1000 us: 142 and
-/// 136, 410 and 344, 3015 and 3085 MB/s; SQPOLL: p50 109 and 86 but p99 613 and 658 (against
-/// 220-262 spinning), 4x256 1114 and 2201 MB/s (its polling thread takes one of two CPUs).
-pub const SPIN_BEFORE_BLOCK_US_DEFAULT: u64 = 250;
-
-/// Default gathering window of group commit, in microseconds (see
-/// [`DriveOptions::group_gather_us`] and the benchmark's figures in its doc).
-pub const GROUP_GATHER_US_DEFAULT: u64 = 100;
-
-/// The largest client channel a drive accepts (requests queued before `append` blocks): a
-/// bound on the memory a slow drive lets its clients pile up, far above any useful depth.
-pub const CHANNEL_CAPACITY_MAX: usize = 1 << 24;
-
-/// Default idle time before a tail marker, in microseconds: half of the 100 ms that
-/// docs/recovery.md (I-16) allows, and two orders of magnitude above a busy writer's gap between
-/// batches, so a busy log never writes one.
-pub const TAIL_MARKER_IDLE_US_DEFAULT: u64 = 50_000;
-
-/// The drive's state, as `stats()` reports it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DriveState {
-    /// Accepting appends.
-    Running,
-    /// Stopped after an I/O error; reopen to continue.
-    Failed(DriveFailure),
-}
-
-/// Counters and histograms of a drive.
-#[derive(Clone, Debug)]
-pub struct Stats {
-    /// Entries acknowledged.
-    pub appends: u64,
-    /// Payload bytes acknowledged.
-    pub payload_bytes: u64,
-    /// Batches acknowledged (tail markers not included).
-    pub batches: u64,
-    /// Tail markers written and flushed (on idle, on close, and by the open's recovery).
-    pub tail_markers: u64,
-    /// Entries per batch.
-    pub batch_entries: Histogram<u64>,
-    /// Microseconds from a batch's submission to its acknowledgement (write plus sync).
-    pub sync_latency_us: Histogram<u64>,
-    /// Microseconds the device sat without a batch between the acknowledgement of the last one
-    /// in flight and the start of the next: the clients' turnaround plus group commit's
-    /// gathering (with one writer, the time it takes to send its next append).
-    pub idle_gap_us: Histogram<u64>,
-    /// The handoff to the drive: microseconds from an append's call (on the client's thread)
-    /// to the submission of the batch that carries it, gathering included.
-    pub enqueue_to_submit_us: Histogram<u64>,
-    /// The handoff back: microseconds from an append's completion (on the drive thread) to its
-    /// waiting client running again, for tickets waited on (not those looked at later).
-    pub completion_to_wake_us: Histogram<u64>,
-    /// Reads the drive thread served (with a payload or a typed error): async reads, and every
-    /// read of a drive without files for callers' threads (a simulated device). Reads on
-    /// callers' threads and cache hits never reach the drive thread: see
-    /// [`Drive::read_stats`].
-    pub reads: u64,
-    /// The highest acknowledged LSN.
-    pub lsn_durable: u64,
-    /// The highest LSN a durable watermark on the device covers: damage at or below it is
-    /// reported as corruption by the next open, never cut as a torn tail.
-    pub lsn_covered: u64,
-    /// Batches that had to wait for a further tail hint to be durable before they could be
-    /// submitted (the hint is written ahead, so a steady writer should see none).
-    pub hint_waits: u64,
-    /// Control blocks written only to move the tail hint ahead of the writer.
-    pub hint_writes: u64,
-    /// Running or failed.
-    pub state: DriveState,
-    /// What the drive holds now: appends queued for a batch, batches (and tail markers) on
-    /// the device, reads waiting for a buffer and on the device, trims waiting.
-    pub queues: QueueDepths,
-}
-
-/// A log's shape ([`Drive::shape`]): read from what the drive publishes, never through its
-/// thread.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LogShape {
-    /// The first live LSN (the trim point plus one).
-    pub first_live_lsn: u64,
-    /// The trim point: every entry at or below it is released.
-    pub trim_lsn: u64,
-    /// The highest acknowledged LSN.
-    pub durable_lsn: u64,
-    /// The LSN the next append will get (entries between the durable tail and it are on their
-    /// way to the device).
-    pub next_lsn: u64,
-    /// Acknowledged entries not trimmed.
-    pub live_entries: u64,
-    /// The ring's bytes for the log (every segment, headers included).
-    pub capacity_bytes: u64,
-    /// The ring's bytes from the head (the oldest batch still live) to the write position.
-    pub occupied_bytes: u64,
-    /// The ring's bytes the writer can still take before the ring is full: up to the head's
-    /// segment on the next lap (a segment is reused only once nothing in it is live), less
-    /// the block kept for a tail marker. A batch that does not fit the rest of a segment
-    /// skips it, so appends fit in somewhat less.
-    pub usable_bytes: u64,
-    /// Bytes (records with their headers) of the appends the drive has settled since it
-    /// opened: placed in a batch, or refused. See [`Drive::room`].
-    pub settled_append_bytes: u64,
-    /// Bytes (headers included) of the live acknowledged entries: the occupied bytes less
-    /// the padding, segment headers, tail markers and skipped segment ends around them. An
-    /// embedder that knows which of its entries it still needs can tell its dead entries
-    /// (what relocating the live ones forward would win) from that overhead.
-    pub live_record_bytes: u64,
-    /// Running, or failed with its error.
-    pub state: DriveState,
-    /// The drive was closed (its state is the one it closed in).
-    pub closed: bool,
-}
-
-/// The ring's room for appends ([`Drive::room`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AppendRoom {
-    /// The ring's bytes the writer can still take (see [`LogShape::usable_bytes`]).
-    pub usable_bytes: u64,
-    /// Bytes of the appends the drive has settled since it opened (placed or refused).
-    pub settled_append_bytes: u64,
-}
-
-/// How many requests a drive holds, by where they wait (a snapshot, for watchdogs and
-/// operators).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QueueDepths {
-    /// Appends waiting for a batch.
-    pub appends_queued: usize,
-    /// Batches written or being written and not yet acknowledged.
-    pub batches_in_flight: usize,
-    /// Reads waiting for a read buffer.
-    pub reads_waiting: usize,
-    /// Reads on the device.
-    pub reads_in_flight: usize,
-    /// Trims waiting.
-    pub trims_waiting: usize,
-    /// A trim's control block is on the device.
-    pub trim_in_flight: bool,
-}
-
-/// Where a read's entry goes.
-type ReadSender = Reply<Result<LogEntry, ReadError>>;
-/// Where a trim's outcome goes.
-type TrimSender = Reply<Result<(), TrimError>>;
-
-/// A request to a drive: what clients send its thread, and what a simulation hands its
-/// [`DriveCore`] directly. Built with [`Request::append`], [`Request::read`] and
-/// [`Request::trim`], which return the handle the outcome arrives on.
-pub struct Request(RequestKind);
-
-enum RequestKind {
-    Append {
-        /// One record or a group, each with its payload's CRC32C computed on the client's
-        /// thread.
-        records: Records,
-        completer: TicketCompleter,
-        /// When the client asked (for `WhenFull::Wait` and the handoff's latency): stamped on
-        /// the client's thread by [`Drive`]'s appends, whose drive thread reads the same system
-        /// clock. `None` from [`Request::append`]: a core stepped by hand may run on a manual
-        /// clock, so it stamps the request with its own clock when it takes it.
-        queued_at: Option<Instant>,
-    },
-    Read {
-        lsn: u64,
-        reply: ReadSender,
-    },
-    Trim {
-        lsn: u64,
-        reply: TrimSender,
-    },
-    Close,
-}
-
-/// The outcome of a trim request (blocking, polled or awaited).
-pub type TrimReply = Answer<Result<(), TrimError>>;
-/// The outcome of a read request: the entry (blocking, polled or awaited).
-pub type ReadReply = Answer<Result<LogEntry, ReadError>>;
-
-impl Request {
-    /// An append of a record of `kind`; the ticket yields its LSN once durable. Its time (for
-    /// a full ring's `WhenFull::Wait`, and the handoff's latency) is taken by the core when it
-    /// takes the request, on the core's clock.
-    pub fn append(kind: Kind, payload: Vec<u8>) -> (Request, Ticket) {
-        let (ticket, completer) = Ticket::standalone();
-        let payload_crc = sealog_wal::format::payload_crc(&payload);
-        let request = RequestKind::Append {
-            records: Records::One(QueuedRecord {
-                kind,
-                header: EmbedderHeader::ZERO,
-                payload: Payload::Owned(payload),
-                payload_crc,
-            }),
-            completer,
-            queued_at: None,
-        };
-        (Request(request), ticket)
-    }
-
-    /// An all-or-nothing group of entries (see [`Drive::append_group`]); the ticket yields
-    /// the group's first LSN once all of them are durable.
-    pub fn append_group(entries: Vec<NewEntry>) -> (Request, Ticket) {
-        let (ticket, completer) = Ticket::standalone();
-        let request = RequestKind::Append {
-            records: group_records(entries),
-            completer,
-            queued_at: None,
-        };
-        (Request(request), ticket)
-    }
-
-    /// A read of the entry at `lsn`, on the drive's ring.
-    pub fn read(lsn: u64) -> (Request, ReadReply) {
-        let (reply, answer) = reply();
-        (Request(RequestKind::Read { lsn, reply }), answer)
-    }
-
-    /// A durable trim up to `lsn`, inclusive.
-    pub fn trim(lsn: u64) -> (Request, TrimReply) {
-        let (reply, answer) = reply();
-        (Request(RequestKind::Trim { lsn, reply }), answer)
-    }
-}
 
 /// A handle to one drive and its thread. Cloneable handles are not needed: share it by
 /// reference or `Arc`; every method takes `&self`.
@@ -599,16 +120,6 @@ pub struct Drive {
     /// Where this drive's tickets come from and park.
     tickets: Arc<TicketPool>,
     /// What readers share with the drive thread.
-    view: Arc<ReadView>,
-}
-
-/// What recovery hands back to `open`.
-struct Opened {
-    report: RecoveryReport,
-    waker: Waker,
-    cache: Option<crate::io::CacheInfo>,
-    durability: Durability,
-    purpose: RingPurpose,
     view: Arc<ReadView>,
 }
 
@@ -1027,7 +538,7 @@ impl Drive {
         let queued_at = Instant::now();
         let payload_len = parts.iter().map(|part| part.len()).sum();
         self.check_append(kind, payload_len)?;
-        let payload_crc = appends::parts_crc(parts);
+        let payload_crc = records::parts_crc(parts);
         let (ticket, completer) = self.tickets.ticket();
         let state = Arc::clone(completer.state().expect("a new completer holds its state"));
         LentParts::lend(parts, &state, |lent| {
@@ -1283,354 +794,13 @@ impl Drop for Drive {
     }
 }
 
-/// Refuses options out of range with an error naming the option: the channel's capacity.
-fn check_options(path: &Path, options: &DriveOptions) -> Result<(), OpenError> {
-    let checks: [(&'static str, u64, std::ops::RangeInclusive<u64>); 4] = [
-        (
-            "channel_capacity",
-            options.channel_capacity as u64,
-            1..=CHANNEL_CAPACITY_MAX as u64,
-        ),
-        (
-            "read_cache_bytes",
-            options.read_cache_bytes,
-            0..=READ_CACHE_BYTES_MAX,
-        ),
-        (
-            "read_buffers",
-            options.read_buffers as u64,
-            1..=READ_BUFFERS_MAX as u64,
-        ),
-        (
-            "read_ahead_bytes",
-            options.read_ahead_bytes,
-            0..=READ_AHEAD_BYTES_MAX,
-        ),
-    ];
-    for (option, value, allowed) in checks {
-        if !allowed.contains(&value) {
-            return Err(OpenError::Options {
-                path: path.to_path_buf(),
-                option,
-                value,
-                limit: *allowed.end(),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Waits for the drive thread to report its open: what recovery found, with the thread back,
-/// or why it failed once the thread (which stops then) is joined.
-fn await_open(
-    path: &Path,
-    thread: JoinHandle<()>,
-    opened: &mpsc::Receiver<Result<Opened, OpenError>>,
-) -> Result<(Opened, JoinHandle<()>), OpenError> {
-    match opened.recv() {
-        Ok(Ok(opened)) => Ok((opened, thread)),
-        Ok(Err(error)) => {
-            let _ = thread.join();
-            Err(error)
-        }
-        Err(_) => {
-            let _ = thread.join();
-            Err(OpenError::Io {
-                path: path.to_path_buf(),
-                action: "recover (the drive thread stopped)",
-                source: io::Error::other("drive thread exited"),
-            })
-        }
-    }
-}
-
-/// A recovery visitor shared with the drive thread for the open (the thread drops its
-/// reference before it reports the open, so the opener takes the visitor back whole).
-type SharedVisitor = Arc<Mutex<dyn RecoveryVisitor>>;
-
-/// Takes the visitor back once the drive thread has let go of it.
-fn take_visitor<V>(path: &Path, slot: Arc<Mutex<V>>) -> Result<V, OpenError> {
-    match Arc::try_unwrap(slot) {
-        Ok(visitor) => Ok(visitor
-            .into_inner()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())),
-        Err(_) => Err(OpenError::Io {
-            path: path.to_path_buf(),
-            action: "take the recovery visitor back",
-            source: io::Error::other("the drive thread kept the recovery visitor"),
-        }),
-    }
-}
-
-/// What the drive thread opens with: where, how, the visitor, and where to report.
-struct ThreadOpen<'a> {
-    path: &'a Path,
-    options: &'a DriveOptions,
-    visitor: Option<SharedVisitor>,
-    opened: mpsc::Sender<Result<Opened, OpenError>>,
-}
-
-/// Recovers the ring on the drive thread, the visitor (if any) seeing every live entry; the
-/// thread's reference to the visitor is gone when this returns.
-fn recover_on_thread<B: IoBackend>(
-    backend: B,
-    path: &Path,
-    options: &DriveOptions,
-    visitor: Option<SharedVisitor>,
-) -> Result<DriveCore<B>, OpenError> {
-    let recovered = {
-        let mut guard = visitor.as_ref().map(|visitor| {
-            visitor
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-        });
-        let visiting = guard
-            .as_deref_mut()
-            .map(|visitor| visitor as &mut dyn RecoveryVisitor);
-        DriveCore::recover_visiting(backend, path, options, visiting)
-    };
-    drop(visitor);
-    let mut core = recovered?;
-    core.start_timers(options, Box::new(SystemClock));
-    Ok(core)
-}
-
-/// The drive thread: build the backend, recover, report the open, run the state machine, and
-/// whatever way it ends, leave no request without an outcome.
-fn drive_thread<B, F>(open: ThreadOpen<'_>, make_backend: F, channel: ThreadChannel<'_>)
-where
-    B: IoBackend,
-    F: FnOnce() -> io::Result<B>,
-{
-    let ThreadOpen {
-        path,
-        options,
-        visitor,
-        opened: opened_sender,
-    } = open;
-    let _drive_span = tracing::info_span!("sealog_drive", path = %path.display()).entered();
-    if let Some(cpu) = options.cpu {
-        let mut set = nix::sched::CpuSet::new();
-        if set.set(cpu).is_ok() {
-            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
-        }
-    }
-    let backend = match make_backend() {
-        Ok(backend) => backend,
-        Err(source) => {
-            let _ = opened_sender.send(Err(OpenError::Io {
-                path: path.to_path_buf(),
-                action: "set up the I/O backend",
-                source,
-            }));
-            return;
-        }
-    };
-    let recovering = self::metrics::Recovering::start();
-    let mut drive = match recover_on_thread(backend, path, options, visitor) {
-        Ok(drive) => drive,
-        Err(error) => {
-            let _ = opened_sender.send(Err(error));
-            return;
-        }
-    };
-    drive.attach_telemetry(path, options, recovering);
-    let opened = Opened {
-        report: drive.recovery_report().clone(),
-        waker: drive.backend_mut().waker(),
-        cache: drive.backend_mut().cache_info(),
-        durability: drive.durability(),
-        purpose: drive.purpose(),
-        view: Arc::clone(&drive.view),
-    };
-    if opened_sender.send(Ok(opened)).is_err() {
-        return;
-    }
-    let ThreadChannel {
-        receiver,
-        sleeping,
-        stopped,
-        notifier,
-    } = channel;
-    drive.adopt_notifier(notifier);
-    // Whatever way this thread ends from here (returning, or unwinding from anywhere below),
-    // the guard marks the drive stopped and drops what is left in the channel.
-    let _stop = StopGuard { stopped, receiver };
-    let outcome = catch_unwind(AssertUnwindSafe(|| drive.run(receiver, sleeping)));
-    if let Err(panic) = outcome {
-        let message = panic_message(panic.as_ref());
-        tracing::error!(path = %path.display(), "the drive thread panicked: {message}");
-        drive.fail_all(DriveFailure::ThreadPanicked { message });
-    }
-    // Dropping the core drops whatever it still holds; each completer completes its ticket.
-    drop(drive);
-}
-
-/// What the drive thread shares with the drive's handle.
-struct ThreadChannel<'a> {
-    receiver: &'a Receiver<Request>,
-    /// The thread is (about to be) blocked: a client that sends wakes it.
-    sleeping: &'a AtomicBool,
-    /// The thread has stopped taking requests.
-    stopped: &'a AtomicBool,
-    /// Where the drive's tickets park.
-    notifier: Arc<Notifier>,
-}
-
-/// Marks the drive stopped and drops every request left in its channel, when the drive thread
-/// ends for whatever reason (its drop runs on a panic too). From then on no request is taken:
-/// clients see `stopped` and stop sending, and a request that lands after the drain is dropped
-/// by its sender (see `Drive::send`), which completes its ticket or reply with `DriveClosed`.
-struct StopGuard<'a> {
-    stopped: &'a AtomicBool,
-    receiver: &'a Receiver<Request>,
-}
-
-impl Drop for StopGuard<'_> {
-    fn drop(&mut self) {
-        self.stopped.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        while self.receiver.try_recv().is_ok() {}
-    }
-}
-
-/// The text of a panic's payload.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_string()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_string()
-    }
-}
-
-/// The outcome of a drive's request as a future: a read or trim answered by the drive thread,
-/// or one answered at once. A drive that stops without answering yields its close error.
-#[must_use = "futures do nothing unless awaited"]
-pub struct DriveFuture<T, E> {
-    ready: Option<Result<T, E>>,
-    answer: Option<Answer<Result<T, E>>>,
-}
-
-impl<T, E> DriveFuture<T, E> {
-    fn ready(outcome: Result<T, E>) -> Self {
-        DriveFuture {
-            ready: Some(outcome),
-            answer: None,
-        }
+/// An iterator reads through its drive's view and point reads.
+impl EntrySource for Drive {
+    fn view(&self) -> &Arc<ReadView> {
+        &self.view
     }
 
-    fn waiting(answer: Answer<Result<T, E>>) -> Self {
-        DriveFuture {
-            ready: None,
-            answer: Some(answer),
-        }
+    fn read_entry(&self, lsn: u64) -> Result<LogEntry, ReadError> {
+        Drive::read_entry(self, lsn)
     }
 }
-
-impl<T: Unpin, E: From<DriveClosed> + Unpin> Future for DriveFuture<T, E> {
-    type Output = Result<T, E>;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Some(outcome) = self.ready.take() {
-            return Poll::Ready(outcome);
-        }
-        let Some(answer) = self.answer.as_mut() else {
-            panic!("a DriveFuture polled after it completed");
-        };
-        match Pin::new(answer).poll(context) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(answered) => {
-                self.answer = None;
-                Poll::Ready(answered.unwrap_or_else(|_| Err(DriveClosed.into())))
-            }
-        }
-    }
-}
-
-/// [`Drive::read_async`]'s future: the entry's payload alone.
-#[must_use = "futures do nothing unless awaited"]
-pub struct PayloadFuture {
-    entry: DriveFuture<LogEntry, ReadError>,
-}
-
-impl Future for PayloadFuture {
-    type Output = Result<Vec<u8>, ReadError>;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.entry)
-            .poll(context)
-            .map(|outcome| outcome.map(|entry| entry.payload))
-    }
-}
-
-/// The records of an all-or-nothing group, each payload's CRC computed here (on the caller's
-/// thread).
-fn group_records(entries: Vec<NewEntry>) -> Records {
-    Records::Group(
-        entries
-            .into_iter()
-            .map(|entry| {
-                let payload_crc = sealog_wal::format::payload_crc(&entry.payload);
-                QueuedRecord {
-                    kind: entry.kind,
-                    header: entry.header,
-                    payload: Payload::Shared(entry.payload),
-                    payload_crc,
-                }
-            })
-            .collect(),
-    )
-}
-
-/// Waits for the durable tail to reach an LSN ([`Drive::durable_async`]): the durable tail
-/// then, or why it never will (the drive failed or closed).
-#[must_use = "futures do nothing unless awaited"]
-pub struct DurableFuture {
-    view: Arc<ReadView>,
-    lsn: u64,
-    id: Option<u64>,
-}
-
-impl Future for DurableFuture {
-    type Output = Result<u64, WaitError>;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        let lsn = self.lsn;
-        for registered in [false, true] {
-            let durable = self.view.durable_lsn();
-            if durable >= lsn {
-                if let Some(id) = self.id.take() {
-                    self.view.unregister(lsn, id);
-                }
-                return Poll::Ready(Ok(durable));
-            }
-            if let Some(stopped) = self.view.stopped() {
-                if let Some(id) = self.id.take() {
-                    self.view.unregister(lsn, id);
-                }
-                return Poll::Ready(Err(
-                    stopped.map_or_else(WaitError::Closed, WaitError::Failed)
-                ));
-            }
-            if !registered {
-                // Registered (or its waker refreshed), then looked at again: an advance between
-                // the first look and the registration woke nobody.
-                let id = self.id;
-                self.id = Some(self.view.register_task(lsn, id, context.waker()));
-            }
-        }
-        Poll::Pending
-    }
-}
-
-impl Drop for DurableFuture {
-    fn drop(&mut self) {
-        if let Some(id) = self.id.take() {
-            self.view.unregister(self.lsn, id);
-        }
-    }
-}
-
-pub use self::view::ReadStats;

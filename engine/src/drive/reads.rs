@@ -9,26 +9,12 @@
 
 use super::buffers::Lane;
 use super::core::DriveCore;
+use super::inflight::PendingRead;
 use super::op::Op;
+use super::requests::ReadRequest;
 use super::view::{Lookup, RecordRead};
-use super::ReadSender;
 use crate::error::{IoOperation, ReadError};
 use crate::io::{Completion, IoBackend};
-
-/// A read waiting for a buffer.
-pub(super) struct ReadRequest {
-    pub(super) lsn: u64,
-    pub(super) reply: ReadSender,
-}
-
-/// A read on the device.
-pub(super) struct PendingRead {
-    sequence: u64,
-    buffer: usize,
-    read: RecordRead,
-    /// Taken when the reply is sent early (the drive failed while the read was on the device).
-    pub(super) reply: Option<ReadSender>,
-}
 
 impl<B: IoBackend> DriveCore<B> {
     /// Starts waiting reads, oldest first, while the read lane has buffers.

@@ -21,9 +21,9 @@ use super::core::{DriveCore, Recovered};
 use super::entry::{DamagedEntry, EntryRef, RecoveryVisitor};
 use super::index::{Head, IndexedBatch, IndexedDamage, ReadIndex, RecordSpan};
 use super::op::Op;
-use super::{DriveOptions, Durability};
+use super::options::DriveOptions;
 use crate::error::OpenError;
-use crate::io::{run_sync, Completion, FlushOrder, IoBackend, WriteSync};
+use crate::io::{run_sync, Completion, Durability, FlushOrder, IoBackend, WriteSync};
 
 /// Reads the ring for replay through the backend (O_DIRECT on real devices), with reads ahead:
 /// while replay checks a chunk, the next ones (as replay hints them) are already on their way
@@ -297,8 +297,8 @@ impl<B: IoBackend> DriveCore<B> {
     /// tail marker once the idle time has passed, both on `clock` (see
     /// [`DriveOptions::group_gather_us`] and [`DriveOptions::tail_marker_idle_us`]). The drive
     /// thread's core runs on the system clock; a test or a simulation that steps a core by
-    /// hand gives it a [`super::ManualClock`] and advances it, so its timers fire when it says.
-    /// Every time the core reads is the clock's: requests built with [`super::Request::append`]
+    /// hand gives it a [`crate::ManualClock`] and advances it, so its timers fire when it says.
+    /// Every time the core reads is the clock's: requests built with [`crate::Request::append`]
     /// count from when the core takes them.
     pub fn recover_with_clock(
         backend: B,

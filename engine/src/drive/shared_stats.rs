@@ -20,8 +20,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::view::ReadView;
-use super::{DriveState, QueueDepths, Stats};
+use super::stats::QueueDepths;
 
 /// The longest a busy drive leaves its published histograms stale.
 pub(crate) const HISTOGRAM_PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
@@ -96,7 +95,8 @@ pub(crate) fn set(counter: &AtomicU64, value: u64) {
     counter.store(value, Ordering::Relaxed);
 }
 
-fn get(counter: &AtomicU64) -> u64 {
+/// Reads a counter the drive thread stores.
+pub(crate) fn get(counter: &AtomicU64) -> u64 {
     counter.load(Ordering::Relaxed)
 }
 
@@ -123,13 +123,15 @@ impl SharedStats {
         copy_histograms(&mut self.lock_histograms(), sources);
     }
 
-    fn lock_histograms(&self) -> MutexGuard<'_, Histograms> {
+    /// The published histograms, locked (a poisoned lock is taken over: they are plain data).
+    pub(crate) fn lock_histograms(&self) -> MutexGuard<'_, Histograms> {
         self.histograms
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn queues(&self) -> QueueDepths {
+    /// The queue depths as the drive thread last stored them.
+    pub(crate) fn queues(&self) -> QueueDepths {
         QueueDepths {
             appends_queued: get(&self.appends_queued) as usize,
             batches_in_flight: get(&self.batches_in_flight) as usize,
@@ -155,37 +157,6 @@ fn copy_histograms(published: &mut Histograms, sources: &HistogramSources<'_>) {
         target.reset();
         // Both auto-resize, so adding never fails; were it to, the snapshot stays empty.
         let _ = target.add(source);
-    }
-}
-
-impl ReadView {
-    /// The drive's statistics from what its thread published (`completion_to_wake_us` comes
-    /// from the clients' own record of their wake-ups).
-    pub(crate) fn stats(&self, completion_to_wake_us: Histogram<u64>) -> Stats {
-        let shared = &self.stats;
-        let histograms = shared.lock_histograms().clone();
-        let state = match self.stopped() {
-            Some(Ok(failure)) => DriveState::Failed(failure),
-            Some(Err(_)) | None => DriveState::Running,
-        };
-        Stats {
-            appends: get(&shared.appends),
-            payload_bytes: get(&shared.payload_bytes),
-            batches: get(&shared.batches),
-            tail_markers: get(&shared.tail_markers),
-            batch_entries: histograms.batch_entries,
-            sync_latency_us: histograms.sync_latency_us,
-            idle_gap_us: histograms.idle_gap_us,
-            enqueue_to_submit_us: histograms.enqueue_to_submit_us,
-            completion_to_wake_us,
-            reads: get(&shared.reads),
-            lsn_durable: self.durable_lsn(),
-            lsn_covered: get(&shared.lsn_covered),
-            hint_waits: get(&shared.hint_waits),
-            hint_writes: get(&shared.hint_writes),
-            state,
-            queues: shared.queues(),
-        }
     }
 }
 

@@ -9,40 +9,13 @@
 
 use sealog_wal::format::ControlBlock;
 
-use super::appends::OpState;
 use super::buffers::Lane;
 use super::core::DriveCore;
+use super::inflight::{OpState, PendingTrim};
 use super::op::Op;
-use super::TrimSender;
+use super::requests::{TrimRequest, TrimSender};
 use crate::error::{DriveFailure, IoOperation, TrimError};
 use crate::io::{Completion, FlushOrder, IoBackend, WriteSync};
-
-/// A trim waiting for the one before it.
-pub(super) struct TrimRequest {
-    pub(super) lsn: u64,
-    pub(super) reply: TrimSender,
-}
-
-/// A control write on the device (a trim's, or one that only moves the tail hint): its
-/// control block, the buffer it was encoded in, and what of its write and flush has completed.
-pub(super) struct PendingTrim {
-    sequence: u64,
-    buffer: usize,
-    pub(super) control: ControlBlock,
-    lsn: u64,
-    /// The trim's reply: `None` for a hint's write, or once sent early (the drive failed while
-    /// the trim was on the device).
-    pub(super) reply: Option<TrimSender>,
-    write: OpState,
-    flush: OpState,
-}
-
-impl PendingTrim {
-    /// The device is done with both of its operations (so its buffer is free).
-    fn finished(&self) -> bool {
-        self.write != OpState::Pending && self.flush != OpState::Pending
-    }
-}
 
 impl<B: IoBackend> DriveCore<B> {
     /// Starts the next trim, if no control write is on the device: answered at once when it

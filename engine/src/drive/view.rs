@@ -12,6 +12,9 @@
 //! exactly when the trim point (read again after the read) covers it; otherwise it is
 //! `Damaged`, never served. An LSN a quarantine open found damaged is `Damaged` without a read,
 //! with what failed then (the damage is never rewritten), until a trim passes it.
+//!
+//! The drive's statistics are read here too: what the drive thread publishes (`shared_stats`)
+//! is put together into [`Stats`] for [`crate::Drive::stats`] ([`ReadView::stats`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,6 +23,7 @@ use std::task::Waker;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use sealog_wal::format::{EmbedderHeader, EntryHeader};
 use sealog_wal::validate::{check_record, RecordExpectation};
 use sealog_wal::{Check, Geometry, RingId};
@@ -28,7 +32,9 @@ use super::cache::RecentCache;
 use super::direct::{DirectFiles, ReadBuffers};
 use super::entry::LogEntry;
 use super::index::{IndexedRecord, ReadIndex};
-use super::DriveOptions;
+use super::options::DriveOptions;
+use super::shared_stats::{get, SharedStats};
+use super::stats::{DriveState, Stats};
 use crate::error::{DriveClosed, DriveFailure, ReadError, WaitError};
 
 /// Readers' side of a drive.
@@ -59,7 +65,7 @@ pub(crate) struct ReadView {
     /// The read index's record bytes, as of its last change ([`ReadView::set_record_bytes`]).
     live_record_bytes: AtomicU64,
     /// What the drive thread publishes for [`crate::Drive::stats`].
-    pub(crate) stats: super::shared_stats::SharedStats,
+    pub(crate) stats: SharedStats,
 }
 
 pub(crate) struct Direct {
@@ -684,6 +690,35 @@ impl ReadView {
             read_buffer_bytes: buffer_bytes,
             durable_lsn: self.durable_lsn(),
             first_live_lsn: self.trim_lsn() + 1,
+        }
+    }
+
+    /// The drive's statistics from what its thread published (`completion_to_wake_us` comes
+    /// from the clients' own record of their wake-ups).
+    pub(crate) fn stats(&self, completion_to_wake_us: Histogram<u64>) -> Stats {
+        let shared = &self.stats;
+        let histograms = shared.lock_histograms().clone();
+        let state = match self.stopped() {
+            Some(Ok(failure)) => DriveState::Failed(failure),
+            Some(Err(_)) | None => DriveState::Running,
+        };
+        Stats {
+            appends: get(&shared.appends),
+            payload_bytes: get(&shared.payload_bytes),
+            batches: get(&shared.batches),
+            tail_markers: get(&shared.tail_markers),
+            batch_entries: histograms.batch_entries,
+            sync_latency_us: histograms.sync_latency_us,
+            idle_gap_us: histograms.idle_gap_us,
+            enqueue_to_submit_us: histograms.enqueue_to_submit_us,
+            completion_to_wake_us,
+            reads: get(&shared.reads),
+            lsn_durable: self.durable_lsn(),
+            lsn_covered: get(&shared.lsn_covered),
+            hint_waits: get(&shared.hint_waits),
+            hint_writes: get(&shared.hint_writes),
+            state,
+            queues: shared.queues(),
         }
     }
 }

@@ -27,7 +27,7 @@ use nix::unistd::{sysconf, SysconfVar};
 
 use crate::io::{CacheInfo, Completion, FlushOrder, IoBackend, Tag, Waker, WriteSync};
 use crate::pool::{BufferPool, BUFFER_ALIGN_BYTES};
-use crate::storage::RingFiles;
+use crate::storage::files::RingFiles;
 use memlock::{charged_bytes, BufferRegistration, MemlockBudget};
 
 /// Submission queue entries per ring.
