@@ -145,7 +145,7 @@ pub trait WritePath: Sync {
     }
 }
 
-/// The raw engine's appends: `Drive::append_bytes`, waited on with `Ticket::wait`.
+/// The raw engine's appends: `Drive::append` of shared bytes, waited on with `Ticket::wait`.
 pub struct RawAppends<'a>(pub &'a Drive);
 
 impl WritePath for RawAppends<'_> {
@@ -155,9 +155,7 @@ impl WritePath for RawAppends<'_> {
     fn state(&self, _writer: usize) {}
 
     fn submit(&self, _state: &mut (), payload: Bytes) -> Result<sealog::Ticket, String> {
-        self.0
-            .append_bytes(payload)
-            .map_err(|error| error.to_string())
+        self.0.append(payload).map_err(|error| error.to_string())
     }
 
     fn finish(&self, ticket: sealog::Ticket) -> Result<(), String> {

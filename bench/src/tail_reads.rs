@@ -90,7 +90,7 @@ impl TailWriter {
         while !self.stop.load(Ordering::Relaxed) {
             while pending.len() < TAIL_WRITER_IN_FLIGHT {
                 let ticket = drive
-                    .append_bytes(payload.clone())
+                    .append(payload.clone())
                     .map_err(|error| error.to_string())?;
                 pending.push_back((Instant::now(), ticket));
             }

@@ -55,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ];
             tickets.push(drive.append_group(group)?);
         } else {
-            tickets.push(drive.append_entry(NewEntry::data(body).with_header(header(entry_id)))?);
+            tickets.push(drive.append(NewEntry::data(body).with_header(header(entry_id)))?);
         }
     }
     for ticket in tickets {

@@ -42,9 +42,9 @@ pub mod uring;
 
 pub use drive::{
     AppendRoom, Clock, DamagedEntry, Drive, DriveCore, DriveFuture, DriveOptions, DriveState,
-    Durability, DurableFuture, EntryIter, EntryRef, LogEntry, LogShape, ManualClock, NewEntry,
-    PayloadFuture, QueueDepths, ReadReply, ReadStats, RecoveryVisitor, Request, Stats, SummedBytes,
-    SystemClock, TrimReply, Wait, WhenFull,
+    Durability, DurableFuture, Entry, EntryIter, EntryRef, LogEntry, LogShape, ManualClock,
+    NewEntry, PayloadFuture, QueueDepths, ReadReply, ReadStats, RecoveryVisitor, Request, Stats,
+    SummedBytes, SystemClock, TrimReply, Wait, WhenFull,
 };
 pub use engine::Engine;
 pub use error::{

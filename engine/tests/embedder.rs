@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sealog::{
-    format, AppendError, Drive, DriveOptions, EmbedderHeader, EntryRef, FormatOptions, Kind,
+    format, AppendError, Drive, DriveOptions, EmbedderHeader, Entry, EntryRef, FormatOptions, Kind,
     LogEntry, NewEntry, ReadError, RecoveryVisitor, SummedBytes, SyncMethod, WhenFull,
     ENTRY_HEADER_SIZE,
 };
@@ -59,7 +59,7 @@ fn append_ledgers(drive: &Drive, rounds: u64) -> Vec<LogEntry> {
     let mut expected = Vec::new();
     for round in 0..rounds {
         let lsn = drive
-            .append_entry(NewEntry::data(body(1, round)).with_header(header(1, round)))
+            .append(NewEntry::data(body(1, round)).with_header(header(1, round)))
             .expect("queued")
             .wait()
             .expect("durable");
@@ -80,7 +80,11 @@ fn append_ledgers(drive: &Drive, rounds: u64) -> Vec<LogEntry> {
         let parts = body(3, round);
         let (front, back) = parts.split_at(parts.len() / 2);
         let lsn = drive
-            .append_entry_slices(Kind::Seal, header(3, round), &[front, back])
+            .append(
+                Entry::slices(&[front, back])
+                    .with_kind(Kind::Seal)
+                    .with_header(header(3, round)),
+            )
             .expect("queued")
             .wait()
             .expect("durable");
@@ -92,7 +96,7 @@ fn append_ledgers(drive: &Drive, rounds: u64) -> Vec<LogEntry> {
             sealog_wal::format::payload_crc(summed.bytes())
         );
         let lsn = drive
-            .append_summed(Kind::Data, header(4, round), summed.clone())
+            .append(Entry::from(summed.clone()).with_header(header(4, round)))
             .expect("queued")
             .wait()
             .expect("durable");

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sealog::{format, Drive, DriveOptions, FormatOptions, SyncMethod, Ticket};
+use sealog::{format, Drive, DriveOptions, Entry, FormatOptions, SyncMethod, Ticket};
 
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
@@ -33,7 +33,7 @@ fn run_appends(drive: &Arc<Drive>, blocking: u64, pipelined: u64) {
                     let ticket = pending.pop_front().expect("a pending ticket");
                     ticket.wait().expect("durable");
                 }
-                pending.push_back(drive.append_bytes(shared.clone()).expect("queued"));
+                pending.push_back(drive.append(shared.clone()).expect("queued"));
             }
             for ticket in pending {
                 ticket.wait().expect("durable");
@@ -42,7 +42,7 @@ fn run_appends(drive: &Arc<Drive>, blocking: u64, pipelined: u64) {
     };
     for _ in 0..blocking {
         drive
-            .append_slices(&[&header, &body])
+            .append(Entry::slices(&[&header, &body]))
             .expect("queued")
             .wait()
             .expect("durable");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::MetricKind;
 use sealog::drive::metrics as names;
-use sealog::{format, Drive, DriveOptions, FormatOptions, SyncMethod};
+use sealog::{format, Drive, DriveOptions, Entry, FormatOptions, SyncMethod};
 
 /// Everything the recorder saw of one drive: counters summed (each snapshot takes what they
 /// grew by), gauges as last set, histogram samples gathered.
@@ -124,7 +124,7 @@ fn the_drive_reports_what_it_did_through_the_metrics_facade() {
         let ticket = if i < 30 {
             drive.append(payload)
         } else {
-            drive.append_slices(&[&payload[..10], &payload[10..]])
+            drive.append(Entry::slices(&[&payload[..10], &payload[10..]]))
         };
         assert_eq!(ticket.expect("queued").wait(), Ok(i + 1));
     }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use sealog::{format, Drive, DriveOptions, FormatOptions, ReadError, SyncMethod, WaitError};
+use sealog::{format, Drive, DriveOptions, Entry, FormatOptions, ReadError, SyncMethod, WaitError};
 use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::Check;
 
@@ -665,14 +665,14 @@ fn owned_and_shared_payloads_are_cached_and_borrowed_ones_read_from_the_device()
         .wait()
         .expect("durable");
     let shared = drive
-        .append_bytes(bytes::Bytes::from(payload(2)))
+        .append(bytes::Bytes::from(payload(2)))
         .expect("queued")
         .wait()
         .expect("durable");
     let third = payload(3);
     let (head, body) = third.split_at(50);
     let lent = drive
-        .append_slices(&[head, body])
+        .append(Entry::slices(&[head, body]))
         .expect("queued")
         .wait()
         .expect("durable");

@@ -1,13 +1,13 @@
 //! Appends without copies on the client's side: from borrowed slices (several at once, one
 //! entry, never concatenated), from shared `Bytes` and from owned `Vec`s, all read back
-//! byte for byte and after a reopen; a lent payload is copied before `append_slices` returns;
-//! more lending clients than the drive's channel has slots all complete; and lenders waiting
-//! on a drive that closes get their slices back with a typed error.
+//! byte for byte and after a reopen; a lent payload is copied before `append` of borrowed
+//! slices returns; more lending clients than the drive's channel has slots all complete; and
+//! lenders waiting on a drive that closes get their slices back with a typed error.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sealog::{format, AppendError, Drive, DriveOptions, FormatOptions, SyncMethod};
+use sealog::{format, AppendError, Drive, DriveOptions, Entry, FormatOptions, SyncMethod};
 
 fn ring(directory: &tempfile::TempDir) -> std::path::PathBuf {
     let path = directory.path().join("ring");
@@ -36,13 +36,13 @@ fn slices_bytes_and_vecs_are_one_entry_each_and_read_back_byte_for_byte() {
     {
         let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
         let lsn = drive
-            .append_slices(&[&header, &body])
+            .append(Entry::slices(&[&header, &body]))
             .expect("queued")
             .wait()
             .expect("durable");
         expected.push((lsn, [header.as_slice(), body.as_slice()].concat()));
         let lsn = drive
-            .append_bytes(shared.clone())
+            .append(shared.clone())
             .expect("queued")
             .wait()
             .expect("durable");
@@ -54,7 +54,7 @@ fn slices_bytes_and_vecs_are_one_entry_each_and_read_back_byte_for_byte() {
             .expect("durable");
         expected.push((lsn, owned.clone()));
         let lsn = drive
-            .append_slices(&[])
+            .append(Entry::slices(&[]))
             .expect("queued")
             .wait()
             .expect("durable");
@@ -73,13 +73,13 @@ fn slices_bytes_and_vecs_are_one_entry_each_and_read_back_byte_for_byte() {
 }
 
 #[test]
-fn a_lent_payload_is_copied_before_append_slices_returns() {
+fn a_lent_payload_is_copied_before_append_returns() {
     let directory = tempfile::tempdir().expect("tempdir");
     let path = ring(&directory);
     let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
     let mut buffer = vec![0xabu8; 4096];
-    let ticket = drive.append_slices(&[&buffer]).expect("queued");
-    // The borrow ended when `append_slices` returned: the drive has its own copy.
+    let ticket = drive.append(Entry::slices(&[&buffer])).expect("queued");
+    // The borrow ended when `append` returned: the drive has its own copy.
     buffer.fill(0);
     let lsn = ticket.wait().expect("durable");
     assert_eq!(drive.read(lsn).expect("reads"), vec![0xabu8; 4096]);
@@ -108,7 +108,7 @@ fn more_lenders_than_channel_slots_all_complete() {
                         let header = [lender, round];
                         let body = vec![lender ^ round; 300 + usize::from(round)];
                         let lsn = drive
-                            .append_slices(&[&header, &body])
+                            .append(Entry::slices(&[&header, &body]))
                             .expect("queued")
                             .wait()
                             .expect("durable");
@@ -139,7 +139,7 @@ fn a_lender_on_a_closed_drive_gets_its_slices_back_and_an_error() {
     let drive = Drive::open(&path, DriveOptions::default()).expect("opens");
     drive.close();
     let body = vec![1u8; 100];
-    match drive.append_slices(&[&body]) {
+    match drive.append(Entry::slices(&[&body])) {
         Err(AppendError::Closed(_)) => {}
         Err(other) => panic!("expected Closed, got {other}"),
         Ok(ticket) => assert!(matches!(ticket.wait(), Err(AppendError::Closed(_)))),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::{payload, within, Backend, Shape, TestRing};
 use sealog::{AppendError, DriveClosed, DriveFailure, DriveOptions, ReadError, TrimError};
-use sealog::{DriveState, WhenFull};
+use sealog::{DriveState, Entry, WhenFull};
 use sealog_fault::FaultConfig;
 use sealog_wal::{Kind, ReplayError};
 
@@ -224,7 +224,7 @@ fn bad_input_is_typed(backend: Backend) {
         Err(AppendError::PayloadTooLarge { .. })
     ));
     assert!(matches!(
-        drive.append_kind(Kind::Padding, vec![1]),
+        drive.append(Entry::from(vec![1]).with_kind(Kind::Padding)),
         Err(AppendError::ReservedKind {
             kind: Kind::Padding
         })

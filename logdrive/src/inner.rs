@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use bytes::Bytes;
-use sealog::{Drive, NewEntry, SummedBytes, Ticket};
+use sealog::{Drive, Entry, NewEntry, SummedBytes, Ticket};
 
 use crate::api::{ready, LogDriveError, OpFuture};
 use crate::errors::append_error;
@@ -188,7 +188,7 @@ impl Inner {
         self.check_running()?;
         let ticket = self
             .drive
-            .append_entry(record.entry(payload))
+            .append(record.entry(payload))
             .map_err(append_error)?;
         admission.sent();
         Ok(ticket)
@@ -218,7 +218,7 @@ impl Inner {
         let (kind, header) = (record.record_type.kind(), record.header());
         let ticket = self
             .drive
-            .append_summed(kind, header, payload)
+            .append(Entry::from(payload).with_kind(kind).with_header(header))
             .map_err(append_error)?;
         admission.sent();
         Ok(ticket)

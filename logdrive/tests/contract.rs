@@ -149,7 +149,7 @@ fn replay_keeps_the_first_of_two_values_sharing_a_crc() {
         let drive = sealog::Drive::open(&ring.path, sealog::DriveOptions::default()).unwrap();
         let append = |record: Record, payload: Vec<u8>| {
             let entry = record.entry(Bytes::from(payload));
-            drive.append_entry(entry).unwrap().wait().unwrap();
+            drive.append(entry).unwrap().wait().unwrap();
         };
         let record = |record_type, value| Record::new(record_type, 1, 1, value, 0);
         append(record(RecordType::Create, 100), Vec::new());

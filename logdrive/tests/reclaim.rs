@@ -532,7 +532,7 @@ fn a_trim_point_survives_a_crash_after_the_head_passed_the_writes_it_trimmed() {
                 header: record.header(),
                 payload,
             };
-            drive.append_entry(entry).unwrap().wait().unwrap()
+            drive.append(entry).unwrap().wait().unwrap()
         };
         let record = |record_type, value| Record::new(record_type, 1, 1, value, 0);
         append(record(RecordType::Create, 1 << 40), Bytes::new());

@@ -146,7 +146,7 @@ fn replay_refuses_what_the_live_path_would_have_refused() {
                 header: record.header(),
                 payload: bytes::Bytes::from_static(payload),
             };
-            drive.append_entry(entry).unwrap().wait().unwrap();
+            drive.append(entry).unwrap().wait().unwrap();
         };
         let record = |record_type, value, epoch| Record::new(record_type, 1, 1, value, epoch);
         append(record(RecordType::Create, 100, 0), b"");

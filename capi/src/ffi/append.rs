@@ -80,7 +80,7 @@ fn queue(drive: &Drive, payload: &[u8]) -> Result<Ticket, Failure> {
 /// Queues an entry or a group; the ticket yields its (first) LSN once durable.
 fn submit(drive: &Drive, appending: Appending) -> Result<Ticket, Failure> {
     match appending {
-        Appending::One(entry) => drive.append_entry(entry),
+        Appending::One(entry) => drive.append(entry),
         Appending::Group(entries) => drive.append_group(entries),
     }
     .map_err(|error| Failure::from(error).context(drive.path().display()))

@@ -168,7 +168,7 @@ impl NewEntry {
 /// Shared payload bytes with their CRC32C ([`sealog_wal::format::payload_crc`]), computed once
 /// when made: a layer that needs the CRC itself (to summarise or compare values, as the
 /// LogDrive layer does) hands the drive the same figure rather than the drive computing it a
-/// second time ([`Drive::append_summed`](crate::Drive::append_summed)). The bytes are
+/// second time ([`Drive::append`](crate::Drive::append) takes them as an [`Entry`]). The bytes are
 /// immutable and the fields private, so the CRC always is the bytes' own.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SummedBytes {
@@ -206,5 +206,144 @@ impl SummedBytes {
     /// The bytes, without their CRC.
     pub fn into_bytes(self) -> Bytes {
         self.bytes
+    }
+}
+
+/// What [`Drive::append`](crate::Drive::append) takes: one entry, made from its payload in
+/// whichever form the caller holds it, with a kind and an embedder header that default to a
+/// data entry with a zero header. Each form keeps the append to one copy of the payload, the
+/// drive's own into its registered buffer:
+///
+/// - a `Vec<u8>` is given away, and kept by the recent-entry cache once copied;
+/// - [`Bytes`] are shared: the drive holds a reference until it has copied them;
+/// - [`SummedBytes`] are shared bytes whose CRC32C the caller computed already, so the drive
+///   does not compute it again;
+/// - borrowed slices ([`Entry::slices`]) are copied by the drive thread straight into the
+///   batch's buffer, in order, without being concatenated; the append returns once they are
+///   copied (when the batch carrying them starts), so they are free again, and the ticket
+///   still says when the entry is durable;
+/// - a [`NewEntry`] (one entry of a group) brings its kind and header along.
+///
+/// ```
+/// use sealog::{Drive, DriveOptions, EmbedderHeader, Entry, Kind};
+/// # let directory = tempfile::tempdir()?;
+/// # let path = directory.path().join("ring");
+/// # sealog::format(&path, &sealog::FormatOptions::new(64 << 20))?;
+/// let drive = Drive::open(&path, DriveOptions::default())?;
+/// let plain = drive.append(b"a payload".to_vec())?.wait()?;
+/// let header = EmbedderHeader { log_id: 7, address: 3, ..Default::default() };
+/// let (frame, body) = (b"frame:".as_slice(), b"body".as_slice());
+/// let framed = drive.append(Entry::slices(&[frame, body]).with_header(header))?.wait()?;
+/// assert_eq!(drive.read(plain)?, b"a payload");
+/// let entry = drive.read_entry(framed)?;
+/// assert_eq!((entry.payload.as_slice(), entry.kind), (b"frame:body".as_slice(), Kind::Data));
+/// assert_eq!(entry.header.log_id, 7);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Entry<'a> {
+    kind: Kind,
+    header: EmbedderHeader,
+    source: Source<'a>,
+}
+
+/// An [`Entry`]'s payload as the caller handed it over.
+#[derive(Debug)]
+pub(super) enum Source<'a> {
+    /// A buffer given away.
+    Owned(Vec<u8>),
+    /// Shared bytes, with their CRC32C when the caller computed it.
+    Shared(Bytes, Option<u32>),
+    /// Borrowed slices, in order.
+    Slices(&'a [&'a [u8]]),
+}
+
+impl<'a> Entry<'a> {
+    /// A data entry whose payload is `parts`, in order, borrowed until the drive has copied
+    /// them.
+    pub fn slices(parts: &'a [&'a [u8]]) -> Entry<'a> {
+        Entry::of(Source::Slices(parts))
+    }
+
+    fn of(source: Source<'a>) -> Entry<'a> {
+        Entry {
+            kind: Kind::Data,
+            header: EmbedderHeader::ZERO,
+            source,
+        }
+    }
+
+    /// The same entry with this kind (data, or a record kind of the layers above; padding is
+    /// the format's own and refused).
+    pub fn with_kind(self, kind: Kind) -> Entry<'a> {
+        Entry { kind, ..self }
+    }
+
+    /// The same entry with this embedder header (see [`EmbedderHeader`]): it comes back from
+    /// reads, iterators and recovery's visitor, checked by the entry header's CRC.
+    pub fn with_header(self, header: EmbedderHeader) -> Entry<'a> {
+        Entry { header, ..self }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Its embedder header.
+    pub fn header(&self) -> EmbedderHeader {
+        self.header
+    }
+
+    /// Its payload's length in bytes.
+    pub fn len(&self) -> usize {
+        match &self.source {
+            Source::Owned(bytes) => bytes.len(),
+            Source::Shared(bytes, _) => bytes.len(),
+            Source::Slices(parts) => parts.iter().map(|part| part.len()).sum(),
+        }
+    }
+
+    /// Whether its payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its kind, header and payload, for the drive to queue.
+    pub(super) fn into_parts(self) -> (Kind, EmbedderHeader, Source<'a>) {
+        (self.kind, self.header, self.source)
+    }
+}
+
+impl From<Vec<u8>> for Entry<'static> {
+    fn from(payload: Vec<u8>) -> Entry<'static> {
+        Entry::of(Source::Owned(payload))
+    }
+}
+
+impl From<Bytes> for Entry<'static> {
+    fn from(payload: Bytes) -> Entry<'static> {
+        Entry::of(Source::Shared(payload, None))
+    }
+}
+
+impl From<SummedBytes> for Entry<'static> {
+    fn from(payload: SummedBytes) -> Entry<'static> {
+        let crc = payload.crc();
+        Entry::of(Source::Shared(payload.into_bytes(), Some(crc)))
+    }
+}
+
+impl From<NewEntry> for Entry<'static> {
+    fn from(entry: NewEntry) -> Entry<'static> {
+        Entry::of(Source::Shared(entry.payload, None))
+            .with_kind(entry.kind)
+            .with_header(entry.header)
+    }
+}
+
+impl<'a> From<&'a [&'a [u8]]> for Entry<'a> {
+    fn from(parts: &'a [&'a [u8]]) -> Entry<'a> {
+        Entry::slices(parts)
     }
 }

@@ -62,7 +62,6 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
 use sealog_wal::format::{EmbedderHeader, RingPurpose};
 use sealog_wal::{Geometry, Kind, RecoveryReport};
@@ -70,7 +69,9 @@ use sealog_wal::{Geometry, Kind, RecoveryReport};
 pub use self::buffers::{buffer_bytes, buffer_count, registered_buffer_count, READ_BUFFERS};
 pub use self::clock::{Clock, ManualClock, SystemClock};
 pub use self::core::{DriveCore, Wait};
-pub use self::entry::{DamagedEntry, EntryRef, LogEntry, NewEntry, RecoveryVisitor, SummedBytes};
+pub use self::entry::{
+    DamagedEntry, Entry, EntryRef, LogEntry, NewEntry, RecoveryVisitor, SummedBytes,
+};
 pub use self::futures::{DriveFuture, DurableFuture, PayloadFuture};
 pub use self::iter::EntryIter;
 pub use self::options::{
@@ -87,6 +88,7 @@ pub use self::view::ReadStats;
 pub use crate::io::Durability;
 
 use self::direct::{DirectFiles, ReadBuffers};
+use self::entry::Source;
 use self::iter::EntrySource;
 use self::options::check_options;
 use self::records::{group_records, Payload, QueuedRecord, Records};
@@ -151,7 +153,7 @@ impl Drive {
     /// # let drive = Drive::open(&path, DriveOptions::default())?;
     /// # for (ledger, entry) in [(7, 0), (9, 0), (7, 1)] {
     /// #     let header = EmbedderHeader { log_id: ledger, address: entry, ..Default::default() };
-    /// #     drive.append_entry(NewEntry::data(vec![1; 10]).with_header(header))?.wait()?;
+    /// #     drive.append(NewEntry::data(vec![1; 10]).with_header(header))?.wait()?;
     /// # }
     /// # drop(drive);
     ///
@@ -417,9 +419,13 @@ impl Drive {
         Ok(ticket)
     }
 
-    /// Appends a data record; the ticket yields its LSN once it is durable. The drive copies
-    /// the payload into its registered buffer; the `Vec` is kept by the recent-entry cache
-    /// (and freed when it is evicted) rather than copied again.
+    /// Appends one entry; the ticket yields its LSN once it is durable. The entry is built
+    /// from its payload as the caller holds it (a `Vec<u8>`, [`Bytes`](bytes::Bytes),
+    /// [`SummedBytes`], borrowed slices, or a [`NewEntry`]), with a kind and an embedder header
+    /// when they are not data and zeros ([`Entry`] says what each form costs: one copy, the
+    /// drive's own).
+    /// A kind the format reserves and a payload over the ring's limit are refused here, on
+    /// the caller's thread, before anything is queued.
     ///
     /// ```
     /// # let directory = tempfile::tempdir()?;
@@ -431,54 +437,15 @@ impl Drive {
     /// assert_eq!(drive.read(lsn)?, b"hello");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn append(&self, payload: Vec<u8>) -> Result<Ticket, AppendError> {
-        self.append_kind(Kind::Data, payload)
-    }
-
-    /// Appends a record of `kind` (data, or the trim/seal/fence records of the layers above).
-    /// Padding is the format's own and refused.
-    pub fn append_kind(&self, kind: Kind, payload: Vec<u8>) -> Result<Ticket, AppendError> {
-        self.append_payload(kind, EmbedderHeader::ZERO, Payload::Owned(payload), None)
-    }
-
-    /// Appends one entry with its kind and embedder header (see [`EmbedderHeader`]): the
-    /// header comes back from reads, iterators and recovery's visitor, checked by the entry
-    /// header's CRC rather than the payload's.
-    pub fn append_entry(&self, entry: NewEntry) -> Result<Ticket, AppendError> {
-        self.append_payload(
-            entry.kind,
-            entry.header,
-            Payload::Shared(entry.payload),
-            None,
-        )
-    }
-
-    /// Appends one entry of `kind` with `header` whose payload's CRC the caller has already
-    /// computed ([`SummedBytes`]): [`Drive::append_entry`] without computing it again.
-    pub fn append_summed(
-        &self,
-        kind: Kind,
-        header: EmbedderHeader,
-        payload: SummedBytes,
-    ) -> Result<Ticket, AppendError> {
-        let crc = payload.crc();
-        self.append_payload(
-            kind,
-            header,
-            Payload::Shared(payload.into_bytes()),
-            Some(crc),
-        )
-    }
-
-    /// Appends a data record from shared bytes (no copy on the caller's side: the drive holds
-    /// a reference until it has copied them into its registered buffer).
-    pub fn append_bytes(&self, payload: Bytes) -> Result<Ticket, AppendError> {
-        self.append_kind_bytes(Kind::Data, payload)
-    }
-
-    /// [`Drive::append_bytes`] with a record kind.
-    pub fn append_kind_bytes(&self, kind: Kind, payload: Bytes) -> Result<Ticket, AppendError> {
-        self.append_payload(kind, EmbedderHeader::ZERO, Payload::Shared(payload), None)
+    pub fn append<'a>(&self, entry: impl Into<Entry<'a>>) -> Result<Ticket, AppendError> {
+        let (kind, header, source) = entry.into().into_parts();
+        match source {
+            Source::Owned(bytes) => self.append_payload(kind, header, Payload::Owned(bytes), None),
+            Source::Shared(bytes, crc) => {
+                self.append_payload(kind, header, Payload::Shared(bytes), crc)
+            }
+            Source::Slices(parts) => self.append_lent(kind, header, parts),
+        }
     }
 
     /// Appends several entries that recovery returns all or none: they share one batch (replay
@@ -514,22 +481,10 @@ impl Drive {
         self.queue_records(group_records(entries), queued_at)
     }
 
-    /// Appends one data record made of several borrowed slices, in order (for example an
-    /// embedder's header and a body it received from the network), without concatenating
-    /// them: the drive thread copies them straight into the batch's registered buffer. Returns
-    /// once the drive has copied them (when the batch carrying them starts), so the slices
-    /// are free again; the ticket still says when the record is durable.
-    pub fn append_slices(&self, parts: &[&[u8]]) -> Result<Ticket, AppendError> {
-        self.append_entry_slices(Kind::Data, EmbedderHeader::ZERO, parts)
-    }
-
-    /// [`Drive::append_slices`] with a record kind.
-    pub fn append_kind_slices(&self, kind: Kind, parts: &[&[u8]]) -> Result<Ticket, AppendError> {
-        self.append_entry_slices(kind, EmbedderHeader::ZERO, parts)
-    }
-
-    /// [`Drive::append_slices`] with a record kind and an embedder header.
-    pub fn append_entry_slices(
+    /// Queues an entry of borrowed slices: the drive thread copies them straight into the
+    /// batch's registered buffer, and this returns once it has (when the batch carrying them
+    /// starts), so the slices are free again.
+    fn append_lent(
         &self,
         kind: Kind,
         header: EmbedderHeader,
