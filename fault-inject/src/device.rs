@@ -351,6 +351,8 @@ impl SimDevice {
             .expect("writes are checked against the disk when submitted");
     }
 
+    /// Completes a write: a scripted failure, a power cut that stores nothing, or one of the
+    /// drawn faults (each drawn in turn, only where its probability is on), else stored whole.
     fn complete_write(
         &mut self,
         tag: Tag,
@@ -379,32 +381,10 @@ impl SimDevice {
             None => {}
         }
         if self.chance(self.config.write_eio) {
-            self.count(|counts| counts.io_errors += 1);
-            let mut garbage = data.clone();
-            let cut = self.rng.gen_range(0..=len / SECTOR_BYTES) * SECTOR_BYTES;
-            self.rng.fill(&mut garbage[cut..]);
-            self.store(offset, &garbage, &data, WriteSync::None);
-            self.failed_writes.insert(tag);
-            return Completion {
-                tag,
-                result: Err(libc::EIO),
-            };
+            return self.write_eio(tag, offset, &data);
         }
         if self.chance(self.config.short_writes) {
-            self.count(|counts| counts.io_errors += 1);
-            let sectors = self.rng.gen_range(0..len / SECTOR_BYTES);
-            let prefix = sectors * SECTOR_BYTES;
-            let mut stored = vec![0u8; len];
-            self.disk
-                .read(offset, &mut stored)
-                .expect("writes are checked against the disk when submitted");
-            stored[..prefix].copy_from_slice(&data[..prefix]);
-            self.store(offset, &stored, &data, WriteSync::None);
-            self.failed_writes.insert(tag);
-            return Completion {
-                tag,
-                result: Err(libc::EIO),
-            };
+            return self.short_write(tag, offset, &data);
         }
         if self.chance(self.config.lost_writes) {
             self.count(|counts| counts.data_faults += 1);
@@ -414,14 +394,7 @@ impl SimDevice {
             };
         }
         if self.chance(self.config.misdirected_writes) {
-            self.count(|counts| counts.data_faults += 1);
-            let blocks = (self.disk.size_bytes() as usize - len) / self.block_bytes;
-            let elsewhere = (self.rng.gen_range(0..=blocks) * self.block_bytes) as u64;
-            self.store(elsewhere, &data, &data, sync);
-            return Completion {
-                tag,
-                result: Ok(len as u32),
-            };
+            return self.misdirected_write(tag, &data, sync);
         }
         let mut stored = data.clone();
         if self.chance(self.config.bit_flips) {
@@ -430,6 +403,53 @@ impl SimDevice {
             stored[bit / 8] ^= 1 << (bit % 8);
         }
         self.store(offset, &stored, &data, sync);
+        Completion {
+            tag,
+            result: Ok(len as u32),
+        }
+    }
+
+    /// A write that fails with EIO: its sectors from a drawn one on hold garbage.
+    fn write_eio(&mut self, tag: Tag, offset: u64, data: &[u8]) -> Completion {
+        let len = data.len();
+        self.count(|counts| counts.io_errors += 1);
+        let mut garbage = data.to_vec();
+        let cut = self.rng.gen_range(0..=len / SECTOR_BYTES) * SECTOR_BYTES;
+        self.rng.fill(&mut garbage[cut..]);
+        self.store(offset, &garbage, data, WriteSync::None);
+        self.failed_writes.insert(tag);
+        Completion {
+            tag,
+            result: Err(libc::EIO),
+        }
+    }
+
+    /// A short write: a drawn prefix of its sectors is stored, then it fails with EIO.
+    fn short_write(&mut self, tag: Tag, offset: u64, data: &[u8]) -> Completion {
+        let len = data.len();
+        self.count(|counts| counts.io_errors += 1);
+        let sectors = self.rng.gen_range(0..len / SECTOR_BYTES);
+        let prefix = sectors * SECTOR_BYTES;
+        let mut stored = vec![0u8; len];
+        self.disk
+            .read(offset, &mut stored)
+            .expect("writes are checked against the disk when submitted");
+        stored[..prefix].copy_from_slice(&data[..prefix]);
+        self.store(offset, &stored, data, WriteSync::None);
+        self.failed_writes.insert(tag);
+        Completion {
+            tag,
+            result: Err(libc::EIO),
+        }
+    }
+
+    /// A misdirected write: it lands whole at a drawn block, its target left unchanged.
+    fn misdirected_write(&mut self, tag: Tag, data: &[u8], sync: WriteSync) -> Completion {
+        let len = data.len();
+        self.count(|counts| counts.data_faults += 1);
+        let blocks = (self.disk.size_bytes() as usize - len) / self.block_bytes;
+        let elsewhere = (self.rng.gen_range(0..=blocks) * self.block_bytes) as u64;
+        self.store(elsewhere, data, data, sync);
         Completion {
             tag,
             result: Ok(len as u32),

@@ -15,14 +15,15 @@
 //! workloads' small rings move their tail hint every few blocks, so many cut points have a
 //! hint's control write pending (counted in the summary), and their images crash around it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::{
-    AppendError, DriveCore, DriveOptions, EmbedderHeader, NewEntry, RecoveryMode, Request, Wait,
+    AppendError, DriveCore, DriveOptions, EmbedderHeader, NewEntry, RecoveryMode, Request, Ticket,
+    Wait,
 };
 use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::{ControlBlock, Geometry, ReplayOptions, RingId};
@@ -272,28 +273,7 @@ impl Enumerator {
         let first = self.recover(image.clone())?;
         self.check_entries(cut, &first)?;
         if state % 16 == 6 {
-            // A crash alone is never damage: a quarantine open recovers the same log.
-            self.summary.quarantine_recoveries += 1;
-            let options = DriveOptions {
-                recovery: RecoveryMode::Quarantine,
-                ..self.options.clone()
-            };
-            let device = self.device(image.clone());
-            let mut core = DriveCore::recover(device, Path::new("crash-state"), &options)
-                .map_err(|error| self.fail(format!("quarantine recovery failed: {error}")))?;
-            let report = core.recovery_report();
-            if report.next_lsn != first.next_lsn || report.quarantined_breaks > 0 {
-                return Err(self.fail(format!(
-                    "a quarantine recovery of a crash image found another log: next LSN {} \
-                     (strict {}), {} breaks stepped over",
-                    report.next_lsn, first.next_lsn, report.quarantined_breaks
-                )));
-            }
-            let after =
-                replay_entries(&core.backend_mut().crash()).map_err(|error| self.fail(error))?;
-            if after != first.entries {
-                return Err(self.fail("a quarantine recovery left another log".into()));
-            }
+            self.check_quarantine_recovery(&image, &first)?;
         }
         if state % 4 == 0 {
             self.summary.idempotence_checks += 1;
@@ -303,40 +283,74 @@ impl Enumerator {
             }
         }
         if state % 8 == 1 {
-            self.summary.recovery_crashes += 1;
-            let original = image.clone();
-            let mut device = self.device(image);
-            let cut_after = self.rng.gen_range(0..8);
-            device.lose_power_after_writes(cut_after);
-            let mut interrupted =
-                DriveCore::recover(device, Path::new("crash-state"), &self.options)
-                    .map_err(|error| self.fail(format!("interrupted recovery failed: {error}")))?;
-            let image = interrupted.backend_mut().crash();
-            let again = self.recover(image)?;
-            if again.entries != first.entries {
-                if let Ok(path) = std::env::var("SEALOG_CRASH_STATE_DUMP") {
-                    let _ = std::fs::write(format!("{path}.original"), &original);
-                    let _ = std::fs::write(format!("{path}.first"), &first.image);
-                }
-                let range = |entries: &Entries| {
-                    (
-                        entries.first().map(|entry| entry.0),
-                        entries.last().map(|entry| entry.0),
-                    )
-                };
-                return Err(self.fail(format!(
-                    "a crash after {cut_after} writes of recovery changed the log: \
-                     {:?} (trim {}) became {:?} (trim {})",
-                    range(&first.entries),
-                    first.trim_lsn,
-                    range(&again.entries),
-                    again.trim_lsn
-                )));
-            }
+            self.check_recovery_crash(image, &first)?;
         }
         if state % 8 == 3 {
             self.summary.ghost_checks += 1;
             self.ghost_check(first)?;
+        }
+        Ok(())
+    }
+
+    /// A crash alone is never damage: a quarantine open of `image` recovers the same log as
+    /// the strict recovery that found `first`.
+    fn check_quarantine_recovery(&mut self, image: &[u8], first: &Recovered) -> Result<(), String> {
+        self.summary.quarantine_recoveries += 1;
+        let options = DriveOptions {
+            recovery: RecoveryMode::Quarantine,
+            ..self.options.clone()
+        };
+        let device = self.device(image.to_vec());
+        let mut core = DriveCore::recover(device, Path::new("crash-state"), &options)
+            .map_err(|error| self.fail(format!("quarantine recovery failed: {error}")))?;
+        let report = core.recovery_report();
+        if report.next_lsn != first.next_lsn || report.quarantined_breaks > 0 {
+            return Err(self.fail(format!(
+                "a quarantine recovery of a crash image found another log: next LSN {} \
+                 (strict {}), {} breaks stepped over",
+                report.next_lsn, first.next_lsn, report.quarantined_breaks
+            )));
+        }
+        let after =
+            replay_entries(&core.backend_mut().crash()).map_err(|error| self.fail(error))?;
+        if after != first.entries {
+            return Err(self.fail("a quarantine recovery left another log".into()));
+        }
+        Ok(())
+    }
+
+    /// A recovery of `image` cut by a power loss after a drawn number of its writes, then
+    /// recovered again: the log is the one the uninterrupted recovery found (`first`).
+    fn check_recovery_crash(&mut self, image: Vec<u8>, first: &Recovered) -> Result<(), String> {
+        self.summary.recovery_crashes += 1;
+        let original = image.clone();
+        let mut device = self.device(image);
+        let cut_after = self.rng.gen_range(0..8);
+        device.lose_power_after_writes(cut_after);
+        let mut interrupted =
+            DriveCore::recover(device, Path::new("crash-state"), &self.options)
+                .map_err(|error| self.fail(format!("interrupted recovery failed: {error}")))?;
+        let image = interrupted.backend_mut().crash();
+        let again = self.recover(image)?;
+        if again.entries != first.entries {
+            if let Ok(path) = std::env::var("SEALOG_CRASH_STATE_DUMP") {
+                let _ = std::fs::write(format!("{path}.original"), &original);
+                let _ = std::fs::write(format!("{path}.first"), &first.image);
+            }
+            let range = |entries: &Entries| {
+                (
+                    entries.first().map(|entry| entry.0),
+                    entries.last().map(|entry| entry.0),
+                )
+            };
+            return Err(self.fail(format!(
+                "a crash after {cut_after} writes of recovery changed the log: \
+                 {:?} (trim {}) became {:?} (trim {})",
+                range(&first.entries),
+                first.trim_lsn,
+                range(&again.entries),
+                again.trim_lsn
+            )));
         }
         Ok(())
     }
@@ -489,6 +503,8 @@ pub fn enumerate(options: &EnumOptions) -> Result<EnumSummary, String> {
     Ok(summary)
 }
 
+/// One workload, checking the crash states of its cut points until `target` states in all
+/// were checked (or the ring filled); returns the summary with its counts added.
 fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let geometry = geometry(&mut rng);
@@ -508,38 +524,12 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
     let mut next_lsn = 1u64;
     let mut acknowledged = 0u64;
     let mut trim_lsn = 0u64;
-    let mut tickets = std::collections::VecDeque::new();
+    let mut tickets = VecDeque::new();
     for step in 0..60u64 {
         if enumerator.summary.states >= target {
             break;
         }
-        for _ in 0..enumerator.rng.gen_range(0..3) {
-            // One entry, or (one time in four) an all-or-nothing group of two or three
-            // within the batch limit.
-            let group = if enumerator.rng.gen_bool(0.25) {
-                enumerator.rng.gen_range(2..=3u64)
-            } else {
-                1
-            };
-            let limit = geometry.batch_size_max_bytes as usize / group as usize;
-            let mut entries = Vec::new();
-            for lsn in next_lsn..next_lsn + group {
-                let len = enumerator
-                    .rng
-                    .gen_range(0..2500.min(limit - ENTRY_HEADER_SIZE));
-                let mut payload = vec![0u8; len];
-                enumerator.rng.fill(&mut payload[..]);
-                enumerator.payloads.insert(lsn, payload.clone());
-                entries.push(NewEntry::data(payload).with_header(header_for(lsn)));
-            }
-            if group > 1 {
-                enumerator.groups.push((next_lsn, next_lsn + group - 1));
-            }
-            let (request, ticket) = Request::append_group(entries);
-            core.submit(request);
-            next_lsn += group;
-            tickets.push_back(ticket);
-        }
+        enumerator.submit_appends(&mut core, &mut next_lsn, &mut tickets);
         if step % 7 == 6 && acknowledged > trim_lsn + 2 {
             let (request, _reply) = Request::trim(acknowledged - 2);
             core.submit(request);
@@ -549,21 +539,8 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
         } else {
             Wait::No
         });
-        while let Some(outcome) = tickets.front().and_then(|ticket| ticket.try_outcome()) {
-            tickets.pop_front();
-            match outcome {
-                // A group's ticket yields its first LSN; its last is what is acknowledged.
-                Ok(first) => {
-                    acknowledged = enumerator
-                        .groups
-                        .iter()
-                        .find(|group| group.0 == first)
-                        .map_or(first, |group| group.1)
-                }
-                // A full ring ends the workload: LSNs after it no longer match submissions.
-                Err(AppendError::RingFull { .. }) => return Ok(enumerator.summary),
-                Err(error) => return Err(format!("workload seed {seed}: append failed: {error}")),
-            }
+        if enumerator.collect(&mut tickets, &mut acknowledged)? {
+            return Ok(enumerator.summary);
         }
         trim_lsn = trim_lsn.max(core_trim(&core));
         let cut = Cut {
@@ -572,15 +549,89 @@ fn workload(seed: u64, summary: EnumSummary, target: u64) -> Result<EnumSummary,
             acknowledged,
             trim_lsn,
         };
-        enumerator.summary.cut_points += 1;
-        let hint_pending = hint_write_pending(&cut, &geometry);
-        enumerator.summary.hint_write_cuts += u64::from(hint_pending);
-        for image in enumerator.images(&cut) {
-            enumerator.summary.hint_write_states += u64::from(hint_pending);
-            enumerator.check_state(&cut, image)?;
-        }
+        enumerator.check_cut(&cut)?;
     }
     Ok(enumerator.summary)
+}
+
+impl Enumerator {
+    /// Submits up to two appends: each one entry, or (one time in four) an all-or-nothing
+    /// group of two or three within the batch limit.
+    fn submit_appends(
+        &mut self,
+        core: &mut DriveCore<SimDevice>,
+        next_lsn: &mut u64,
+        tickets: &mut VecDeque<Ticket>,
+    ) {
+        for _ in 0..self.rng.gen_range(0..3) {
+            // One entry, or (one time in four) an all-or-nothing group of two or three
+            // within the batch limit.
+            let group = if self.rng.gen_bool(0.25) {
+                self.rng.gen_range(2..=3u64)
+            } else {
+                1
+            };
+            let limit = self.geometry.batch_size_max_bytes as usize / group as usize;
+            let mut entries = Vec::new();
+            for lsn in *next_lsn..*next_lsn + group {
+                let len = self.rng.gen_range(0..2500.min(limit - ENTRY_HEADER_SIZE));
+                let mut payload = vec![0u8; len];
+                self.rng.fill(&mut payload[..]);
+                self.payloads.insert(lsn, payload.clone());
+                entries.push(NewEntry::data(payload).with_header(header_for(lsn)));
+            }
+            if group > 1 {
+                self.groups.push((*next_lsn, *next_lsn + group - 1));
+            }
+            let (request, ticket) = Request::append_group(entries);
+            core.submit(request);
+            *next_lsn += group;
+            tickets.push_back(ticket);
+        }
+    }
+
+    /// Takes the answered tickets from the front, moving `acknowledged` on; returns whether
+    /// the ring filled, which ends the workload.
+    fn collect(
+        &mut self,
+        tickets: &mut VecDeque<Ticket>,
+        acknowledged: &mut u64,
+    ) -> Result<bool, String> {
+        while let Some(outcome) = tickets.front().and_then(|ticket| ticket.try_outcome()) {
+            tickets.pop_front();
+            match outcome {
+                // A group's ticket yields its first LSN; its last is what is acknowledged.
+                Ok(first) => {
+                    *acknowledged = self
+                        .groups
+                        .iter()
+                        .find(|group| group.0 == first)
+                        .map_or(first, |group| group.1)
+                }
+                // A full ring ends the workload: LSNs after it no longer match submissions.
+                Err(AppendError::RingFull { .. }) => return Ok(true),
+                Err(error) => {
+                    return Err(format!(
+                        "workload seed {}: append failed: {error}",
+                        self.seed
+                    ))
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Checks every crash image of one cut point.
+    fn check_cut(&mut self, cut: &Cut) -> Result<(), String> {
+        self.summary.cut_points += 1;
+        let hint_pending = hint_write_pending(cut, &self.geometry);
+        self.summary.hint_write_cuts += u64::from(hint_pending);
+        for image in self.images(cut) {
+            self.summary.hint_write_states += u64::from(hint_pending);
+            self.check_state(cut, image)?;
+        }
+        Ok(())
+    }
 }
 
 /// Whether a control block that moves the tail hint is among the writes not yet durable at

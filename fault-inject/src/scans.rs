@@ -115,6 +115,41 @@ pub fn check_quarantine(
     let (hinted, entries, damaged) = replay_in(image, unreadable, ScanPolicy::Hinted, quarantine);
     let (full, full_entries, full_damaged) =
         replay_in(image, unreadable, ScanPolicy::Full, quarantine);
+    same_damage((&entries, &damaged), (&full_entries, &full_damaged))?;
+    let (strict, strict_entries, _) =
+        replay_in(image, unreadable, ScanPolicy::Hinted, RecoveryMode::Strict);
+    match (hinted, full) {
+        (Ok(hinted), Ok(full)) => {
+            same_report(&hinted, &full, !unreadable.is_empty())?;
+            if hinted.quarantined != full.quarantined && unreadable.is_empty() {
+                return Err("hinted and full quarantine replay name other damage".into());
+            }
+            strict_agrees(&strict, &strict_entries, &hinted, &entries)?;
+            Ok(Ok(QuarantineFound {
+                report: hinted,
+                damaged,
+            }))
+        }
+        (Err(hinted), Err(full)) => {
+            same_refusal(&hinted, &full, &strict)?;
+            Ok(Err(hinted.to_string()))
+        }
+        (hinted, full) => Err(format!(
+            "hinted quarantine replay gave {}, full {}",
+            outcome_of(&hinted),
+            outcome_of(&full)
+        )),
+    }
+}
+
+/// The live entries and the damage that hinted and full quarantine replay visited.
+type Found<'a> = (&'a [(u64, Vec<u8>)], &'a [Damaged]);
+
+/// Hinted and full quarantine replay visited the same entries and the same damage.
+fn same_damage(
+    (entries, damaged): Found<'_>,
+    (full_entries, full_damaged): Found<'_>,
+) -> Result<(), String> {
     let where_ = |range: &Damaged| {
         (
             range.first_lsn,
@@ -125,77 +160,76 @@ pub fn check_quarantine(
         )
     };
     let ranges = |damaged: &[Damaged]| damaged.iter().map(where_).collect::<Vec<_>>();
-    if entries != full_entries || ranges(&damaged) != ranges(&full_damaged) {
+    if entries != full_entries || ranges(damaged) != ranges(full_damaged) {
         return Err(format!(
             "hinted and full quarantine replay found different logs: {} entries and damage \
              {:?} against {} entries and damage {:?}",
             entries.len(),
-            ranges(&damaged),
+            ranges(damaged),
             full_entries.len(),
-            ranges(&full_damaged)
+            ranges(full_damaged)
         ));
     }
-    let (strict, strict_entries, _) =
-        replay_in(image, unreadable, ScanPolicy::Hinted, RecoveryMode::Strict);
-    match (hinted, full) {
-        (Ok(hinted), Ok(full)) => {
-            same_report(&hinted, &full, !unreadable.is_empty())?;
-            if hinted.quarantined != full.quarantined && unreadable.is_empty() {
-                return Err("hinted and full quarantine replay name other damage".into());
-            }
-            match &strict {
-                Ok(strict) => {
-                    let comparable = RecoveryReport {
-                        bytes_read: strict.bytes_read,
-                        ..hinted.clone()
-                    };
-                    if comparable != *strict || strict_entries != entries {
-                        return Err(format!(
-                            "strict replay opens, quarantine finds another log: {} against {}",
-                            outcome_of(&Ok(strict.clone())),
-                            outcome_of(&Ok(hinted))
-                        ));
-                    }
-                }
-                Err(ReplayError::Corruption(corruption)) => {
-                    if hinted.quarantined.first() != Some(&**corruption) {
-                        return Err(format!(
-                            "strict replay fails on {corruption}, quarantine names {:?}",
-                            hinted.quarantined.first()
-                        ));
-                    }
-                }
-                Err(error) => {
-                    return Err(format!(
-                        "strict replay fails with {error}, quarantine opens"
-                    ))
-                }
-            }
-            Ok(Ok(QuarantineFound {
-                report: hinted,
-                damaged,
-            }))
-        }
-        (Err(hinted), Err(full)) => {
-            let kind = |error: &ReplayError| {
-                let text = format!("{error:?}");
-                text[..text.find(['(', '{', ' ']).unwrap_or(text.len())].to_string()
+    Ok(())
+}
+
+/// Where quarantine replay opens, strict replay of the same image agrees: it opens with the
+/// same report and entries, or fails on the corruption quarantine names first.
+fn strict_agrees(
+    strict: &Result<RecoveryReport, ReplayError>,
+    strict_entries: &[(u64, Vec<u8>)],
+    hinted: &RecoveryReport,
+    entries: &[(u64, Vec<u8>)],
+) -> Result<(), String> {
+    match strict {
+        Ok(strict) => {
+            let comparable = RecoveryReport {
+                bytes_read: strict.bytes_read,
+                ..hinted.clone()
             };
-            let strict_kind = strict.as_ref().err().map(kind);
-            if kind(&hinted) != kind(&full) || strict_kind != Some(kind(&hinted)) {
+            if comparable != *strict || strict_entries != entries {
                 return Err(format!(
-                    "quarantine replay failed with {hinted} (full: {full}), strict with \
-                     {strict:?}"
+                    "strict replay opens, quarantine finds another log: {} against {}",
+                    outcome_of(&Ok(strict.clone())),
+                    outcome_of(&Ok(hinted.clone()))
                 ));
             }
-            Ok(Err(hinted.to_string()))
         }
-        (hinted, full) => Err(format!(
-            "hinted quarantine replay gave {}, full {}",
-            outcome_of(&hinted),
-            outcome_of(&full)
-        )),
+        Err(ReplayError::Corruption(corruption)) => {
+            if hinted.quarantined.first() != Some(&**corruption) {
+                return Err(format!(
+                    "strict replay fails on {corruption}, quarantine names {:?}",
+                    hinted.quarantined.first()
+                ));
+            }
+        }
+        Err(error) => {
+            return Err(format!(
+                "strict replay fails with {error}, quarantine opens"
+            ))
+        }
     }
+    Ok(())
+}
+
+/// Where quarantine replay fails, hinted, full and strict replay fail the same way.
+fn same_refusal(
+    hinted: &ReplayError,
+    full: &ReplayError,
+    strict: &Result<RecoveryReport, ReplayError>,
+) -> Result<(), String> {
+    let kind = |error: &ReplayError| {
+        let text = format!("{error:?}");
+        text[..text.find(['(', '{', ' ']).unwrap_or(text.len())].to_string()
+    };
+    let strict_kind = strict.as_ref().err().map(kind);
+    if kind(hinted) != kind(full) || strict_kind != Some(kind(hinted)) {
+        return Err(format!(
+            "quarantine replay failed with {hinted} (full: {full}), strict with \
+             {strict:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// Replays `image` hinted and full (reads touching `unreadable` failing with EIO) and checks

@@ -22,12 +22,13 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::drive::ReadReply;
+use sealog::ticket::Ticket;
 use sealog::{
     AppendError, DriveCore, DriveOptions, DriveState, Durability, ManualClock, OpenError,
     ReadError, RecoveryMode, Request, Wait,
 };
 use sealog_wal::format::{EntryHeader, ENTRY_HEADER_SIZE, ENTRY_MAGIC};
-use sealog_wal::{Geometry, Kind, RingId};
+use sealog_wal::{Geometry, Kind, RecoveryReport, RingId};
 use sealog_wal_kit::model::ModelWriter;
 
 use crate::device::{FaultConfig, FaultCounts, SimDevice};
@@ -267,72 +268,165 @@ pub fn surviving_watermark(
 
 /// Runs one seed.
 pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation> {
-    let violation = |what: String| Violation {
-        seed,
-        what,
-        replay: options.replay_command(seed),
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let config = if options.faults {
-        FaultConfig::all(&mut rng)
-    } else {
-        FaultConfig::none()
-    };
-    let geometry = geometry(&mut rng);
-    let durability = if rng.gen_bool(0.8) {
-        Durability::Fdatasync
-    } else {
-        Durability::Dsync
-    };
-    let mut clock = SimClock::new(seed);
-    // Reads come from the device under faults as well as from the cache: a third of the seeds
-    // run without a cache, a third with one of two batches (evicting all the time).
-    let read_cache_bytes = match seed % 3 {
-        0 => 0,
-        1 => 2 * u64::from(geometry.batch_size_max_bytes),
-        _ => DriveOptions::default().read_cache_bytes,
-    };
-    let drive_options = clock.timers(DriveOptions {
-        durability: Some(durability),
-        read_cache_bytes,
-        ..DriveOptions::default()
-    });
-    let ring_id = RingId(seed.to_le_bytes().repeat(2).try_into().unwrap_or([7; 16]));
-    let mut image = ModelWriter::format(geometry, ring_id);
-    let mut model = Model {
-        payloads: BTreeMap::new(),
-        acknowledged: 0,
-        trim_lsn: 0,
-    };
-    let mut summary = SimSummary::default();
-    // The incarnation of the last round's writer, whose surviving records say what is covered.
-    let mut last_incarnation = None;
-    let mut reopens = 0;
-    // Read faults in the opens of this round that failed on their own EIO and were retried:
-    // such an open may have made a decision its misread led to durable (its control block,
-    // with the cut, is written before it zeroes anything), and the retry inherits it.
-    let mut misread_in_failed_opens = FaultCounts::default();
-    // Once a strict open is refused as corrupt, the seed goes on in quarantine mode.
-    let mut quarantine = false;
+    let mut run = SeedRun::new(seed, options);
     // One recovery more than rounds: the image of the last round's crash is checked too.
     let mut round = 0;
     while round <= options.rounds {
-        let covered = last_incarnation.map_or(0, |incarnation| {
-            surviving_watermark(&image, &geometry, ring_id, incarnation)
+        let covered = run.covered();
+        run.compare_scans(round)?;
+        let (opened, opening) = run.open()?;
+        let mut core = match opened {
+            Ok(core) => core,
+            Err(error) => match run.refused(round, &error, &opening)? {
+                AfterRefusal::OpenAgain => continue,
+                AfterRefusal::End => return Ok(run.summary),
+            },
+        };
+        run.check(&mut core, round, covered, &opening)?;
+        if round == options.rounds {
+            break;
+        }
+        run.work_and_crash(core, round, opening.data_faults_so_far)?;
+        round += 1;
+    }
+    Ok(run.summary)
+}
+
+/// One seed's run between its rounds: what it drew at the start, the image the next round
+/// opens, the model of what was acknowledged, and what the rounds did so far.
+struct SeedRun<'a> {
+    seed: u64,
+    options: &'a SimOptions,
+    rng: ChaCha8Rng,
+    config: FaultConfig,
+    geometry: Geometry,
+    ring_id: RingId,
+    clock: SimClock,
+    drive_options: DriveOptions,
+    image: Vec<u8>,
+    model: Model,
+    summary: SimSummary,
+    /// The incarnation of the last round's writer, whose surviving records say what is covered.
+    last_incarnation: Option<u32>,
+    reopens: u32,
+    /// Read faults in the opens of this round that failed on their own EIO and were retried:
+    /// such an open may have made a decision its misread led to durable (its control block,
+    /// with the cut, is written before it zeroes anything), and the retry inherits it.
+    misread_in_failed_opens: FaultCounts,
+    /// Once a strict open is refused as corrupt, the seed goes on in quarantine mode.
+    quarantine: bool,
+}
+
+/// What a round's open left besides the drive, or the error it was refused with.
+struct Opening {
+    /// Where a refused open's device leaves its power-cut image.
+    left: Arc<Mutex<Option<Vec<u8>>>>,
+    /// Faults the drive injected while it opened.
+    round_counts: FaultCounts,
+    /// Data faults the drive injected in the seed so far, this open's included.
+    data_faults_so_far: u64,
+}
+
+/// What a refused open that the faults explain leads to.
+enum AfterRefusal {
+    /// The seed goes on with an open of the image the refused open left.
+    OpenAgain,
+    /// The seed ends.
+    End,
+}
+
+impl<'a> SeedRun<'a> {
+    /// Draws the seed's faults, geometry, durability and timers, and formats its ring.
+    fn new(seed: u64, options: &'a SimOptions) -> SeedRun<'a> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let config = if options.faults {
+            FaultConfig::all(&mut rng)
+        } else {
+            FaultConfig::none()
+        };
+        let geometry = geometry(&mut rng);
+        let durability = if rng.gen_bool(0.8) {
+            Durability::Fdatasync
+        } else {
+            Durability::Dsync
+        };
+        let clock = SimClock::new(seed);
+        // Reads come from the device under faults as well as from the cache: a third of the
+        // seeds run without a cache, a third with one of two batches (evicting all the time).
+        let read_cache_bytes = match seed % 3 {
+            0 => 0,
+            1 => 2 * u64::from(geometry.batch_size_max_bytes),
+            _ => DriveOptions::default().read_cache_bytes,
+        };
+        let drive_options = clock.timers(DriveOptions {
+            durability: Some(durability),
+            read_cache_bytes,
+            ..DriveOptions::default()
         });
+        let ring_id = RingId(seed.to_le_bytes().repeat(2).try_into().unwrap_or([7; 16]));
+        let image = ModelWriter::format(geometry, ring_id);
+        SeedRun {
+            seed,
+            options,
+            rng,
+            config,
+            geometry,
+            ring_id,
+            clock,
+            drive_options,
+            image,
+            model: Model {
+                payloads: BTreeMap::new(),
+                acknowledged: 0,
+                trim_lsn: 0,
+            },
+            summary: SimSummary::default(),
+            last_incarnation: None,
+            reopens: 0,
+            misread_in_failed_opens: FaultCounts::default(),
+            quarantine: false,
+        }
+    }
+
+    /// A violation of this seed, with the command that replays it.
+    fn violation(&self, what: String) -> Violation {
+        Violation {
+            seed: self.seed,
+            what,
+            replay: self.options.replay_command(self.seed),
+        }
+    }
+
+    /// The highest watermark that the last round's writer left in a surviving record of the
+    /// image (nothing before the first round).
+    fn covered(&self) -> u64 {
+        self.last_incarnation.map_or(0, |incarnation| {
+            surviving_watermark(&self.image, &self.geometry, self.ring_id, incarnation)
+        })
+    }
+
+    /// Replays the image the round opens hinted and full, in strict and in quarantine mode.
+    fn compare_scans(&mut self, round: u32) -> Result<(), Violation> {
         // The image replayed hinted and full finds the same log, whatever the drive did to it
         // (the hint only saves reads; see `crate::scans`).
-        let scan = crate::scans::compare_scans(&image, &[])
-            .map_err(|what| violation(format!("round {round}: {what}")))?;
-        summary.scans_compared += 1;
-        summary.scans_hinted += u64::from(scan == crate::scans::HintedScan::Hinted);
+        let scan = crate::scans::compare_scans(&self.image, &[])
+            .map_err(|what| self.violation(format!("round {round}: {what}")))?;
+        self.summary.scans_compared += 1;
+        self.summary.scans_hinted += u64::from(scan == crate::scans::HintedScan::Hinted);
         // In quarantine mode too: hinted and full find the same log and damage, and strict
         // replay agrees where it opens (an image neither opens is the open's to refuse).
-        let _found_or_refused = crate::scans::check_quarantine(&image, &[])
-            .map_err(|what| violation(format!("round {round}: quarantine: {what}")))?;
-        summary.quarantine_scans += 1;
-        let device = SimDevice::for_ring(image, &geometry, config, rng.gen())
-            .map_err(|error| violation(format!("cannot make the device: {error}")))?;
+        let _found_or_refused = crate::scans::check_quarantine(&self.image, &[])
+            .map_err(|what| self.violation(format!("round {round}: quarantine: {what}")))?;
+        self.summary.quarantine_scans += 1;
+        Ok(())
+    }
+
+    /// Opens the image on a new device with the real recovery (in quarantine mode once the
+    /// seed is in it).
+    fn open(&mut self) -> Result<(Result<DriveCore<SimDevice>, OpenError>, Opening), Violation> {
+        let image = std::mem::take(&mut self.image);
+        let device = SimDevice::for_ring(image, &self.geometry, self.config, self.rng.gen())
+            .map_err(|error| self.violation(format!("cannot make the device: {error}")))?;
         let counts = device.counts_handle();
         // A refused open drops the device: it leaves its power-cut image here.
         let left = Arc::new(Mutex::new(None));
@@ -340,102 +434,133 @@ pub fn run_seed(seed: u64, options: &SimOptions) -> Result<SimSummary, Violation
         device.leave_image_on_drop(Arc::clone(&left));
         let path = Path::new("sim");
         let open_options = DriveOptions {
-            recovery: if quarantine {
+            recovery: if self.quarantine {
                 RecoveryMode::Quarantine
             } else {
                 RecoveryMode::Strict
             },
-            ..drive_options.clone()
+            ..self.drive_options.clone()
         };
         let opened =
-            DriveCore::recover_with_clock(device, path, &open_options, clock.clock.clone());
+            DriveCore::recover_with_clock(device, path, &open_options, self.clock.clock.clone());
         let round_counts = *counts.lock().expect("counts lock");
-        let data_faults_so_far = summary.faults.data_faults + round_counts.data_faults;
-        let mut core = match opened {
-            Ok(core) => core,
-            Err(error) => {
-                let refusal = allowed_refusal(&error, data_faults_so_far, &round_counts)
-                    .filter(|refusal| !(quarantine && matches!(refusal, Refusal::Corrupt)))
-                    .ok_or_else(|| violation(format!("round {round}: open failed: {error}")))?;
-                // The drive damaged data, or failed recovery's own I/O, and the open said so
-                // with a typed error: the allowed outcome, which ends the seed.
-                match refusal {
-                    Refusal::Corrupt => summary.refused_corrupt += 1,
-                    Refusal::Io => summary.refused_io += 1,
-                    Refusal::Control => summary.refused_control += 1,
-                }
-                summary.faults.data_faults += round_counts.data_faults;
-                summary.faults.io_errors += round_counts.io_errors;
-                summary.faults.read_faults += round_counts.read_faults;
-                // An EIO of recovery's own is transient: the machine reboots (a power cut)
-                // and opens again, a few times, with the checks as before. Damage ends the seed.
-                let image_left = left.lock().expect("image lock").take();
-                match (refusal, image_left) {
-                    (Refusal::Io, Some(left_image)) if reopens < REOPENS_AFTER_EIO_MAX => {
-                        reopens += 1;
-                        misread_in_failed_opens.read_faults += round_counts.read_faults;
-                        image = left_image;
-                        continue;
-                    }
-                    // Damaged acknowledged data: the layer above would open in quarantine
-                    // mode and repair from a peer. The seed goes on so, from the image the
-                    // refused open left (it wrote nothing).
-                    (Refusal::Corrupt, Some(left_image)) => {
-                        quarantine = true;
-                        misread_in_failed_opens.read_faults += round_counts.read_faults;
-                        image = left_image;
-                        continue;
-                    }
-                    _ => return Ok(summary),
-                }
-            }
+        let data_faults_so_far = self.summary.faults.data_faults + round_counts.data_faults;
+        let opening = Opening {
+            left,
+            round_counts,
+            data_faults_so_far,
         };
-        let data_damaged = data_faults_so_far > 0;
-        let mut during_open = round_counts;
-        during_open.read_faults += std::mem::take(&mut misread_in_failed_opens).read_faults;
+        Ok((opened, opening))
+    }
+
+    /// Counts a refused open, and says whether the seed opens the image it left again: a
+    /// refusal no fault explains is a violation.
+    fn refused(
+        &mut self,
+        round: u32,
+        error: &OpenError,
+        opening: &Opening,
+    ) -> Result<AfterRefusal, Violation> {
+        let round_counts = opening.round_counts;
+        let refusal = allowed_refusal(error, opening.data_faults_so_far, &round_counts)
+            .filter(|refusal| !(self.quarantine && matches!(refusal, Refusal::Corrupt)))
+            .ok_or_else(|| self.violation(format!("round {round}: open failed: {error}")))?;
+        // The drive damaged data, or failed recovery's own I/O, and the open said so with a
+        // typed error: the allowed outcome, which ends the seed.
+        match refusal {
+            Refusal::Corrupt => self.summary.refused_corrupt += 1,
+            Refusal::Io => self.summary.refused_io += 1,
+            Refusal::Control => self.summary.refused_control += 1,
+        }
+        self.summary.faults.data_faults += round_counts.data_faults;
+        self.summary.faults.io_errors += round_counts.io_errors;
+        self.summary.faults.read_faults += round_counts.read_faults;
+        // An EIO of recovery's own is transient: the machine reboots (a power cut) and opens
+        // again, a few times, with the checks as before. Damage ends the seed.
+        let image_left = opening.left.lock().expect("image lock").take();
+        match (refusal, image_left) {
+            (Refusal::Io, Some(left_image)) if self.reopens < REOPENS_AFTER_EIO_MAX => {
+                self.reopens += 1;
+                self.misread_in_failed_opens.read_faults += round_counts.read_faults;
+                self.image = left_image;
+                Ok(AfterRefusal::OpenAgain)
+            }
+            // Damaged acknowledged data: the layer above would open in quarantine mode and
+            // repair from a peer. The seed goes on so, from the image the refused open left
+            // (it wrote nothing).
+            (Refusal::Corrupt, Some(left_image)) => {
+                self.quarantine = true;
+                self.misread_in_failed_opens.read_faults += round_counts.read_faults;
+                self.image = left_image;
+                Ok(AfterRefusal::OpenAgain)
+            }
+            _ => Ok(AfterRefusal::End),
+        }
+    }
+
+    /// Checks the recovered log against the model ([`check_recovered`]) and counts the
+    /// recovery.
+    fn check(
+        &mut self,
+        core: &mut DriveCore<SimDevice>,
+        round: u32,
+        covered: u64,
+        opening: &Opening,
+    ) -> Result<(), Violation> {
+        let data_damaged = opening.data_faults_so_far > 0;
+        let mut during_open = opening.round_counts;
+        during_open.read_faults += std::mem::take(&mut self.misread_in_failed_opens).read_faults;
         let covered = covered_evidence(covered, &during_open);
-        summary.recoveries_misread += u64::from(round_counts.read_faults > 0);
-        let checked = check_recovered(&mut core, &mut model, covered, data_damaged)
-            .map_err(|what| violation(format!("round {round}: {what}")))?;
-        if quarantine {
+        self.summary.recoveries_misread += u64::from(opening.round_counts.read_faults > 0);
+        let checked = check_recovered(core, &mut self.model, covered, data_damaged)
+            .map_err(|what| self.violation(format!("round {round}: {what}")))?;
+        if self.quarantine {
             let report = core.recovery_report();
-            summary.quarantine_recoveries += 1;
-            summary.quarantine_recoveries_damaged += u64::from(report.damaged_lsns > 0);
-            summary.quarantine_damaged_lsns += report.damaged_lsns;
+            self.summary.quarantine_recoveries += 1;
+            self.summary.quarantine_recoveries_damaged += u64::from(report.damaged_lsns > 0);
+            self.summary.quarantine_damaged_lsns += report.damaged_lsns;
         }
-        summary.recoveries += 1;
-        summary.recoveries_after_data_faults += u64::from(data_damaged);
-        summary.checked += checked.compared;
-        summary.covered_checked += checked.covered;
-        summary.unreadable += checked.unreadable;
-        if round == options.rounds {
-            break;
-        }
-        last_incarnation = Some(core.incarnation());
+        self.summary.recoveries += 1;
+        self.summary.recoveries_after_data_faults += u64::from(data_damaged);
+        self.summary.checked += checked.compared;
+        self.summary.covered_checked += checked.covered;
+        self.summary.unreadable += checked.unreadable;
+        Ok(())
+    }
+
+    /// The round's workload on the recovered log, then the power cut that leaves the image
+    /// the next round opens.
+    fn work_and_crash(
+        &mut self,
+        mut core: DriveCore<SimDevice>,
+        round: u32,
+        data_faults_so_far: u64,
+    ) -> Result<(), Violation> {
+        self.last_incarnation = Some(core.incarnation());
         let markers_before = core.stats().tail_markers;
         let acknowledged = workload(
             &mut core,
-            &mut model,
-            &mut rng,
-            &mut clock,
-            (seed, round, options.steps),
+            &mut self.model,
+            &mut self.rng,
+            &mut self.clock,
+            (self.seed, round, self.options.steps),
             data_faults_so_far > 0,
         );
-        summary.tail_markers += core.stats().tail_markers - markers_before;
-        summary.hint_waits += core.stats().hint_waits;
-        summary.hint_writes += core.stats().hint_writes;
+        self.summary.tail_markers += core.stats().tail_markers - markers_before;
+        self.summary.hint_waits += core.stats().hint_waits;
+        self.summary.hint_writes += core.stats().hint_writes;
         // Faults the drive injected in this round, recovery's reads and writes included.
         let device = core.backend_mut();
-        summary.faults.data_faults += device.counts().data_faults;
-        summary.faults.io_errors += device.counts().io_errors;
-        summary.faults.read_faults += device.counts().read_faults;
-        summary.acknowledged +=
-            acknowledged.map_err(|what| violation(format!("round {round}: {what}")))?;
-        image = device.crash();
-        summary.rounds += 1;
-        round += 1;
+        self.summary.faults.data_faults += device.counts().data_faults;
+        self.summary.faults.io_errors += device.counts().io_errors;
+        self.summary.faults.read_faults += device.counts().read_faults;
+        let acknowledged =
+            acknowledged.map_err(|what| self.violation(format!("round {round}: {what}")))?;
+        self.summary.acknowledged += acknowledged;
+        self.image = device.crash();
+        self.summary.rounds += 1;
+        Ok(())
     }
-    Ok(summary)
 }
 
 /// Opens after an injected EIO in recovery's own I/O, per seed, before the seed ends.
@@ -517,9 +642,7 @@ fn check_recovered(
     data_damaged: bool,
 ) -> Result<Checked, String> {
     let report = core.recovery_report().clone();
-    let first = report.trim_lsn + 1;
-    let next = report.next_lsn;
-    let last = next - 1;
+    let last = report.next_lsn - 1;
     let expected_last = model.acknowledged;
     let covered_last = covered.min(expected_last);
     if covered_last > last {
@@ -540,8 +663,27 @@ fn check_recovered(
         covered: covered_last.saturating_sub(report.trim_lsn.max(model.trim_lsn)),
         unreadable: 0,
     };
-    let mut lsn = first;
-    while lsn < next {
+    read_back(core, model, &report, data_damaged, &mut checked)?;
+    // Whatever was read, the log now ends at `last`: entries past it are gone and their LSNs
+    // are free again.
+    model.payloads.retain(|lsn, _| *lsn <= last);
+    model.acknowledged = last;
+    model.trim_lsn = model.trim_lsn.max(report.trim_lsn);
+    Ok(checked)
+}
+
+/// Reads every live LSN of the recovered log back through the drive: each is exactly what
+/// was submitted with its LSN (I-2) and none that the quarantine open reported damaged is
+/// served; a read fault counts as unreadable only after data faults.
+fn read_back(
+    core: &mut DriveCore<SimDevice>,
+    model: &Model,
+    report: &RecoveryReport,
+    data_damaged: bool,
+    checked: &mut Checked,
+) -> Result<(), String> {
+    let mut lsn = report.trim_lsn + 1;
+    while lsn < report.next_lsn {
         let (request, reply) = Request::read(lsn);
         core.submit(request);
         let outcome = loop {
@@ -580,13 +722,9 @@ fn check_recovered(
             Err(error) => return Err(format!("read of live LSN {lsn} failed: {error}")),
         }
     }
-    // Whatever was read, the log now ends at `last`: entries past it are gone and their LSNs
-    // are free again.
-    model.payloads.retain(|lsn, _| *lsn <= last);
-    model.acknowledged = last;
-    model.trim_lsn = model.trim_lsn.max(report.trim_lsn);
-    Ok(checked)
+    Ok(())
 }
+
 /// Checks the reads that have an answer: an acknowledged entry reads back as exactly what was
 /// submitted with its LSN, or as trimmed (a trim passed it); a read fault only after the drive
 /// injected data faults (in this round, or before it: `data_damaged`, so damage a quarantine
@@ -628,117 +766,183 @@ fn workload(
     (seed, round, steps): (u64, u32, u32),
     data_damaged: bool,
 ) -> Result<u64, String> {
-    let limit = core
+    let payload_size_max_bytes = core
         .recovery_report()
         .control
         .geometry
         .payload_size_max_bytes() as usize;
-    let mut tickets = Vec::new();
-    // Payloads that may have been written without acknowledgement (their batch failed), in
-    // submission order: they may come back after the crash with the LSNs after the last
-    // acknowledged one.
-    let mut maybe_written: Vec<Vec<u8>> = Vec::new();
-    let mut acknowledged = 0u64;
-    let mut failed_at_durable: Option<u64> = None;
-    let mut index = 0u64;
-    let mut reads: Vec<(u64, ReadReply)> = Vec::new();
+    let mut work = RoundWork {
+        core,
+        model,
+        rng,
+        clock,
+        seed,
+        round,
+        data_damaged,
+        payload_size_max_bytes,
+        tickets: Vec::new(),
+        maybe_written: Vec::new(),
+        acknowledged: 0,
+        failed_at_durable: None,
+        index: 0,
+        reads: Vec::new(),
+    };
     for _ in 0..steps {
-        clock.step();
-        match rng.gen_range(0..10) {
-            0..=5 => {
-                for _ in 0..rng.gen_range(1..6) {
-                    let len = match rng.gen_range(0..10) {
-                        0..=5 => rng.gen_range(0..300),
-                        6..=8 => rng.gen_range(300..4000),
-                        _ => rng.gen_range(4000..=limit),
-                    };
-                    index += 1;
-                    let bytes = payload(seed, round, index, len);
-                    let (request, ticket) = Request::append(Kind::Data, bytes.clone());
-                    core.submit(request);
-                    tickets.push((bytes, ticket));
-                }
-            }
-            6 if model.acknowledged > model.trim_lsn => {
-                let lsn = rng.gen_range(model.trim_lsn + 1..=model.acknowledged);
-                let (request, _reply) = Request::trim(lsn);
-                core.submit(request);
-            }
-            // The log idles: the core writes a tail marker on its next turn if the idle time
-            // has passed, nothing is in flight and some acknowledged entry is uncovered.
-            7 => clock.idle(),
-            8 if model.acknowledged > model.trim_lsn => {
-                let lsn = rng.gen_range(model.trim_lsn + 1..=model.acknowledged);
-                let (request, reply) = Request::read(lsn);
-                core.submit(request);
-                reads.push((lsn, reply));
-            }
-            _ => {}
-        }
-        let wait = if rng.gen_bool(0.5) {
+        work.step()?;
+    }
+    work.finish()
+}
+
+/// One round's workload as it goes: the drive, the model it is checked against, the streams
+/// it draws from, and what is in flight.
+struct RoundWork<'a> {
+    core: &'a mut DriveCore<SimDevice>,
+    model: &'a mut Model,
+    rng: &'a mut ChaCha8Rng,
+    clock: &'a mut SimClock,
+    seed: u64,
+    round: u32,
+    data_damaged: bool,
+    /// The largest payload the ring takes.
+    payload_size_max_bytes: usize,
+    /// Appends submitted and not yet answered, in submission order, with their payloads.
+    tickets: Vec<(Vec<u8>, Ticket)>,
+    /// Payloads that may have been written without acknowledgement (their batch failed), in
+    /// submission order: they may come back after the crash with the LSNs after the last
+    /// acknowledged one.
+    maybe_written: Vec<Vec<u8>>,
+    /// Appends acknowledged in this round.
+    acknowledged: u64,
+    /// The durable LSN when the drive first failed: nothing past it may be acknowledged.
+    failed_at_durable: Option<u64>,
+    /// Appends submitted in this round (each payload is drawn from its index).
+    index: u64,
+    /// Reads submitted and not yet checked.
+    reads: Vec<(u64, ReadReply)>,
+}
+
+impl RoundWork<'_> {
+    /// One step: the clock moves, something is submitted, the drive takes a turn, and what
+    /// it answered is checked.
+    fn step(&mut self) -> Result<(), String> {
+        self.clock.step();
+        self.submit();
+        let wait = if self.rng.gen_bool(0.5) {
             Wait::ForCompletion
         } else {
             Wait::No
         };
-        core.step(wait);
-        // Collect outcomes in submission order (tickets complete in LSN order).
+        self.core.step(wait);
+        self.collect()?;
+        check_reads(&mut self.reads, self.model, self.core, self.data_damaged)?;
+        if let DriveState::Failed(_) = self.core.stats().state {
+            self.failed_at_durable
+                .get_or_insert(self.core.lsn_durable());
+        }
+        // Keep room: trim what is acknowledged when the ring nears full.
+        if self.rng.gen_bool(0.1) && self.model.acknowledged > self.model.trim_lsn + 8 {
+            let (request, _reply) = Request::trim(self.model.acknowledged - 4);
+            self.core.submit(request);
+        }
+        Ok(())
+    }
+
+    /// Submits what the step draws: appends, a trim, a read, or time passing.
+    fn submit(&mut self) {
+        let model = &*self.model;
+        match self.rng.gen_range(0..10) {
+            0..=5 => self.append(),
+            6 if model.acknowledged > model.trim_lsn => {
+                let lsn = self.rng.gen_range(model.trim_lsn + 1..=model.acknowledged);
+                let (request, _reply) = Request::trim(lsn);
+                self.core.submit(request);
+            }
+            // The log idles: the core writes a tail marker on its next turn if the idle time
+            // has passed, nothing is in flight and some acknowledged entry is uncovered.
+            7 => self.clock.idle(),
+            8 if model.acknowledged > model.trim_lsn => {
+                let lsn = self.rng.gen_range(model.trim_lsn + 1..=model.acknowledged);
+                let (request, reply) = Request::read(lsn);
+                self.core.submit(request);
+                self.reads.push((lsn, reply));
+            }
+            _ => {}
+        }
+    }
+
+    /// Submits one to five appends of drawn sizes.
+    fn append(&mut self) {
+        for _ in 0..self.rng.gen_range(1..6) {
+            let len = match self.rng.gen_range(0..10) {
+                0..=5 => self.rng.gen_range(0..300),
+                6..=8 => self.rng.gen_range(300..4000),
+                _ => self.rng.gen_range(4000..=self.payload_size_max_bytes),
+            };
+            self.index += 1;
+            let bytes = payload(self.seed, self.round, self.index, len);
+            let (request, ticket) = Request::append(Kind::Data, bytes.clone());
+            self.core.submit(request);
+            self.tickets.push((bytes, ticket));
+        }
+    }
+
+    /// Collects outcomes in submission order (tickets complete in LSN order).
+    fn collect(&mut self) -> Result<(), String> {
         let mut done = 0;
-        for (bytes, ticket) in tickets.iter() {
+        for (bytes, ticket) in self.tickets.iter() {
             match ticket.try_outcome() {
                 None => break,
                 Some(Ok(lsn)) => {
-                    if let Some(durable) = failed_at_durable {
+                    if let Some(durable) = self.failed_at_durable {
                         if lsn > durable {
                             return Err(format!("LSN {lsn} acknowledged after the drive failed"));
                         }
                     }
-                    if lsn != model.acknowledged + 1 {
+                    if lsn != self.model.acknowledged + 1 {
                         return Err(format!(
                             "acknowledged LSN {lsn} out of order (last {})",
-                            model.acknowledged
+                            self.model.acknowledged
                         ));
                     }
-                    model.payloads.insert(lsn, bytes.clone());
-                    model.acknowledged = lsn;
-                    acknowledged += 1;
+                    self.model.payloads.insert(lsn, bytes.clone());
+                    self.model.acknowledged = lsn;
+                    self.acknowledged += 1;
                 }
                 Some(Err(AppendError::RingFull { .. })) => {}
                 Some(Err(AppendError::Failed { .. })) => {
-                    failed_at_durable.get_or_insert(core.lsn_durable());
-                    maybe_written.push(bytes.clone());
+                    self.failed_at_durable
+                        .get_or_insert(self.core.lsn_durable());
+                    self.maybe_written.push(bytes.clone());
                 }
                 Some(Err(error)) => return Err(format!("append failed unexpectedly: {error}")),
             }
             done += 1;
         }
-        tickets.drain(..done);
-        check_reads(&mut reads, model, core, data_damaged)?;
-        if let DriveState::Failed(_) = core.stats().state {
-            failed_at_durable.get_or_insert(core.lsn_durable());
+        self.tickets.drain(..done);
+        Ok(())
+    }
+
+    /// Waits for the reads still in flight, then puts what may come back after the crash in
+    /// the model; returns the number of appends acknowledged.
+    fn finish(mut self) -> Result<u64, String> {
+        while !self.reads.is_empty() && self.core.is_busy() {
+            self.core.step(Wait::ForCompletion);
+            check_reads(&mut self.reads, self.model, self.core, self.data_damaged)?;
         }
-        // Keep room: trim what is acknowledged when the ring nears full.
-        if rng.gen_bool(0.1) && model.acknowledged > model.trim_lsn + 8 {
-            let (request, _reply) = Request::trim(model.acknowledged - 4);
-            core.submit(request);
+        // Submitted but unacknowledged entries may come back after the crash: remember them
+        // under the LSNs they would take (the tickets still pending are in LSN order after the
+        // acknowledged ones).
+        for (bytes, ticket) in self.tickets {
+            match ticket.try_outcome() {
+                Some(Err(AppendError::RingFull { .. })) => {}
+                _ => self.maybe_written.push(bytes),
+            }
         }
-    }
-    while !reads.is_empty() && core.is_busy() {
-        core.step(Wait::ForCompletion);
-        check_reads(&mut reads, model, core, data_damaged)?;
-    }
-    // Submitted but unacknowledged entries may come back after the crash: remember them
-    // under the LSNs they would take (the tickets still pending are in LSN order after the
-    // acknowledged ones).
-    for (bytes, ticket) in tickets {
-        match ticket.try_outcome() {
-            Some(Err(AppendError::RingFull { .. })) => {}
-            _ => maybe_written.push(bytes),
+        for (offset, bytes) in self.maybe_written.into_iter().enumerate() {
+            self.model
+                .payloads
+                .insert(self.model.acknowledged + 1 + offset as u64, bytes);
         }
+        Ok(self.acknowledged)
     }
-    for (offset, bytes) in maybe_written.into_iter().enumerate() {
-        model
-            .payloads
-            .insert(model.acknowledged + 1 + offset as u64, bytes);
-    }
-    Ok(acknowledged)
 }

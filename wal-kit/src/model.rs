@@ -14,10 +14,10 @@
 use std::collections::VecDeque;
 
 use crate::disk::{FlushCover, SimDisk, WriteDurability};
-use sealog_wal::batch::{BatchBuilder, BatchStart};
+use sealog_wal::batch::{BatchBuilder, BatchStart, EncodedBatch};
 use sealog_wal::error::{EncodeError, ReplayError, RingFull};
 use sealog_wal::format::{ControlBlock, Geometry, Kind, Position, RingId, TailHint};
-use sealog_wal::layout::WriteCursor;
+use sealog_wal::layout::{BatchSlot, WriteCursor};
 use sealog_wal::recovery::{self, Step};
 use sealog_wal::replay::{replay_visiting, RecoveryReport, ReplayOptions, Visit};
 
@@ -108,6 +108,101 @@ pub struct ModelWriter {
     written: Vec<WrittenBatch>,
 }
 
+/// What replaying a ring for an open found: the report, every recovered entry (LSN,
+/// payload), and the batches a trim's head is computed from.
+type Replayed = (RecoveryReport, Vec<(u64, Vec<u8>)>, VecDeque<LiveBatch>);
+
+/// Replays the ring on `disk` with `options`: the report, the entries, and the live batches.
+fn replay_live(disk: &mut SimDisk, options: &ReplayOptions) -> Result<Replayed, ReplayError> {
+    let mut entries = Vec::new();
+    let mut live: VecDeque<LiveBatch> = VecDeque::new();
+    let report = replay_visiting(disk, options, &mut |visited| {
+        // What a trim's head is computed from: the batch boundary from which a replay
+        // reaches each live LSN, a damaged one (quarantine mode) included, so a trim that
+        // leaves damage keeps it where the next open finds it again.
+        let (lsn, last_lsn, position, first_lsn, incarnation) = match visited {
+            Visit::Entry(entry) => {
+                entries.push((entry.lsn, entry.payload.to_vec()));
+                let at = (entry.batch, entry.batch_first_lsn, entry.incarnation);
+                (entry.lsn, entry.lsn, at.0, at.1, at.2)
+            }
+            Visit::Damaged(damaged) => (
+                damaged.first_lsn,
+                damaged.last_lsn,
+                damaged.batch,
+                damaged.batch_first_lsn,
+                damaged.incarnation,
+            ),
+        };
+        match live.back_mut() {
+            Some(batch) if batch.position == position && batch.next_lsn == lsn => {
+                batch.next_lsn = last_lsn + 1;
+            }
+            _ => live.push_back(LiveBatch {
+                position,
+                first_lsn,
+                next_lsn: last_lsn + 1,
+                incarnation,
+            }),
+        }
+    })?;
+    Ok((report, entries, live))
+}
+
+/// Carries out a recovery plan's `steps` on `disk`, each write then its flush (the zeroing
+/// of the dirty region only where `invalidation` applies it).
+fn carry_out(disk: &mut SimDisk, steps: &[Step], invalidation: Invalidation) {
+    for step in steps {
+        match step {
+            Step::Flush { .. } => {
+                disk.flush(FlushCover::All);
+            }
+            Step::Write {
+                ring_offset, bytes, ..
+            } => {
+                disk.write(*ring_offset, bytes, WriteDurability::Volatile)
+                    .expect("the plan writes inside the ring");
+            }
+            Step::Zero {
+                ring_offset,
+                len_bytes,
+            } => {
+                if invalidation == Invalidation::Apply {
+                    let len = usize::try_from(*len_bytes).expect("a range inside the ring");
+                    disk.write(*ring_offset, &vec![0u8; len], WriteDurability::Volatile)
+                        .expect("the plan writes inside the ring");
+                }
+            }
+        }
+    }
+}
+
+/// Pushes records from the front of `payloads` into `builder` until the batch is full, with
+/// each one's LSN in `lsns` and its ring offset and length (the batch starting at
+/// `batch_ring_offset`) in `records`; returns how many it took.
+fn push_records(
+    builder: &mut BatchBuilder<'_>,
+    payloads: &[&[u8]],
+    batch_ring_offset: u64,
+    lsns: &mut Vec<u64>,
+    records: &mut Vec<(u64, u64)>,
+) -> usize {
+    let mut taken = 0;
+    for payload in payloads {
+        let record_offset = batch_ring_offset + u64::from(builder.used_bytes());
+        match builder.push(Kind::Data, payload) {
+            Ok(lsn) => {
+                lsns.push(lsn);
+                records.push((record_offset, BatchBuilder::record_bytes(payload.len())));
+            }
+            Err(EncodeError::BatchFull { .. }) => break,
+            Err(error) => unreachable!("append checked every payload's length: {error}"),
+        }
+        taken += 1;
+    }
+    taken
+}
+
 /// Sector size used for [`BlockFate::PartlyNew`] tears.
 pub const TEAR_SECTOR_BYTES: usize = crate::disk::SECTOR_BYTES;
 
@@ -150,71 +245,19 @@ impl ModelWriter {
         Self::open_with(image, options, Invalidation::Skip)
     }
 
+    /// Opens as [`ModelWriter::open`] does, zeroing the dirty region or not.
     fn open_with(
         image: Vec<u8>,
         options: &ReplayOptions,
         invalidation: Invalidation,
     ) -> Result<Opened, ReplayError> {
-        let mut entries = Vec::new();
-        let mut live: VecDeque<LiveBatch> = VecDeque::new();
         let mut disk = SimDisk::new(image);
-        let report = replay_visiting(&mut disk, options, &mut |visited| {
-            // What a trim's head is computed from: the batch boundary from which a replay
-            // reaches each live LSN, a damaged one (quarantine mode) included, so a trim that
-            // leaves damage keeps it where the next open finds it again.
-            let (lsn, last_lsn, position, first_lsn, incarnation) = match visited {
-                Visit::Entry(entry) => {
-                    entries.push((entry.lsn, entry.payload.to_vec()));
-                    let at = (entry.batch, entry.batch_first_lsn, entry.incarnation);
-                    (entry.lsn, entry.lsn, at.0, at.1, at.2)
-                }
-                Visit::Damaged(damaged) => (
-                    damaged.first_lsn,
-                    damaged.last_lsn,
-                    damaged.batch,
-                    damaged.batch_first_lsn,
-                    damaged.incarnation,
-                ),
-            };
-            match live.back_mut() {
-                Some(batch) if batch.position == position && batch.next_lsn == lsn => {
-                    batch.next_lsn = last_lsn + 1;
-                }
-                _ => live.push_back(LiveBatch {
-                    position,
-                    first_lsn,
-                    next_lsn: last_lsn + 1,
-                    incarnation,
-                }),
-            }
-        })?;
+        let (report, entries, live) = replay_live(&mut disk, options)?;
         let geometry = report.control.geometry;
         // The same protocol as the engine's: the plan, carried out step by step on the disk
         // (each write then its flush; a flush here covers every write completed before it).
         let plan = recovery::plan(&report)?;
-        for step in &plan.steps {
-            match step {
-                Step::Flush { .. } => {
-                    disk.flush(FlushCover::All);
-                }
-                Step::Write {
-                    ring_offset, bytes, ..
-                } => {
-                    disk.write(*ring_offset, bytes, WriteDurability::Volatile)
-                        .expect("the plan writes inside the ring");
-                }
-                Step::Zero {
-                    ring_offset,
-                    len_bytes,
-                } => {
-                    if invalidation == Invalidation::Apply {
-                        let len = usize::try_from(*len_bytes).expect("a range inside the ring");
-                        disk.write(*ring_offset, &vec![0u8; len], WriteDurability::Volatile)
-                            .expect("the plan writes inside the ring");
-                    }
-                }
-            }
-        }
+        carry_out(&mut disk, &plan.steps, invalidation);
         debug_assert!(
             disk.unflushed().is_empty(),
             "every step's write was flushed"
@@ -398,6 +441,55 @@ impl ModelWriter {
             self.cursor
                 .data_slot(&self.geometry, head, self.incarnation)?
         };
+        self.keep_window(&slot);
+        self.ensure_hint(&slot);
+        let start = BatchStart {
+            ring_id: self.ring_id,
+            position: slot.position,
+            first_lsn: self.cursor.next_lsn,
+            watermark: self.acked_lsn,
+            incarnation: self.incarnation,
+            block_size_bytes: self.geometry.block_size_bytes,
+            capacity_bytes: slot.capacity_bytes,
+            payload_size_max_bytes: self.geometry.payload_size_max_bytes(),
+        };
+        let mut buf = std::mem::take(&mut self.batch_buf);
+        let mut builder = BatchBuilder::new(&mut buf, start);
+        let mut records = Vec::new();
+        let batch_ring_offset = self.geometry.ring_offset(slot.position);
+        let taken = push_records(
+            &mut builder,
+            payloads,
+            batch_ring_offset,
+            lsns,
+            &mut records,
+        );
+        if taken == 0 && !payloads.is_empty() {
+            // Not even one record fits in what is left of this segment: move to the next one,
+            // or, while it cannot be entered, the ring is full.
+            self.batch_buf = buf;
+            self.cursor.skip_for_data(&self.geometry, head)?;
+            return Ok(0);
+        }
+        let batch = builder.finish();
+        self.write_batch(&slot, &batch, &buf, start.watermark, records);
+        self.batch_buf = buf;
+        if batch.records > 0 {
+            self.live.push_back(LiveBatch {
+                position: batch.position,
+                first_lsn: batch.first_lsn,
+                next_lsn: batch.next_lsn(),
+                incarnation: self.incarnation,
+            });
+        }
+        self.cursor
+            .advance(&self.geometry, batch.bytes, batch.records);
+        Ok(taken)
+    }
+
+    /// Keeps the window: waits (here: flushes) until a batch of the largest size `slot`
+    /// allows fits in it.
+    fn keep_window(&mut self, slot: &BatchSlot) {
         // Keep the window: wait (here: flush) until a batch of the largest size this slot
         // allows fits in it, then build the batch with the watermark that holds after.
         // The write carries the segment header block too, when there is one.
@@ -417,42 +509,19 @@ impl ModelWriter {
         {
             self.flush();
         }
-        self.ensure_hint(&slot);
-        let start = BatchStart {
-            ring_id: self.ring_id,
-            position: slot.position,
-            first_lsn: self.cursor.next_lsn,
-            watermark: self.acked_lsn,
-            incarnation: self.incarnation,
-            block_size_bytes: self.geometry.block_size_bytes,
-            capacity_bytes: slot.capacity_bytes,
-            payload_size_max_bytes: self.geometry.payload_size_max_bytes(),
-        };
-        let mut buf = std::mem::take(&mut self.batch_buf);
-        let mut builder = BatchBuilder::new(&mut buf, start);
-        let mut taken = 0;
-        let mut records = Vec::new();
-        let batch_ring_offset = self.geometry.ring_offset(slot.position);
-        for payload in payloads {
-            let record_offset = batch_ring_offset + u64::from(builder.used_bytes());
-            match builder.push(Kind::Data, payload) {
-                Ok(lsn) => {
-                    lsns.push(lsn);
-                    records.push((record_offset, BatchBuilder::record_bytes(payload.len())));
-                }
-                Err(EncodeError::BatchFull { .. }) => break,
-                Err(error) => unreachable!("append checked every payload's length: {error}"),
-            }
-            taken += 1;
-        }
-        if taken == 0 && !payloads.is_empty() {
-            // Not even one record fits in what is left of this segment: move to the next one,
-            // or, while it cannot be entered, the ring is full.
-            self.batch_buf = buf;
-            self.cursor.skip_for_data(&self.geometry, head)?;
-            return Ok(0);
-        }
-        let batch = builder.finish();
+    }
+
+    /// Writes `batch` (its bytes the front of `encoded`), behind the segment header block
+    /// when `slot` has one, as a pending write, and records it among the batches written
+    /// (with the `watermark` its headers carry and its `records`).
+    fn write_batch(
+        &mut self,
+        slot: &BatchSlot,
+        batch: &EncodedBatch,
+        encoded: &[u8],
+        watermark: u64,
+        records: Vec<(u64, u64)>,
+    ) {
         let block = self.geometry.block_size_bytes as usize;
         let mut bytes = Vec::with_capacity(block + batch.bytes as usize);
         if let Some(header) = slot.segment_header {
@@ -460,8 +529,7 @@ impl ModelWriter {
             header.encode(self.ring_id, &mut header_block);
             bytes.extend_from_slice(&header_block);
         }
-        bytes.extend_from_slice(&buf[..batch.bytes as usize]);
-        self.batch_buf = buf;
+        bytes.extend_from_slice(&encoded[..batch.bytes as usize]);
         let ring_offset = slot.write_ring_offset(&self.geometry);
         self.disk
             .write(ring_offset, &bytes, WriteDurability::Volatile)
@@ -473,23 +541,12 @@ impl ModelWriter {
         });
         self.written.push(WrittenBatch {
             position: batch.position,
-            ring_offset: batch_ring_offset,
+            ring_offset: self.geometry.ring_offset(slot.position),
             bytes: batch.bytes,
             lsns: batch.first_lsn..batch.next_lsn(),
-            watermark: start.watermark,
+            watermark,
             records,
         });
-        if batch.records > 0 {
-            self.live.push_back(LiveBatch {
-                position: batch.position,
-                first_lsn: batch.first_lsn,
-                next_lsn: batch.next_lsn(),
-                incarnation: self.incarnation,
-            });
-        }
-        self.cursor
-            .advance(&self.geometry, batch.bytes, batch.records);
-        Ok(taken)
     }
 
     /// Completes every pending write and a flush after them: all of it is durable and

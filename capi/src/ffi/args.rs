@@ -44,7 +44,7 @@ pub(crate) fn guard(name: &str, body: impl FnOnce() -> Result<(), Failure>) -> c
     last_error::clear();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         #[cfg(test)]
-        super::tests::panic_if_asked();
+        panic_if_asked();
         body()
     }));
     let failure = match outcome {
@@ -288,4 +288,25 @@ pub(crate) fn handle(path: &std::path::Path, drive: Drive) -> Result<*mut sealog
     })?;
     let drive = Arc::new(drive);
     Ok(Box::into_raw(Box::new(sealog_drive { drive, completions })))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Whether the next [`guard`]ed call on this thread panics: set by a test only.
+    static PANIC_IN_NEXT_CALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the next [`guard`]ed call on this thread panic, for the test that a panic becomes
+/// `SEALOG_PANIC` and never crosses into C.
+#[cfg(test)]
+pub(crate) fn panic_in_next_call() {
+    PANIC_IN_NEXT_CALL.with(|asked| asked.set(true));
+}
+
+/// The hook [`guard`] calls in tests: panics once when a test asked for it.
+#[cfg(test)]
+fn panic_if_asked() {
+    if PANIC_IN_NEXT_CALL.with(|asked| asked.replace(false)) {
+        panic!("a test asked for a panic");
+    }
 }

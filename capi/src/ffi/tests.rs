@@ -5,7 +5,6 @@
 //! returns (also when a callback appends), and an iterator outliving its drive's close is
 //! safe.
 
-use std::cell::Cell;
 use std::ffi::{c_void, CString};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,17 +13,6 @@ use std::sync::Mutex;
 use super::append::*;
 use super::read::*;
 use super::*;
-
-thread_local! {
-    static PANIC_IN_NEXT_CALL: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The hook [`guard`] calls in tests: panics once when a test asked for it.
-pub(super) fn panic_if_asked() {
-    if PANIC_IN_NEXT_CALL.with(|asked| asked.replace(false)) {
-        panic!("a test asked for a panic");
-    }
-}
 
 pub(super) const OK: c_int = sealog_status::SEALOG_OK as c_int;
 pub(super) const INVALID: c_int = sealog_status::SEALOG_INVALID_ARGUMENT as c_int;
@@ -240,7 +228,7 @@ fn struct_sizes_are_checked_and_unknown_fields_must_be_zero() {
 #[test]
 fn a_panic_becomes_an_error_and_the_next_call_succeeds() {
     let mut options = drive_options_default();
-    PANIC_IN_NEXT_CALL.with(|asked| asked.set(true));
+    super::args::panic_in_next_call();
     // SAFETY: a writable options struct.
     let (status, message) = outcome(unsafe { sealog_drive_options_init(&mut options) });
     assert_eq!(status, sealog_status::SEALOG_PANIC as c_int);

@@ -13,9 +13,12 @@
 //! exactly the same, and some then create a LogDrive, whose generation must be above every
 //! one issued before the crash.
 
+use std::sync::Arc;
+
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use sealog::io::Tag;
 use sealog::{DriveOptions, Durability};
 use sealog_logdrive::record::Record;
 use sealog_wal::format::{ENTRY_HEADER_SIZE, ENTRY_MAGIC};
@@ -126,71 +129,108 @@ pub(crate) fn windows(
     geometry: &Geometry,
     ring_id: RingId,
 ) -> Windows {
-    let control_area = geometry.control_area_bytes();
-    let mut windows = Windows::default();
-    let mut reclaiming = false;
-    let mut reclaim_start = 0;
-    let mut trim_lsn = 0;
-    let mut step: Option<usize> = None;
-    let mut trim_write = None;
-    let mut trim_written = false;
-    let mut trimmed_at: Option<usize> = None;
+    let mut scan = WindowScan {
+        log,
+        control_area: geometry.control_area_bytes(),
+        ring_id,
+        windows: Windows::default(),
+        reclaiming: false,
+        reclaim_start: 0,
+        trim_lsn: 0,
+        step: None,
+        trim_write: None,
+        trim_written: false,
+        trimmed_at: None,
+    };
     for (index, event) in events.iter().enumerate() {
+        scan.event(index, event);
+    }
+    scan.windows
+}
+
+/// The walk [`windows`] makes along a trace, event by event.
+struct WindowScan<'a> {
+    log: &'a [super::workload::Logged],
+    control_area: u64,
+    ring_id: RingId,
+    /// What was found so far.
+    windows: Windows,
+    /// Inside a `reclaim_now`, issued at `reclaim_start`.
+    reclaiming: bool,
+    reclaim_start: usize,
+    /// The highest ring trim point a control block was handed over with.
+    trim_lsn: u64,
+    /// Where the relocation step in progress started (its first copy handed over).
+    step: Option<usize>,
+    /// The control block write that moves the trim point in the step, until it completes.
+    trim_write: Option<Tag>,
+    /// That write completed: the next flush makes it durable.
+    trim_written: bool,
+    /// Where the last step's trim became durable, until the next copy or the reclaim's end.
+    trimmed_at: Option<usize>,
+}
+
+impl WindowScan<'_> {
+    /// Takes event `index` of the trace.
+    fn event(&mut self, index: usize, event: &Event) {
         match event {
-            Event::Issued(op) if log[*op].op == Op::Reclaim => {
-                reclaiming = true;
-                reclaim_start = index;
+            Event::Issued(op) if self.log[*op].op == Op::Reclaim => {
+                self.reclaiming = true;
+                self.reclaim_start = index;
             }
-            Event::Done(op) if log[*op].op == Op::Reclaim => {
-                reclaiming = false;
-                windows.reclaims.push((reclaim_start, index));
-                if let Some(start) = step.take() {
-                    windows.relocation.push((start, index));
-                }
-                if let Some(trimmed) = trimmed_at.take() {
-                    windows.after_trim.push((trimmed, index));
-                }
-                trim_write = None;
-                trim_written = false;
-            }
+            Event::Done(op) if self.log[*op].op == Op::Reclaim => self.reclaim_done(index),
             Event::Submitted {
                 tag,
                 ring_offset,
                 bytes,
-            } if *ring_offset < control_area => {
+            } if *ring_offset < self.control_area => {
                 let Ok(control) = ControlBlock::decode(bytes) else {
-                    continue;
+                    return;
                 };
-                if control.trim_lsn > trim_lsn {
-                    trim_lsn = control.trim_lsn;
-                    if reclaiming && step.is_some() {
-                        trim_write = Some(*tag);
+                if control.trim_lsn > self.trim_lsn {
+                    self.trim_lsn = control.trim_lsn;
+                    if self.reclaiming && self.step.is_some() {
+                        self.trim_write = Some(*tag);
                     }
                 }
             }
             Event::Submitted { bytes, .. }
-                if reclaiming && step.is_none() && carries_copy(bytes, ring_id) =>
+                if self.reclaiming && self.step.is_none() && carries_copy(bytes, self.ring_id) =>
             {
-                step = Some(index);
-                if let Some(trimmed) = trimmed_at.take() {
-                    windows.after_trim.push((trimmed, index));
+                self.step = Some(index);
+                if let Some(trimmed) = self.trimmed_at.take() {
+                    self.windows.after_trim.push((trimmed, index));
                 }
             }
-            Event::Completed { tag, .. } if trim_write == Some(*tag) => {
-                trim_written = true;
-                trim_write = None;
+            Event::Completed { tag, .. } if self.trim_write == Some(*tag) => {
+                self.trim_written = true;
+                self.trim_write = None;
             }
-            Event::Flushed { .. } if trim_written => {
-                trim_written = false;
-                if let Some(start) = step.take() {
-                    windows.relocation.push((start, index + 1));
-                    trimmed_at = Some(index + 1);
+            Event::Flushed { .. } if self.trim_written => {
+                self.trim_written = false;
+                if let Some(start) = self.step.take() {
+                    self.windows.relocation.push((start, index + 1));
+                    self.trimmed_at = Some(index + 1);
                 }
             }
             _ => {}
         }
     }
-    windows
+
+    /// A `reclaim_now` answered at event `index`: its window, and the step or the stretch
+    /// after a trim it leaves open, end there.
+    fn reclaim_done(&mut self, index: usize) {
+        self.reclaiming = false;
+        self.windows.reclaims.push((self.reclaim_start, index));
+        if let Some(start) = self.step.take() {
+            self.windows.relocation.push((start, index));
+        }
+        if let Some(trimmed) = self.trimmed_at.take() {
+            self.windows.after_trim.push((trimmed, index));
+        }
+        self.trim_write = None;
+        self.trim_written = false;
+    }
 }
 
 /// Runs LogDrive workloads from `options.seed` on until at least `options.states_target`
@@ -217,81 +257,13 @@ fn workload(seed: u64, target: u64, summary: &mut CrashSummary) -> Result<(), St
     let geometry = ring_geometry(&mut rng);
     let image = ModelWriter::format(geometry, RING_ID);
     let trace = Trace::new();
-    // Completions more or less reordered: a ring trim may then be durable before a batch
-    // submitted before it.
-    let faults = FaultConfig {
-        latency_waits_max: rng.gen_range(2..=12),
-        ..FaultConfig::none()
-    };
-    // A quarter of the workloads with writes durable on their own (RWF_DSYNC), no flushes.
-    let durability = if rng.gen_bool(0.25) {
-        Durability::Dsync
-    } else {
-        Durability::Fdatasync
-    };
-    let options = DriveOptions {
-        durability: Some(durability),
-        ..DriveOptions::default()
-    };
-    let opened = open_sim_store(
-        image.clone(),
-        geometry,
-        faults,
-        rng.gen(),
-        Some(trace.clone()),
-        options,
-    );
-    let store = opened
-        .store
-        .map_err(|error| format!("the first open failed: {error}"))?;
-    let mut journal = TraceJournal::new(trace.clone());
-    let mut work = Workload::resume(&store, rng.gen(), 0);
-    work.start(&store, &mut journal)?;
-    for _ in 0..GROUPS {
-        if work.step(&store, &mut journal)? == Progress::Stopped {
-            return Err("the store stopped on a drive without faults".into());
-        }
-        if work.ring_full || rng.gen_bool(0.12) {
-            work.reclaim(&store, &mut journal)?;
-        }
-    }
-    store.close();
-    drop(store);
+    let (work, journal) = run_workload(&image, geometry, &trace, &mut rng)?;
     summary.relocated_records += work.relocated_records;
     summary.ring_trims += work.ring_trims;
     let events = trace.events();
     let windows = windows(&events, &work.log, &geometry, RING_ID);
     summary.relocation_steps += windows.relocation.len() as u64;
-    // Half the cut points inside relocation steps, some after their ring trims, the rest
-    // anywhere.
-    let cuts_wanted = (target as usize)
-        .div_ceil(STATES_PER_CUT)
-        .clamp(1, CUTS_MAX);
-    let cuts_in = |ranges: &[(usize, usize)]| -> Vec<usize> {
-        ranges
-            .iter()
-            .flat_map(|(start, end)| start + 1..=*end)
-            .collect()
-    };
-    let mut cuts: Vec<usize> = cuts_in(&windows.relocation)
-        .choose_multiple(&mut rng, cuts_wanted / 2)
-        .copied()
-        .collect();
-    cuts.extend(
-        cuts_in(&windows.after_trim)
-            .choose_multiple(&mut rng, cuts_wanted / 10)
-            .copied(),
-    );
-    cuts.extend(
-        cuts_in(&windows.reclaims)
-            .choose_multiple(&mut rng, cuts_wanted / 10)
-            .copied(),
-    );
-    while cuts.len() < cuts_wanted {
-        cuts.push(rng.gen_range(1..=events.len()));
-    }
-    cuts.sort_unstable();
-    cuts.dedup();
+    let cuts = choose_cuts(&windows, events.len(), target, &mut rng);
     let mut disk = TraceDisk::new(image);
     for cut in cuts {
         disk.advance_to(&events, cut);
@@ -328,6 +300,94 @@ fn workload(seed: u64, target: u64, summary: &mut CrashSummary) -> Result<(), St
         }
     }
     Ok(())
+}
+
+/// Runs the workload on a store over `image` (no faults, completions reordered), its device
+/// recording into `trace`, with the reclaimer run by hand when the ring is full and at random
+/// points; returns it with the journal of its operations.
+fn run_workload(
+    image: &[u8],
+    geometry: Geometry,
+    trace: &Arc<Trace>,
+    rng: &mut ChaCha8Rng,
+) -> Result<(Workload, TraceJournal), String> {
+    // Completions more or less reordered: a ring trim may then be durable before a batch
+    // submitted before it.
+    let faults = FaultConfig {
+        latency_waits_max: rng.gen_range(2..=12),
+        ..FaultConfig::none()
+    };
+    // A quarter of the workloads with writes durable on their own (RWF_DSYNC), no flushes.
+    let durability = if rng.gen_bool(0.25) {
+        Durability::Dsync
+    } else {
+        Durability::Fdatasync
+    };
+    let options = DriveOptions {
+        durability: Some(durability),
+        ..DriveOptions::default()
+    };
+    let opened = open_sim_store(
+        image.to_vec(),
+        geometry,
+        faults,
+        rng.gen(),
+        Some(trace.clone()),
+        options,
+    );
+    let store = opened
+        .store
+        .map_err(|error| format!("the first open failed: {error}"))?;
+    let mut journal = TraceJournal::new(trace.clone());
+    let mut work = Workload::resume(&store, rng.gen(), 0);
+    work.start(&store, &mut journal)?;
+    for _ in 0..GROUPS {
+        if work.step(&store, &mut journal)? == Progress::Stopped {
+            return Err("the store stopped on a drive without faults".into());
+        }
+        if work.ring_full || rng.gen_bool(0.12) {
+            work.reclaim(&store, &mut journal)?;
+        }
+    }
+    store.close();
+    drop(store);
+    Ok((work, journal))
+}
+
+/// The cut points, sorted and each once, at which about `target` states of a trace of
+/// `events` events are built.
+fn choose_cuts(windows: &Windows, events: usize, target: u64, rng: &mut ChaCha8Rng) -> Vec<usize> {
+    // Half the cut points inside relocation steps, some after their ring trims, the rest
+    // anywhere.
+    let cuts_wanted = (target as usize)
+        .div_ceil(STATES_PER_CUT)
+        .clamp(1, CUTS_MAX);
+    let cuts_in = |ranges: &[(usize, usize)]| -> Vec<usize> {
+        ranges
+            .iter()
+            .flat_map(|(start, end)| start + 1..=*end)
+            .collect()
+    };
+    let mut cuts: Vec<usize> = cuts_in(&windows.relocation)
+        .choose_multiple(rng, cuts_wanted / 2)
+        .copied()
+        .collect();
+    cuts.extend(
+        cuts_in(&windows.after_trim)
+            .choose_multiple(rng, cuts_wanted / 10)
+            .copied(),
+    );
+    cuts.extend(
+        cuts_in(&windows.reclaims)
+            .choose_multiple(rng, cuts_wanted / 10)
+            .copied(),
+    );
+    while cuts.len() < cuts_wanted {
+        cuts.push(rng.gen_range(1..=events));
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts
 }
 
 /// Opens a store on one crash image and checks it; on some states recovers it again and

@@ -468,8 +468,29 @@ fn check_drive(
     let generation = handle.generation();
     let fail = |what: String| format!("LogDrive {id} generation {generation}: {what}");
     let length = answer("length", wait(handle.length())).map_err(fail)?;
+    check_controls(&length, instance, lenient, checked).map_err(fail)?;
+    let reads = read_all(id, handle, instance, &length, lenient, checked).map_err(fail)?;
+    checked.reads += reads.len() as u64;
+    let tail = check_tail(handle, &length, &reads).map_err(fail)?;
+    check_refusals(id, handle, &length, instance.capacity).map_err(fail)?;
+    Ok(Seen {
+        generation,
+        length,
+        tail,
+        reads,
+    })
+}
+
+/// The seal, fence and trim point a live LogDrive answered (`length`) are ones its instance
+/// allows; counts the acknowledged ones.
+fn check_controls(
+    length: &Length,
+    instance: &Instance,
+    lenient: bool,
+    checked: &mut Checked,
+) -> Result<(), String> {
     let base = instance.base.as_ref();
-    check_seal(length.sealed, instance, lenient).map_err(fail)?;
+    check_seal(length.sealed, instance, lenient)?;
     let fence_start = base.map_or(0, |base| base.fence);
     check_control(
         "fence",
@@ -477,8 +498,7 @@ fn check_drive(
         fence_start,
         &instance.fences,
         lenient,
-    )
-    .map_err(fail)?;
+    )?;
     let first_start = base.map_or(0, |base| base.first);
     check_control(
         "trim point",
@@ -486,8 +506,7 @@ fn check_drive(
         first_start,
         &instance.trims,
         lenient,
-    )
-    .map_err(fail)?;
+    )?;
     checked.acked_facts += instance
         .seals
         .iter()
@@ -495,7 +514,21 @@ fn check_drive(
         .chain(&instance.trims)
         .filter(|(_, status)| *status == Status::Acked)
         .count() as u64;
-    let written_before = base.map(|base| &base.written);
+    Ok(())
+}
+
+/// Reads a live LogDrive from just below its trim point to just past the highest address
+/// written, each read checked ([`check_read`]); returns what every address read as.
+fn read_all(
+    id: u64,
+    handle: &LocalLogDrive,
+    instance: &Instance,
+    length: &Length,
+    lenient: bool,
+    checked: &mut Checked,
+) -> Result<Vec<(u64, ReadOutcome)>, String> {
+    let generation = handle.generation();
+    let written_before = instance.base.as_ref().map(|base| &base.written);
     let highest = written_before
         .and_then(|written| written.last().copied())
         .into_iter()
@@ -509,8 +542,7 @@ fn check_drive(
         .collect();
     let mut reads = Vec::with_capacity(futures.len());
     for (address, future) in futures {
-        let outcome =
-            answer(&format!("the read of address {address}"), wait(future)).map_err(fail)?;
+        let outcome = answer(&format!("the read of address {address}"), wait(future))?;
         let expected = payload(id, generation, address);
         let status = match (
             written_before.is_some_and(|w| w.contains(&address)),
@@ -521,50 +553,65 @@ fn check_drive(
             (false, _) => None,
         }
         .max(instance.writes.get(&address).copied());
-        let below_trim = address < length.first;
-        let sealed_off = length.sealed.is_some_and(|sealed| address >= sealed);
-        let fine = match &outcome {
-            ReadOutcome::Trimmed { first } => below_trim && *first == length.first,
-            _ if below_trim => false,
-            ReadOutcome::Unwritten => sealed_off || status != Some(Status::Acked),
-            ReadOutcome::Value(bytes) => !sealed_off && status.is_some() && *bytes == expected,
-            ReadOutcome::Damaged => false,
-        };
-        if !fine {
-            let found = match &outcome {
-                ReadOutcome::Value(bytes) if *bytes != expected => named(bytes),
-                other => format!("{other:?}").chars().take(80).collect(),
-            };
-            return Err(fail(format!(
-                "address {address} reads {found}; its write was {status:?}, the trim point \
-                 is {}, the seal {:?}",
-                length.first, length.sealed
-            )));
-        }
-        if status == Some(Status::Acked) && !sealed_off && !below_trim {
+        if check_read(address, &outcome, &expected, status, length)? {
             checked.acked_facts += 1;
         }
         reads.push((address, outcome));
     }
-    checked.reads += reads.len() as u64;
-    let tail = tail_of(&reads, length.first);
+    Ok(reads)
+}
+
+/// What `address` read as (`outcome`) is what its write's `status`, the trim point and the
+/// seal allow, and never other bytes than `expected`; returns whether it is an acknowledged
+/// write read back.
+fn check_read(
+    address: u64,
+    outcome: &ReadOutcome,
+    expected: &Bytes,
+    status: Option<Status>,
+    length: &Length,
+) -> Result<bool, String> {
+    let below_trim = address < length.first;
+    let sealed_off = length.sealed.is_some_and(|sealed| address >= sealed);
+    let fine = match outcome {
+        ReadOutcome::Trimmed { first } => below_trim && *first == length.first,
+        _ if below_trim => false,
+        ReadOutcome::Unwritten => sealed_off || status != Some(Status::Acked),
+        ReadOutcome::Value(bytes) => !sealed_off && status.is_some() && bytes == expected,
+        ReadOutcome::Damaged => false,
+    };
+    if !fine {
+        let found = match outcome {
+            ReadOutcome::Value(bytes) if bytes != expected => named(bytes),
+            other => format!("{other:?}").chars().take(80).collect(),
+        };
+        return Err(format!(
+            "address {address} reads {found}; its write was {status:?}, the trim point \
+             is {}, the seal {:?}",
+            length.first, length.sealed
+        ));
+    }
+    Ok(status == Some(Status::Acked) && !sealed_off && !below_trim)
+}
+
+/// weak_tail and length answer N, H and T as the reads say; returns the tail they say.
+fn check_tail(
+    handle: &LocalLogDrive,
+    length: &Length,
+    reads: &[(u64, ReadOutcome)],
+) -> Result<TailDesc, String> {
+    let tail = tail_of(reads, length.first);
     let k = tail_window(tail.n, length.first);
-    let answered = answer("weak_tail", wait(handle.weak_tail(k))).map_err(fail)?;
+    let answered = answer("weak_tail", wait(handle.weak_tail(k)))?;
     let seen = seen_through(&tail, k);
     if answered != seen || length.n != tail.n || length.t != tail.t() {
-        return Err(fail(format!(
+        return Err(format!(
             "weak_tail({k}) answers N {} H {:?} and length N {} T {}, but the reads say N {} \
              H {:?}",
             answered.n, answered.holes, length.n, length.t, tail.n, seen.holes
-        )));
+        ));
     }
-    check_refusals(id, handle, &length, instance.capacity).map_err(fail)?;
-    Ok(Seen {
-        generation,
-        length,
-        tail,
-        reads,
-    })
+    Ok(tail)
 }
 
 /// A write below the fence is refused `Fenced`, one at the seal `Sealed` (refusals write
@@ -623,71 +670,7 @@ pub fn check(store: &LogDriveStore, model: &Model) -> Result<Checked, String> {
         }
     }
     for (id, chain) in &chains {
-        let (absent, live) = allowed(chain);
-        let Ok(handle) = store.get(*id) else {
-            if !absent {
-                let instance = live.last().map(|index| &chain[*index]);
-                return Err(format!(
-                    "LogDrive {id} is missing: its creation (generation {:?}) was \
-                     acknowledged and no deletion of it was issued",
-                    instance.and_then(|instance| instance.generation)
-                ));
-            }
-            let acked_deletion = chain
-                .iter()
-                .any(|instance| instance.deleted == Some(Status::Acked));
-            checked.acked_facts += u64::from(acked_deletion);
-            continue;
-        };
-        let generation = handle.generation();
-        let known_before = |index: usize| {
-            chain[..index]
-                .iter()
-                .filter_map(|instance| instance.generation)
-                .max()
-                .unwrap_or(0)
-        };
-        let matched = live.iter().copied().find(|index| {
-            let instance = &chain[*index];
-            match instance.generation {
-                Some(known) => known == generation,
-                // A creation whose outcome never came: any generation after the ones before.
-                None => generation > known_before(*index).max(model.base.generation_max),
-            }
-        });
-        let Some(index) = matched else {
-            let generations: Vec<_> = chain
-                .iter()
-                .map(|instance| (instance.generation, instance.created, instance.deleted))
-                .collect();
-            return Err(format!(
-                "LogDrive {id} is live with generation {generation}, which the operations \
-                 cannot leave live: (generation, created, deleted) {generations:?}"
-            ));
-        };
-        let instance = &chain[index];
-        if instance.created == Status::Acked && instance.base.is_none() {
-            checked.acked_facts += 1;
-        }
-        let seen = check_drive(*id, &handle, instance, model.lenient, &mut checked)?;
-        checked.base.generation_max = checked.base.generation_max.max(generation);
-        checked.base.drives.insert(
-            *id,
-            BaseDrive {
-                generation,
-                capacity: instance.capacity,
-                sealed: seen.length.sealed,
-                fence: seen.length.fence,
-                first: seen.length.first,
-                written: seen
-                    .reads
-                    .iter()
-                    .filter(|(_, outcome)| matches!(outcome, ReadOutcome::Value(_)))
-                    .map(|(address, _)| *address)
-                    .collect(),
-            },
-        );
-        checked.observation.drives.insert(*id, seen);
+        check_chain(store, *id, chain, model, &mut checked)?;
     }
     if !model.lenient {
         let acked_generations = model.facts.iter().filter_map(|fact| match fact.op {
@@ -698,6 +681,96 @@ pub fn check(store: &LogDriveStore, model: &Model) -> Result<Checked, String> {
         checked.base.generation_max = checked.base.generation_max.max(highest);
     }
     Ok(checked)
+}
+
+/// Checks LogDrive `id` against the instances the model builds for it (`chain`): absent only
+/// where they allow it, else live as one of them ([`check_drive`]), which becomes its base.
+fn check_chain(
+    store: &LogDriveStore,
+    id: u64,
+    chain: &[Instance],
+    model: &Model,
+    checked: &mut Checked,
+) -> Result<(), String> {
+    let (absent, live) = allowed(chain);
+    let Ok(handle) = store.get(id) else {
+        if !absent {
+            let instance = live.last().map(|index| &chain[*index]);
+            return Err(format!(
+                "LogDrive {id} is missing: its creation (generation {:?}) was \
+                 acknowledged and no deletion of it was issued",
+                instance.and_then(|instance| instance.generation)
+            ));
+        }
+        let acked_deletion = chain
+            .iter()
+            .any(|instance| instance.deleted == Some(Status::Acked));
+        checked.acked_facts += u64::from(acked_deletion);
+        return Ok(());
+    };
+    let generation = handle.generation();
+    let index = live_instance(id, generation, chain, &live, model.base.generation_max)?;
+    let instance = &chain[index];
+    if instance.created == Status::Acked && instance.base.is_none() {
+        checked.acked_facts += 1;
+    }
+    let seen = check_drive(id, &handle, instance, model.lenient, checked)?;
+    checked.base.generation_max = checked.base.generation_max.max(generation);
+    checked.base.drives.insert(
+        id,
+        BaseDrive {
+            generation,
+            capacity: instance.capacity,
+            sealed: seen.length.sealed,
+            fence: seen.length.fence,
+            first: seen.length.first,
+            written: seen
+                .reads
+                .iter()
+                .filter(|(_, outcome)| matches!(outcome, ReadOutcome::Value(_)))
+                .map(|(address, _)| *address)
+                .collect(),
+        },
+    );
+    checked.observation.drives.insert(id, seen);
+    Ok(())
+}
+
+/// Which of the instances of `chain` that may be live (`live`, indexes into it) LogDrive
+/// `id`, live with `generation`, is; `generation_max` is the highest the base knew issued.
+fn live_instance(
+    id: u64,
+    generation: u64,
+    chain: &[Instance],
+    live: &[usize],
+    generation_max: u64,
+) -> Result<usize, String> {
+    let known_before = |index: usize| {
+        chain[..index]
+            .iter()
+            .filter_map(|instance| instance.generation)
+            .max()
+            .unwrap_or(0)
+    };
+    let matched = live.iter().copied().find(|index| {
+        let instance = &chain[*index];
+        match instance.generation {
+            Some(known) => known == generation,
+            // A creation whose outcome never came: any generation after the ones before.
+            None => generation > known_before(*index).max(generation_max),
+        }
+    });
+    let Some(index) = matched else {
+        let generations: Vec<_> = chain
+            .iter()
+            .map(|instance| (instance.generation, instance.created, instance.deleted))
+            .collect();
+        return Err(format!(
+            "LogDrive {id} is live with generation {generation}, which the operations \
+             cannot leave live: (generation, created, deleted) {generations:?}"
+        ));
+    };
+    Ok(index)
 }
 
 /// Creates LogDrive `id` (never used by the workloads) on a recovered store and checks that

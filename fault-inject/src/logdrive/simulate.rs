@@ -17,19 +17,21 @@
 //! timing decides how appends group into batches, so a replay meets the same faults at
 //! nearly, not exactly, the same records.
 
+use std::sync::Arc;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sealog::{DriveOptions, Durability, OpenError};
-use sealog_logdrive::StoreOpenError;
+use sealog_logdrive::{LogDriveStore, StoreOpenError};
 use sealog_wal::format::ENTRY_HEADER_SIZE;
 use sealog_wal::{Geometry, ReplayError, ReplayOptions, RingId};
 use sealog_wal_kit::model::ModelWriter;
 
 use super::crash_states::{windows, Windows};
 use super::model::{check, Model};
-use super::sim_store::{open_sim_store, ring_geometry, TraceJournal};
+use super::sim_store::{open_sim_store, ring_geometry, SimStore, TraceJournal};
 use super::workload::{Progress, Workload};
-use crate::device::{drawn_fate, in_flight_views, FaultConfig, SECTOR_BYTES};
+use crate::device::{drawn_fate, in_flight_views, FaultConfig, FaultCounts, SECTOR_BYTES};
 use crate::simulate::{surviving_watermark, Violation};
 use crate::trace::{Trace, TraceDisk};
 
@@ -173,158 +175,260 @@ pub fn run_logdrive_seed(
     seed: u64,
     options: &LogDriveSimOptions,
 ) -> Result<LogDriveSimSummary, Violation> {
-    let violation = |round: u32, what: String| Violation {
-        seed,
-        what: format!("LogDrive simulation, round {round}: {what}"),
-        replay: options.replay_command(seed),
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let config = faults(seed, &mut rng);
-    let geometry = ring_geometry(&mut rng);
-    let durability = if rng.gen_bool(0.8) {
-        Durability::Fdatasync
-    } else {
-        Durability::Dsync
-    };
-    let drive_options = DriveOptions {
-        durability: Some(durability),
-        ..DriveOptions::default()
-    };
-    let ring_id = RingId(*b"logdrive-simulat");
-    let mut image = ModelWriter::format(geometry, ring_id);
-    let mut model = Model::default();
-    let mut summary = LogDriveSimSummary::default();
-    let mut rot_at: Option<u64> = None;
-    let mut reopens = 0;
+    let mut run = LogDriveRun::new(seed, options);
     let mut round = 0;
     loop {
         let trace = Trace::new();
-        let opened = open_sim_store(
-            image.clone(),
-            geometry,
-            config,
-            rng.gen(),
-            Some(trace.clone()),
-            drive_options.clone(),
-        );
-        let counts = opened.counts();
+        let opened = run.open(&trace);
         let store = match &opened.store {
             Ok(store) => store.clone(),
-            Err(error) => {
-                summary.io_errors += counts.io_errors;
-                summary.data_faults += counts.data_faults;
-                match (corrupt_lsn(error), rot_at) {
-                    (Some(lsn), Some(rotten)) if lsn == rotten => {
-                        summary.rot_refused += 1;
-                        return Ok(summary);
-                    }
-                    (Some(_), None) if model.lenient => {
-                        summary.refused_corrupt += 1;
-                        return Ok(summary);
-                    }
-                    _ => {}
-                }
-                let io = matches!(error, StoreOpenError::Drive(OpenError::Io { .. }));
-                if io && counts.io_errors > 0 && reopens < REOPENS_AFTER_EIO_MAX {
+            Err(error) => match run.refused(round, error, opened.counts())? {
+                AfterRefusal::End => return Ok(run.summary),
+                AfterRefusal::OpenAgain => {
                     // A transient EIO of recovery's own: the machine reboots and opens again.
                     drop(opened.store);
-                    reopens += 1;
-                    summary.reopens_after_eio += 1;
-                    image = opened
+                    run.reopens += 1;
+                    run.summary.reopens_after_eio += 1;
+                    run.image = opened
                         .image
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .take()
-                        .ok_or_else(|| violation(round, "a refused open left no image".into()))?;
+                        .ok_or_else(|| {
+                            run.violation(round, "a refused open left no image".into())
+                        })?;
                     continue;
                 }
-                let expected = match rot_at {
-                    Some(lsn) => format!(" (bit rot was put in acknowledged LSN {lsn})"),
-                    None => String::new(),
-                };
-                return Err(violation(
-                    round,
-                    format!("the open failed: {error}{expected}"),
-                ));
-            }
+            },
         };
-        if let Some(lsn) = rot_at {
-            return Err(violation(
+        run.check_recovered(round, &store)?;
+        if round == options.rounds {
+            store.close();
+            return Ok(run.summary);
+        }
+        let (work, journal) = run.groups(round, &store, &trace)?;
+        run.crash(&work, &journal, &trace, opened.counts());
+        store.close();
+        drop(store);
+        drop(opened);
+        run.maybe_rot();
+        run.summary.rounds += 1;
+        run.reopens = 0;
+        round += 1;
+    }
+}
+
+/// One seed's run between its rounds: what it drew at the start, the image the next round
+/// opens, the model of what was acknowledged, and what the rounds did so far.
+struct LogDriveRun<'a> {
+    seed: u64,
+    options: &'a LogDriveSimOptions,
+    rng: ChaCha8Rng,
+    config: FaultConfig,
+    geometry: Geometry,
+    drive_options: DriveOptions,
+    ring_id: RingId,
+    image: Vec<u8>,
+    model: Model,
+    summary: LogDriveSimSummary,
+    /// The acknowledged LSN bit rot was put in, which the next open must refuse.
+    rot_at: Option<u64>,
+    /// Opens retried in this round after an injected EIO in recovery's own I/O.
+    reopens: u32,
+}
+
+/// What a refused open that the faults explain leads to.
+enum AfterRefusal {
+    /// The machine reboots and opens the image the refused open left.
+    OpenAgain,
+    /// The seed ends.
+    End,
+}
+
+impl<'a> LogDriveRun<'a> {
+    /// Draws the seed's faults, geometry and durability, and formats its ring.
+    fn new(seed: u64, options: &'a LogDriveSimOptions) -> LogDriveRun<'a> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let config = faults(seed, &mut rng);
+        let geometry = ring_geometry(&mut rng);
+        let durability = if rng.gen_bool(0.8) {
+            Durability::Fdatasync
+        } else {
+            Durability::Dsync
+        };
+        let drive_options = DriveOptions {
+            durability: Some(durability),
+            ..DriveOptions::default()
+        };
+        let ring_id = RingId(*b"logdrive-simulat");
+        let image = ModelWriter::format(geometry, ring_id);
+        LogDriveRun {
+            seed,
+            options,
+            rng,
+            config,
+            geometry,
+            drive_options,
+            ring_id,
+            image,
+            model: Model::default(),
+            summary: LogDriveSimSummary::default(),
+            rot_at: None,
+            reopens: 0,
+        }
+    }
+
+    /// A violation of this seed in `round`, with the command that replays it.
+    fn violation(&self, round: u32, what: String) -> Violation {
+        Violation {
+            seed: self.seed,
+            what: format!("LogDrive simulation, round {round}: {what}"),
+            replay: self.options.replay_command(self.seed),
+        }
+    }
+
+    /// Opens a store on the image, its device recording into `trace`.
+    fn open(&mut self, trace: &Arc<Trace>) -> SimStore {
+        open_sim_store(
+            self.image.clone(),
+            self.geometry,
+            self.config,
+            self.rng.gen(),
+            Some(trace.clone()),
+            self.drive_options.clone(),
+        )
+    }
+
+    /// Counts a refused open (its device injected `counts`) and says whether the seed ends
+    /// or opens again: a refusal neither bit rot, damage nor an EIO explains is a violation.
+    fn refused(
+        &mut self,
+        round: u32,
+        error: &StoreOpenError,
+        counts: FaultCounts,
+    ) -> Result<AfterRefusal, Violation> {
+        self.summary.io_errors += counts.io_errors;
+        self.summary.data_faults += counts.data_faults;
+        match (corrupt_lsn(error), self.rot_at) {
+            (Some(lsn), Some(rotten)) if lsn == rotten => {
+                self.summary.rot_refused += 1;
+                return Ok(AfterRefusal::End);
+            }
+            (Some(_), None) if self.model.lenient => {
+                self.summary.refused_corrupt += 1;
+                return Ok(AfterRefusal::End);
+            }
+            _ => {}
+        }
+        let io = matches!(error, StoreOpenError::Drive(OpenError::Io { .. }));
+        if io && counts.io_errors > 0 && self.reopens < REOPENS_AFTER_EIO_MAX {
+            return Ok(AfterRefusal::OpenAgain);
+        }
+        let expected = match self.rot_at {
+            Some(lsn) => format!(" (bit rot was put in acknowledged LSN {lsn})"),
+            None => String::new(),
+        };
+        Err(self.violation(round, format!("the open failed: {error}{expected}")))
+    }
+
+    /// Checks the opened store against the model, which then starts from what it holds.
+    fn check_recovered(&mut self, round: u32, store: &LogDriveStore) -> Result<(), Violation> {
+        if let Some(lsn) = self.rot_at {
+            return Err(self.violation(
                 round,
                 format!("bit rot in acknowledged LSN {lsn}, which a watermark covers, opened"),
             ));
         }
-        let checked = check(&store, &model).map_err(|what| violation(round, what))?;
-        summary.recoveries += 1;
-        summary.lenient_checks += u64::from(model.lenient);
-        summary.acked_facts += checked.acked_facts;
-        model = Model {
+        let checked = check(store, &self.model).map_err(|what| self.violation(round, what))?;
+        self.summary.recoveries += 1;
+        self.summary.lenient_checks += u64::from(self.model.lenient);
+        self.summary.acked_facts += checked.acked_facts;
+        self.model = Model {
             base: checked.base,
             facts: Vec::new(),
             lenient: false,
         };
-        if round == options.rounds {
-            store.close();
-            return Ok(summary);
-        }
+        Ok(())
+    }
+
+    /// The round's workload: groups of operations, the reclaimer run when the ring is full
+    /// and at random points, until the groups are done or the store stops.
+    fn groups(
+        &mut self,
+        round: u32,
+        store: &LogDriveStore,
+        trace: &Arc<Trace>,
+    ) -> Result<(Workload, TraceJournal), Violation> {
         let mut journal = TraceJournal::new(trace.clone());
-        let mut work = Workload::resume(&store, rng.gen(), model.base.generation_max);
+        let mut work = Workload::resume(store, self.rng.gen(), self.model.base.generation_max);
         let mut progress = work
-            .start(&store, &mut journal)
-            .map_err(|what| violation(round, what))?;
-        for _ in 0..options.groups {
+            .start(store, &mut journal)
+            .map_err(|what| self.violation(round, what))?;
+        for _ in 0..self.options.groups {
             if progress == Progress::Stopped {
                 break;
             }
             progress = work
-                .step(&store, &mut journal)
-                .map_err(|what| violation(round, what))?;
-            if work.ring_full || rng.gen_bool(0.12) {
-                work.reclaim(&store, &mut journal)
-                    .map_err(|what| violation(round, what))?;
+                .step(store, &mut journal)
+                .map_err(|what| self.violation(round, what))?;
+            if work.ring_full || self.rng.gen_bool(0.12) {
+                work.reclaim(store, &mut journal)
+                    .map_err(|what| self.violation(round, what))?;
             }
         }
-        summary.fail_stops += u64::from(progress == Progress::Stopped);
-        summary.relocated_records += work.relocated_records;
-        let counts = opened.counts();
-        summary.io_errors += counts.io_errors;
-        summary.data_faults += counts.data_faults;
+        self.summary.fail_stops += u64::from(progress == Progress::Stopped);
+        self.summary.relocated_records += work.relocated_records;
+        Ok((work, journal))
+    }
+
+    /// Pulls the power at a drawn point of the round's trace: the image it leaves is the
+    /// next round's, and the operations issued before it the model's facts (lenient where
+    /// the device, which injected `counts`, damaged data).
+    fn crash(
+        &mut self,
+        work: &Workload,
+        journal: &TraceJournal,
+        trace: &Trace,
+        counts: FaultCounts,
+    ) {
+        self.summary.io_errors += counts.io_errors;
+        self.summary.data_faults += counts.data_faults;
         // The power fails: at the end, or a third of the time inside a reclaim_now.
         let events = trace.events();
-        let found = windows(&events, &work.log, &geometry, ring_id);
+        let found = windows(&events, &work.log, &self.geometry, self.ring_id);
         let reclaiming: Vec<usize> = found
             .reclaims
             .iter()
             .flat_map(|(start, end)| start + 1..=*end)
             .collect();
-        let cut = if !reclaiming.is_empty() && rng.gen_bool(0.33) {
-            reclaiming[rng.gen_range(0..reclaiming.len())]
-        } else if rng.gen_bool(0.5) {
+        let cut = if !reclaiming.is_empty() && self.rng.gen_bool(0.33) {
+            reclaiming[self.rng.gen_range(0..reclaiming.len())]
+        } else if self.rng.gen_bool(0.5) {
             events.len()
         } else {
-            rng.gen_range(events.len() / 2..=events.len())
+            self.rng.gen_range(events.len() / 2..=events.len())
         };
-        summary.crashes_in_reclaim += u64::from(Windows::inside(&found.reclaims, cut));
-        summary.crashes_in_relocation += u64::from(Windows::inside(&found.relocation, cut));
-        let mut disk = TraceDisk::new(image);
+        self.summary.crashes_in_reclaim += u64::from(Windows::inside(&found.reclaims, cut));
+        self.summary.crashes_in_relocation += u64::from(Windows::inside(&found.relocation, cut));
+        let mut disk = TraceDisk::new(std::mem::take(&mut self.image));
         disk.advance_to(&events, cut);
         let in_flight = disk.in_flight();
-        let hostile = rng.gen_bool(config.torn_writes);
-        image = disk
+        let hostile = self.rng.gen_bool(self.config.torn_writes);
+        let rng = &mut self.rng;
+        self.image = disk
             .disk()
             .crash(&in_flight_views(&in_flight), SECTOR_BYTES, &mut |_| {
-                drawn_fate(&mut rng, hostile)
+                drawn_fate(rng, hostile)
             });
-        model.facts = work.facts(|index| journal.status(index, cut));
-        model.lenient = counts.data_faults > 0;
-        store.close();
-        drop(store);
-        drop(opened);
-        if !model.lenient && rng.gen_bool(0.12) {
-            rot_at = rot(&mut image, &geometry, ring_id, &mut rng);
+        self.model.facts = work.facts(|index| journal.status(index, cut));
+        self.model.lenient = counts.data_faults > 0;
+    }
+
+    /// After some crashes of a drive that damaged nothing, bit rot in an acknowledged record
+    /// that a surviving watermark covers: the next open must refuse it.
+    fn maybe_rot(&mut self) {
+        if !self.model.lenient && self.rng.gen_bool(0.12) {
+            self.rot_at = rot(&mut self.image, &self.geometry, self.ring_id, &mut self.rng);
         }
-        summary.rounds += 1;
-        reopens = 0;
-        round += 1;
     }
 }

@@ -126,6 +126,20 @@ pub struct Workload {
     pub ring_trims: u64,
 }
 
+/// The operations of one group in flight: creations apart, for they answer with a handle.
+#[derive(Default)]
+struct Group {
+    /// Operations issued, by their index in the log.
+    flying: Vec<(usize, OpFuture<()>)>,
+    /// Creations issued: the id, the index in the log, and the creation.
+    creating: Vec<(u64, usize, OpFuture<LocalLogDrive>)>,
+}
+
+/// One of `ids`, drawn.
+fn pick(rng: &mut ChaCha8Rng, ids: &[u64]) -> u64 {
+    ids[rng.gen_range(0..ids.len())]
+}
+
 fn violation(what: String) -> String {
     format!("the store misbehaved live: {what}")
 }
@@ -228,7 +242,13 @@ impl Workload {
             }
             Outcome::Failed(error) => error,
         };
-        match (&op, &error) {
+        self.failed(index, op, &error)
+    }
+
+    /// Operation `index` failed with `error`: a stopped drive, a full ring, or a refusal the
+    /// workload asked for are expected (and remembered); anything else is a violation.
+    fn failed(&mut self, index: usize, op: Op, error: &LogDriveError) -> Result<(), String> {
+        match (&op, error) {
             (_, LogDriveError::Stopped { .. } | LogDriveError::Io { .. }) => {
                 self.stopped = true;
                 if op != Op::Reclaim {
@@ -328,127 +348,156 @@ impl Workload {
         store: &LogDriveStore,
         journal: &mut dyn Journal,
     ) -> Result<Progress, String> {
-        let mut flying: Vec<(usize, OpFuture<()>)> = Vec::new();
-        let mut creating = Vec::new();
+        let mut group = Group::default();
         let sweep = self.rng.gen_bool(SWEEP_CHANCE);
         if sweep {
-            // Every LogDrive but the ledger deleted, the ring reclaimed after and no creation
-            // for a while: the head passes every record of the newest generations, which only
-            // the generation record relocation writes then carries.
-            for id in self.others() {
-                let active = self.drives.remove(&id).expect("live");
-                let generation = active.generation;
-                let index = self.issue(Op::Delete { id, generation }, journal);
-                flying.push((index, store.delete(id)));
-                self.deleting.insert(index, (id, active));
-            }
-            // The ledger trimmed to its T: everything before the sweep is garbage.
-            flying.extend(self.trim_to_tail(LEDGER, journal));
-            self.ring_full = true;
-            self.quiet = QUIET_GROUPS;
+            self.sweep(store, journal, &mut group);
         }
         self.quiet = self.quiet.saturating_sub(1);
         let count = if sweep { 0 } else { self.rng.gen_range(1..=6) };
         for _ in 0..count {
-            let roll = self.rng.gen_range(0..100);
-            let others = self.others();
-            let pick = |rng: &mut ChaCha8Rng, ids: &[u64]| ids[rng.gen_range(0..ids.len())];
-            match roll {
-                0..=39 if self.drives.contains_key(&LEDGER) => {
-                    flying.extend(self.write(LEDGER, journal));
-                }
-                40..=71 if !others.is_empty() => {
-                    let id = pick(&mut self.rng, &others);
-                    flying.extend(self.write(id, journal));
-                }
-                72..=77 if others.len() + creating.len() < OTHERS_MAX && self.quiet == 0 => {
-                    let free: Vec<u64> = (2..=ID_MAX)
-                        .filter(|id| {
-                            !self.drives.contains_key(id)
-                                && !self.deleting.values().any(|(deleting, _)| deleting == id)
-                                && !creating.iter().any(|(creating, _, _)| creating == id)
-                        })
-                        .collect();
-                    if free.is_empty() {
-                        continue;
-                    }
-                    let id = pick(&mut self.rng, &free);
-                    let index = self.issue(
-                        Op::Create {
-                            id,
-                            capacity: CAPACITY,
-                        },
-                        journal,
-                    );
-                    creating.push((id, index, store.create(id, CAPACITY)));
-                }
-                78..=81 if !others.is_empty() => {
-                    let id = pick(&mut self.rng, &others);
-                    if self.drives[&id].writes < 8 && self.rng.gen_bool(0.7) {
-                        continue;
-                    }
-                    let active = self.drives.remove(&id).expect("live");
-                    let generation = active.generation;
-                    let index = self.issue(Op::Delete { id, generation }, journal);
-                    flying.push((index, store.delete(id)));
-                    self.deleting.insert(index, (id, active));
-                }
-                82..=84 if !others.is_empty() => {
-                    let id = pick(&mut self.rng, &others);
-                    flying.extend(self.seal(id, journal));
-                    // A trim racing the seal (at T, which may lie past the sealed length).
-                    if self.rng.gen_bool(0.5) {
-                        flying.extend(self.trim(id, journal));
-                    }
-                }
-                85..=89 => {
-                    let ids: Vec<u64> = self.drives.keys().copied().collect();
-                    if ids.is_empty() {
-                        continue;
-                    }
-                    let id = pick(&mut self.rng, &ids);
-                    let active = self.drives.get_mut(&id).expect("live");
-                    active.epoch += 1;
-                    let (epoch, handle) = (active.epoch, active.handle.clone());
-                    let op = Op::Fence {
-                        id,
-                        generation: active.generation,
-                        epoch,
-                    };
-                    let index = self.issue(op, journal);
-                    flying.push((index, handle.fence(epoch)));
-                }
-                90..=99 => {
-                    let ids: Vec<u64> = self.drives.keys().copied().collect();
-                    if ids.is_empty() {
-                        continue;
-                    }
-                    let id = if self.rng.gen_bool(0.5) && self.drives.contains_key(&LEDGER) {
-                        LEDGER
-                    } else {
-                        pick(&mut self.rng, &ids)
-                    };
-                    flying.extend(self.trim(id, journal));
-                }
-                _ => {}
-            }
+            self.operation(store, journal, &mut group);
         }
         if self.rng.gen_bool(RECLAIM_IN_FLIGHT_CHANCE) {
             // The reclaimer walks while the group is in flight, as the background one does: a
             // deletion not yet known durable holds the walk.
             self.reclaim(store, journal)?;
         }
-        for (index, future) in flying {
+        for (index, future) in group.flying {
             let outcome = match wait(future) {
                 Ok(()) => Outcome::Done,
                 Err(error) => Outcome::Failed(error),
             };
             self.finish(index, outcome, journal)?;
         }
-        for (id, index, future) in creating {
+        for (id, index, future) in group.creating {
             self.created(id, index, wait(future), journal)?;
         }
         Ok(self.progress())
+    }
+
+    /// Every LogDrive but the ledger deleted, the ring reclaimed after and no creation for a
+    /// while: the head passes every record of the newest generations, which only the
+    /// generation record relocation writes then carries.
+    fn sweep(&mut self, store: &LogDriveStore, journal: &mut dyn Journal, group: &mut Group) {
+        for id in self.others() {
+            group.flying.push(self.delete(id, store, journal));
+        }
+        // The ledger trimmed to its T: everything before the sweep is garbage.
+        group.flying.extend(self.trim_to_tail(LEDGER, journal));
+        self.ring_full = true;
+        self.quiet = QUIET_GROUPS;
+    }
+
+    /// One operation of a group, drawn: a write (to the ledger or another LogDrive), a
+    /// creation, a deletion, a seal (perhaps with a trim racing it), a fence or a trim.
+    fn operation(&mut self, store: &LogDriveStore, journal: &mut dyn Journal, group: &mut Group) {
+        let roll = self.rng.gen_range(0..100);
+        let others = self.others();
+        match roll {
+            0..=39 if self.drives.contains_key(&LEDGER) => {
+                group.flying.extend(self.write(LEDGER, journal));
+            }
+            40..=71 if !others.is_empty() => {
+                let id = pick(&mut self.rng, &others);
+                group.flying.extend(self.write(id, journal));
+            }
+            72..=77 if others.len() + group.creating.len() < OTHERS_MAX && self.quiet == 0 => {
+                self.create_other(store, journal, group);
+            }
+            78..=81 if !others.is_empty() => {
+                let id = pick(&mut self.rng, &others);
+                if self.drives[&id].writes < 8 && self.rng.gen_bool(0.7) {
+                    return;
+                }
+                group.flying.push(self.delete(id, store, journal));
+            }
+            82..=84 if !others.is_empty() => {
+                let id = pick(&mut self.rng, &others);
+                group.flying.extend(self.seal(id, journal));
+                // A trim racing the seal (at T, which may lie past the sealed length).
+                if self.rng.gen_bool(0.5) {
+                    group.flying.extend(self.trim(id, journal));
+                }
+            }
+            85..=89 => group.flying.extend(self.fence(journal)),
+            90..=99 => {
+                let ids: Vec<u64> = self.drives.keys().copied().collect();
+                if ids.is_empty() {
+                    return;
+                }
+                let id = if self.rng.gen_bool(0.5) && self.drives.contains_key(&LEDGER) {
+                    LEDGER
+                } else {
+                    pick(&mut self.rng, &ids)
+                };
+                group.flying.extend(self.trim(id, journal));
+            }
+            _ => {}
+        }
+    }
+
+    /// A creation of a LogDrive under a free id (none live, being deleted or created).
+    fn create_other(
+        &mut self,
+        store: &LogDriveStore,
+        journal: &mut dyn Journal,
+        group: &mut Group,
+    ) {
+        let free: Vec<u64> = (2..=ID_MAX)
+            .filter(|id| {
+                !self.drives.contains_key(id)
+                    && !self.deleting.values().any(|(deleting, _)| deleting == id)
+                    && !group.creating.iter().any(|(creating, _, _)| creating == id)
+            })
+            .collect();
+        if free.is_empty() {
+            return;
+        }
+        let id = pick(&mut self.rng, &free);
+        let index = self.issue(
+            Op::Create {
+                id,
+                capacity: CAPACITY,
+            },
+            journal,
+        );
+        group.creating.push((id, index, store.create(id, CAPACITY)));
+    }
+
+    /// A deletion of live LogDrive `id`, which is set aside until it is answered (back to
+    /// the live ones if it is refused).
+    fn delete(
+        &mut self,
+        id: u64,
+        store: &LogDriveStore,
+        journal: &mut dyn Journal,
+    ) -> (usize, OpFuture<()>) {
+        let active = self.drives.remove(&id).expect("live");
+        let generation = active.generation;
+        let index = self.issue(Op::Delete { id, generation }, journal);
+        let future = store.delete(id);
+        self.deleting.insert(index, (id, active));
+        (index, future)
+    }
+
+    /// A fence of a drawn live LogDrive at the epoch after its own.
+    fn fence(&mut self, journal: &mut dyn Journal) -> Option<(usize, OpFuture<()>)> {
+        let ids: Vec<u64> = self.drives.keys().copied().collect();
+        if ids.is_empty() {
+            return None;
+        }
+        let id = pick(&mut self.rng, &ids);
+        let active = self.drives.get_mut(&id).expect("live");
+        active.epoch += 1;
+        let (epoch, handle) = (active.epoch, active.handle.clone());
+        let op = Op::Fence {
+            id,
+            generation: active.generation,
+            epoch,
+        };
+        let index = self.issue(op, journal);
+        Some((index, handle.fence(epoch)))
     }
 
     /// A write to LogDrive `id`: a hole left earlier, the next address, or (now and then)

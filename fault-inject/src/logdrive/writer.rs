@@ -242,18 +242,7 @@ pub fn facts_from_lines(lines: &[String]) -> Result<Heard, String> {
                 let slot = ops
                     .get_mut(index()?)
                     .ok_or_else(|| format!("{line:?} names no operation issued"))?;
-                let generation = words.get(3).and_then(|word| word.parse().ok());
-                match words.get(2).copied() {
-                    Some("ok") => slot.outcome = Some((Status::Acked, None)),
-                    Some("created") => {
-                        let generation = generation.ok_or_else(|| format!("{line:?}"))?;
-                        heard.generations.push(generation);
-                        slot.outcome = Some((Status::Acked, Some(generation)));
-                    }
-                    Some("failed") if words.get(3) == Some(&"definite") => slot.refused = true,
-                    Some("failed") => slot.outcome = Some((Status::Maybe, None)),
-                    _ => return Err(format!("an outcome not understood: {line:?}")),
-                }
+                told_done(slot, line, &words, &mut heard)?;
             }
             Some("stats") => {
                 let number = |index: usize| words.get(index).and_then(|word| word.parse().ok());
@@ -265,6 +254,31 @@ pub fn facts_from_lines(lines: &[String]) -> Result<Heard, String> {
             _ => return Err(format!("a line not understood: {line:?}")),
         }
     }
+    add_facts(ops, &mut heard);
+    Ok(heard)
+}
+
+/// Takes the outcome a `done` line (`line`, split into `words`) tells of the operation in
+/// `slot`; a creation's generation goes to `heard` too.
+fn told_done(slot: &mut Told, line: &str, words: &[&str], heard: &mut Heard) -> Result<(), String> {
+    let generation = words.get(3).and_then(|word| word.parse().ok());
+    match words.get(2).copied() {
+        Some("ok") => slot.outcome = Some((Status::Acked, None)),
+        Some("created") => {
+            let generation = generation.ok_or_else(|| format!("{line:?}"))?;
+            heard.generations.push(generation);
+            slot.outcome = Some((Status::Acked, Some(generation)));
+        }
+        Some("failed") if words.get(3) == Some(&"definite") => slot.refused = true,
+        Some("failed") => slot.outcome = Some((Status::Maybe, None)),
+        _ => return Err(format!("an outcome not understood: {line:?}")),
+    }
+    Ok(())
+}
+
+/// The operations told, as facts in `heard`: refusals did nothing, and one not done (or
+/// failed indeterminately) may or may not have happened; counts them (reclaimer runs aside).
+fn add_facts(ops: Vec<Told>, heard: &mut Heard) {
     for Told {
         op,
         outcome,
@@ -285,5 +299,4 @@ pub fn facts_from_lines(lines: &[String]) -> Result<Heard, String> {
             status,
         });
     }
-    Ok(heard)
 }

@@ -22,7 +22,7 @@ use crate::model::ModelWriter;
 use sealog_wal::decision::{decide, row_index, Decision, Facts, ROWS};
 use sealog_wal::error::ReplayError;
 use sealog_wal::format::{Position, CONTROL_SEQUENCE_LIMIT};
-use sealog_wal::quarantine::{Damaged, DamagedRange, DAMAGED_REPORTED};
+use sealog_wal::quarantine::{Damaged, DamagedHeader, DamagedRange, DAMAGED_REPORTED};
 use sealog_wal::recovery::TailMarker;
 use sealog_wal::recovery::{self, Step, Written};
 use sealog_wal::replay::{
@@ -305,20 +305,7 @@ pub fn check_image(image: &Image) -> Result<Observed, String> {
     let truncating_rows = truncating
         .as_ref()
         .map_or(no_rows, |report| report.row_hits);
-    let strict_rows = match (&strict, &truncating) {
-        (Ok(report), _) => report.row_hits,
-        (Err(ReplayError::Corruption(_)), Ok(report)) => {
-            let mut rows = report.row_hits;
-            let end = row_index(report.end_row).expect("the report names a row");
-            let counterpart = strict_counterpart(end).ok_or_else(|| {
-                format!("row {} has no single strict counterpart", report.end_row)
-            })?;
-            rows[end] -= 1;
-            rows[counterpart] += 1;
-            rows
-        }
-        _ => no_rows,
-    };
+    let strict_rows = strict_rows(&strict, &truncating)?;
     let name = |result: &Result<RecoveryReport, ReplayError>| match result {
         Ok(report) => report.outcome.name().to_string(),
         Err(error) => error_kind(error),
@@ -334,6 +321,29 @@ pub fn check_image(image: &Image) -> Result<Observed, String> {
             .map_or(no_rows, |report| report.row_hits),
         model,
         quarantine_model,
+    })
+}
+
+/// The rows strict replay took: its own where it opened; where it failed on corruption, the
+/// truncating scan's rows with its last row replaced by the strict row the same facts select.
+fn strict_rows(
+    strict: &Result<RecoveryReport, ReplayError>,
+    truncating: &Result<RecoveryReport, ReplayError>,
+) -> Result<RowHits, String> {
+    let no_rows = [0; ROWS.len()];
+    Ok(match (strict, truncating) {
+        (Ok(report), _) => report.row_hits,
+        (Err(ReplayError::Corruption(_)), Ok(report)) => {
+            let mut rows = report.row_hits;
+            let end = row_index(report.end_row).expect("the report names a row");
+            let counterpart = strict_counterpart(end).ok_or_else(|| {
+                format!("row {} has no single strict counterpart", report.end_row)
+            })?;
+            rows[end] -= 1;
+            rows[counterpart] += 1;
+            rows
+        }
+        _ => no_rows,
     })
 }
 
@@ -376,24 +386,7 @@ fn check_report(
     if mode == RecoveryMode::Quarantine {
         check_damage_covers(report, visits).or_else(fail)?;
     } else {
-        let quarantined = !visits.damaged.is_empty()
-            || report.damaged_lsns > 0
-            || report.damaged_ranges > 0
-            || report.quarantined_breaks > 0
-            || !report.damaged.is_empty()
-            || !report.quarantined.is_empty();
-        if quarantined {
-            return fail("damage quarantined outside quarantine mode".into());
-        }
-        if let Some(index) =
-            (0..visited.len()).find(|&index| visited[index].0 != first + index as u64)
-        {
-            return fail(format!(
-                "entry {index} has LSN {}, not {} (contiguous from the trim point)",
-                visited[index].0,
-                first + index as u64
-            ));
-        }
+        check_no_damage(report, visits).or_else(fail)?;
     }
     if report.next_lsn != first + report.entries + report.damaged_lsns {
         return fail(format!(
@@ -420,6 +413,37 @@ fn check_report(
     }
     check_outcome(report, mode).or_else(fail)?;
     check_rows(report).or_else(fail)?;
+    check_next_position(report).or_else(fail)
+}
+
+/// Outside quarantine mode: no damage quarantined, and the live entries contiguous from the
+/// trim point.
+fn check_no_damage(report: &RecoveryReport, visits: &Visits) -> Result<(), String> {
+    let visited = &visits.entries;
+    let first = report.trim_lsn + 1;
+    let quarantined = !visits.damaged.is_empty()
+        || report.damaged_lsns > 0
+        || report.damaged_ranges > 0
+        || report.quarantined_breaks > 0
+        || !report.damaged.is_empty()
+        || !report.quarantined.is_empty();
+    if quarantined {
+        return Err("damage quarantined outside quarantine mode".into());
+    }
+    if let Some(index) = (0..visited.len()).find(|&index| visited[index].0 != first + index as u64)
+    {
+        return Err(format!(
+            "entry {index} has LSN {}, not {} (contiguous from the trim point)",
+            visited[index].0,
+            first + index as u64
+        ));
+    }
+    Ok(())
+}
+
+/// The writer goes on at a data block of the ring, and the incarnation and watermark the
+/// report found agree with it.
+fn check_next_position(report: &RecoveryReport) -> Result<(), String> {
     let g = &report.control.geometry;
     let next = report.next_position;
     let inside = next.segment < g.segment_count
@@ -427,15 +451,15 @@ fn check_report(
         && u64::from(next.offset) < g.segment_size_bytes
         && next.offset % g.block_size_bytes == 0;
     if !inside {
-        return fail(format!(
+        return Err(format!(
             "next position {next} is not a data block of the ring"
         ));
     }
     if report.incarnation_max < report.control.incarnation {
-        return fail("incarnation_max below the control block's".into());
+        return Err("incarnation_max below the control block's".into());
     }
     if report.batches > 0 && report.watermark_max >= report.next_lsn {
-        return fail("a watermark at or past the next LSN".into());
+        return Err("a watermark at or past the next LSN".into());
     }
     Ok(())
 }
@@ -779,56 +803,82 @@ fn check_quarantine_model(
     if stale_by_the_cut(report, visits) {
         return Ok(ModelCheck::QuarantinedCutFloor);
     }
+    let crashed = crashed_after_control(&image.bytes, &first)?;
+    same_quarantined(
+        "after a crash right after the model writer's quarantine open's control block",
+        &crashed,
+        report,
+        visits,
+    )?;
+    same_quarantined(
+        "after the model writer's quarantine open",
+        writer.durable(),
+        report,
+        visits,
+    )?;
+    strict_still_fails(report, writer.durable())
+}
+
+/// What a later open must find again of quarantined damage: each damaged range's LSNs, place
+/// and header.
+fn damage_places(damaged: &[Damaged]) -> Vec<(u64, u64, Position, Option<DamagedHeader>)> {
+    damaged
+        .iter()
+        .map(|found| {
+            (
+                found.first_lsn,
+                found.last_lsn,
+                found.position,
+                found.header,
+            )
+        })
+        .collect()
+}
+
+/// The ranges a report lists: their LSNs and place.
+fn listed_places(ranges: &[DamagedRange]) -> Vec<(u64, u64, Position)> {
+    ranges
+        .iter()
+        .map(|range| (range.first_lsn, range.last_lsn, range.position))
+        .collect()
+}
+
+/// Quarantine replay of `image` (the ring `what` says, after the model writer's quarantine
+/// open) finds the entries and damage the first replay (`report`, `visits`) found.
+fn same_quarantined(
+    what: &str,
+    image: &[u8],
+    report: &RecoveryReport,
+    visits: &Visits,
+) -> Result<(), String> {
     // What a later open must find again: the entries, and each damaged range's LSNs, place
     // and header. Not always its check: the writer's cut can make a first header that failed
     // a later check (a crafted watermark) fail the incarnation floor first. Nor where a replay
     // starts to reach it, which moves with the head's floor the writer's open may raise.
-    let damage = |damaged: &[Damaged]| -> Vec<_> {
-        damaged
-            .iter()
-            .map(|found| {
-                (
-                    found.first_lsn,
-                    found.last_lsn,
-                    found.position,
-                    found.header,
-                )
-            })
-            .collect()
-    };
-    let listed = |ranges: &[DamagedRange]| -> Vec<_> {
-        ranges
-            .iter()
-            .map(|range| (range.first_lsn, range.last_lsn, range.position))
-            .collect()
-    };
-    let same = |what: &str, image: &[u8]| -> Result<(), String> {
-        match replay_image_visiting(image, &Unreadable::none(), RecoveryMode::Quarantine) {
-            (Ok(again), found)
-                if found.entries == visits.entries
-                    && damage(&found.damaged) == damage(&visits.damaged)
-                    && again.next_lsn == report.next_lsn
-                    && listed(&again.damaged) == listed(&report.damaged) =>
-            {
-                Ok(())
-            }
-            (result, found) => Err(format!(
-                "{what}, quarantine replay finds other entries or damage: {} entries, {} \
-                 ranges (first: {} entries, {} ranges): {:?}",
-                found.entries.len(),
-                found.damaged.len(),
-                visits.entries.len(),
-                visits.damaged.len(),
-                result.map(|again| (again.next_lsn, again.damaged))
-            )),
+    match replay_image_visiting(image, &Unreadable::none(), RecoveryMode::Quarantine) {
+        (Ok(again), found)
+            if found.entries == visits.entries
+                && damage_places(&found.damaged) == damage_places(&visits.damaged)
+                && again.next_lsn == report.next_lsn
+                && listed_places(&again.damaged) == listed_places(&report.damaged) =>
+        {
+            Ok(())
         }
-    };
-    let crashed = crashed_after_control(&image.bytes, &first)?;
-    same(
-        "after a crash right after the model writer's quarantine open's control block",
-        &crashed,
-    )?;
-    same("after the model writer's quarantine open", writer.durable())?;
+        (result, found) => Err(format!(
+            "{what}, quarantine replay finds other entries or damage: {} entries, {} \
+             ranges (first: {} entries, {} ranges): {:?}",
+            found.entries.len(),
+            found.damaged.len(),
+            visits.entries.len(),
+            visits.damaged.len(),
+            result.map(|again| (again.next_lsn, again.damaged))
+        )),
+    }
+}
+
+/// Strict replay of what the model writer's quarantine open left (`durable`) still fails on
+/// the damage quarantine stepped over (`report`), unless all of it was trimmed.
+fn strict_still_fails(report: &RecoveryReport, durable: &[u8]) -> Result<ModelCheck, String> {
     // Damage with nothing of the log above the trim point after it (all of it trimmed) is
     // released: the writer's head moves past it, as past any trimmed entry.
     if report.entries == 0 && report.damaged_lsns == 0 {
@@ -837,7 +887,7 @@ fn check_quarantine_model(
     // Strict replay names the same LSN (not always the same place: where nothing was written
     // at the damage, a next segment's header the writer has since written can be what it
     // names instead).
-    match replay_image(writer.durable(), &Unreadable::none(), RecoveryMode::Strict).0 {
+    match replay_image(durable, &Unreadable::none(), RecoveryMode::Strict).0 {
         Err(ReplayError::Corruption(found))
             if report.quarantined.first().map(|first| first.lsn) == Some(found.lsn) =>
         {
@@ -933,25 +983,7 @@ fn check_model_writer(
         ));
     }
     let crashed = crashed_after_control(&image.bytes, &first)?;
-    match replay_image(&crashed, &Unreadable::none(), RecoveryMode::Strict) {
-        (Ok(second), entries) if entries == *visited && second.next_lsn == report.next_lsn => {}
-        (result, entries) => {
-            return Err(format!(
-                "after a crash right after the control block of the model writer's {mode:?} \
-                 open, the next open {} (first: {} entries to LSN {})",
-                result.map_or_else(
-                    |error| format!("fails: {error}"),
-                    |second| format!(
-                        "recovered {} entries to LSN {}: {second:?}",
-                        entries.len(),
-                        second.next_lsn
-                    )
-                ),
-                visited.len(),
-                report.next_lsn
-            ))
-        }
-    }
+    check_open_after_crash(&crashed, mode, report, visited)?;
     let again = ModelWriter::open(writer.durable().to_vec(), &ReplayOptions::default());
     match again {
         Ok((_, second, entries)) if entries == *visited && second.next_lsn == report.next_lsn => {
@@ -968,6 +1000,36 @@ fn check_model_writer(
         )),
         Err(error) => Err(format!(
             "a second open after the model writer's {mode:?} open fails: {error}"
+        )),
+    }
+}
+
+/// An open of `crashed` (the image after a crash in the middle of the model writer's `mode`
+/// open, right after its control block) recovers the entries replay found first (`report`,
+/// `visited`).
+fn check_open_after_crash(
+    crashed: &[u8],
+    mode: RecoveryMode,
+    report: &RecoveryReport,
+    visited: &Visited,
+) -> Result<(), String> {
+    match replay_image(crashed, &Unreadable::none(), RecoveryMode::Strict) {
+        (Ok(second), entries) if entries == *visited && second.next_lsn == report.next_lsn => {
+            Ok(())
+        }
+        (result, entries) => Err(format!(
+            "after a crash right after the control block of the model writer's {mode:?} \
+             open, the next open {} (first: {} entries to LSN {})",
+            result.map_or_else(
+                |error| format!("fails: {error}"),
+                |second| format!(
+                    "recovered {} entries to LSN {}: {second:?}",
+                    entries.len(),
+                    second.next_lsn
+                )
+            ),
+            visited.len(),
+            report.next_lsn
         )),
     }
 }

@@ -9,198 +9,14 @@
 //! [`Mutation`] that lists the fields set. Block damage and the choice among mutations are
 //! [`super::mutate`]'s.
 
-use super::choices::{mix64, Choices};
-use super::mutate::{block_bytes, flip_bits, pick_block, Mutation};
+use super::blocks::{block_bytes, flip_bits, pick_block};
+use super::choices::Choices;
+use super::mutation::{derived_ring_id, ControlField, EntryField, Mutation, SegmentField};
 use super::rings::Ring;
 use sealog_wal::format::{
-    payload_crc, ControlBlock, EntryHeader, Kind, RingId, SegmentHeader, CONTROL_SEQUENCE_LIMIT,
+    payload_crc, ControlBlock, EntryHeader, Kind, SegmentHeader, CONTROL_SEQUENCE_LIMIT,
     ENTRY_HEADER_SIZE, ENTRY_MAGIC,
 };
-
-/// A control block field a crafted control block sets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ControlField {
-    /// `sequence`.
-    Sequence,
-    /// `incarnation`.
-    Incarnation,
-    /// `trim_lsn`.
-    TrimLsn,
-    /// `head_lsn`.
-    HeadLsn,
-    /// `head.lap`.
-    HeadLap,
-    /// `head.segment`.
-    HeadSegment,
-    /// `head.offset`.
-    HeadOffset,
-    /// `head_incarnation`.
-    HeadIncarnation,
-    /// `cut.lap`.
-    CutLap,
-    /// `cut.segment`.
-    CutSegment,
-    /// `cut.offset`.
-    CutOffset,
-    /// `cut_incarnation`.
-    CutIncarnation,
-    /// `geometry.block_size_bytes`.
-    BlockSize,
-    /// `geometry.segment_size_bytes`.
-    SegmentSize,
-    /// `geometry.segment_count`.
-    SegmentCount,
-    /// `geometry.batch_size_max_bytes`.
-    BatchSize,
-    /// `geometry.window_batches_max`.
-    WindowBatches,
-    /// `geometry.window_bytes_max`.
-    WindowBytes,
-    /// `ring_id`, derived from the value.
-    RingId,
-}
-
-impl ControlField {
-    /// Every field.
-    pub const ALL: [ControlField; 19] = [
-        ControlField::Sequence,
-        ControlField::Incarnation,
-        ControlField::TrimLsn,
-        ControlField::HeadLsn,
-        ControlField::HeadLap,
-        ControlField::HeadSegment,
-        ControlField::HeadOffset,
-        ControlField::HeadIncarnation,
-        ControlField::CutLap,
-        ControlField::CutSegment,
-        ControlField::CutOffset,
-        ControlField::CutIncarnation,
-        ControlField::BlockSize,
-        ControlField::SegmentSize,
-        ControlField::SegmentCount,
-        ControlField::BatchSize,
-        ControlField::WindowBatches,
-        ControlField::WindowBytes,
-        ControlField::RingId,
-    ];
-
-    /// The field's value (the ring id's first eight bytes).
-    pub fn get(self, control: &ControlBlock) -> u64 {
-        let g = &control.geometry;
-        match self {
-            ControlField::Sequence => control.sequence,
-            ControlField::Incarnation => u64::from(control.incarnation),
-            ControlField::TrimLsn => control.trim_lsn,
-            ControlField::HeadLsn => control.head_lsn,
-            ControlField::HeadLap => u64::from(control.head.lap),
-            ControlField::HeadSegment => u64::from(control.head.segment),
-            ControlField::HeadOffset => u64::from(control.head.offset),
-            ControlField::HeadIncarnation => u64::from(control.head_incarnation),
-            ControlField::CutLap => u64::from(control.cut.lap),
-            ControlField::CutSegment => u64::from(control.cut.segment),
-            ControlField::CutOffset => u64::from(control.cut.offset),
-            ControlField::CutIncarnation => u64::from(control.cut_incarnation),
-            ControlField::BlockSize => u64::from(g.block_size_bytes),
-            ControlField::SegmentSize => g.segment_size_bytes,
-            ControlField::SegmentCount => u64::from(g.segment_count),
-            ControlField::BatchSize => u64::from(g.batch_size_max_bytes),
-            ControlField::WindowBatches => u64::from(g.window_batches_max),
-            ControlField::WindowBytes => g.window_bytes_max,
-            ControlField::RingId => {
-                let mut first = [0u8; 8];
-                first.copy_from_slice(&control.ring_id.0[..8]);
-                u64::from_le_bytes(first)
-            }
-        }
-    }
-
-    /// Sets the field (a 32-bit field takes the value's low 32 bits).
-    pub fn set(self, control: &mut ControlBlock, value: u64) {
-        let low = value as u32;
-        let g = &mut control.geometry;
-        match self {
-            ControlField::Sequence => control.sequence = value,
-            ControlField::Incarnation => control.incarnation = low,
-            ControlField::TrimLsn => control.trim_lsn = value,
-            ControlField::HeadLsn => control.head_lsn = value,
-            ControlField::HeadLap => control.head.lap = low,
-            ControlField::HeadSegment => control.head.segment = low,
-            ControlField::HeadOffset => control.head.offset = low,
-            ControlField::HeadIncarnation => control.head_incarnation = low,
-            ControlField::CutLap => control.cut.lap = low,
-            ControlField::CutSegment => control.cut.segment = low,
-            ControlField::CutOffset => control.cut.offset = low,
-            ControlField::CutIncarnation => control.cut_incarnation = low,
-            ControlField::BlockSize => g.block_size_bytes = low,
-            ControlField::SegmentSize => g.segment_size_bytes = value,
-            ControlField::SegmentCount => g.segment_count = low,
-            ControlField::BatchSize => g.batch_size_max_bytes = low,
-            ControlField::WindowBatches => g.window_batches_max = low,
-            ControlField::WindowBytes => g.window_bytes_max = value,
-            ControlField::RingId => control.ring_id = derived_ring_id(value),
-        }
-    }
-
-    fn is_u32(self) -> bool {
-        !matches!(
-            self,
-            ControlField::Sequence
-                | ControlField::TrimLsn
-                | ControlField::HeadLsn
-                | ControlField::SegmentSize
-                | ControlField::WindowBytes
-                | ControlField::RingId
-        )
-    }
-}
-
-/// A segment header field a crafted header sets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SegmentField {
-    /// `segment`.
-    Segment,
-    /// `lap`.
-    Lap,
-    /// `incarnation`.
-    Incarnation,
-    /// `first_lsn`.
-    FirstLsn,
-}
-
-/// An entry header field a re-sealed header sets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EntryField {
-    /// `lsn`.
-    Lsn,
-    /// `watermark`.
-    Watermark,
-    /// `incarnation`.
-    Incarnation,
-    /// `position.lap`.
-    Lap,
-    /// `position.segment`.
-    Segment,
-    /// `position.offset`.
-    Offset,
-    /// `batch_bytes`.
-    BatchBytes,
-    /// `batch_index`.
-    BatchIndex,
-    /// `payload_len`.
-    PayloadLen,
-    /// `payload_crc`.
-    PayloadCrc,
-    /// `kind` (the value is the kind byte, 1 to 5).
-    Kind,
-}
-
-/// A ring id made from a number (all zeros from 0).
-fn derived_ring_id(value: u64) -> RingId {
-    let mut id = [0u8; 16];
-    id[..8].copy_from_slice(&value.to_le_bytes());
-    id[8..].copy_from_slice(&mix64(value).to_le_bytes());
-    RingId(id)
-}
 
 /// The newest control copy of the image that decodes and sits in its slot, else the one the
 /// ring was replayed with.
@@ -255,51 +71,15 @@ fn control_value(
     let incarnation = u64::from(report.incarnation_max);
     let next = report.next_position;
     let own: Vec<u64> = match field {
-        ControlField::Sequence => vec![
-            0,
-            1,
-            CONTROL_SEQUENCE_LIMIT - 2,
-            CONTROL_SEQUENCE_LIMIT - 1,
-            CONTROL_SEQUENCE_LIMIT,
-            CONTROL_SEQUENCE_LIMIT + 1,
-            u64::MAX - 1,
-            u64::MAX,
-        ],
+        ControlField::Sequence => SEQUENCE_EDGES.to_vec(),
         ControlField::Incarnation
         | ControlField::HeadIncarnation
         | ControlField::CutIncarnation => {
             vec![0, 1, incarnation, incarnation + 1, max32, max32 - 1]
         }
-        ControlField::TrimLsn => vec![
-            0,
-            report.next_lsn - 1,
-            report.next_lsn,
-            report.next_lsn + 1,
-            control.head_lsn.wrapping_sub(1),
-            u64::MAX / 2 - 1,
-            u64::MAX / 2,
-            u64::MAX,
-        ],
-        ControlField::HeadLsn => vec![
-            0,
-            1,
-            control.trim_lsn,
-            control.trim_lsn.wrapping_add(1),
-            control.trim_lsn.wrapping_add(2),
-            report.next_lsn,
-            u64::MAX,
-        ],
-        ControlField::HeadLap | ControlField::CutLap => vec![
-            0,
-            1,
-            2,
-            u64::from(next.lap),
-            u64::from(next.lap) + 1,
-            max32 - 3,
-            max32 - 2,
-            max32 - 1,
-            max32,
-        ],
+        ControlField::TrimLsn => trim_lsn_edges(ring, control),
+        ControlField::HeadLsn => head_lsn_edges(ring, control),
+        ControlField::HeadLap | ControlField::CutLap => lap_edges(ring),
         ControlField::HeadSegment | ControlField::CutSegment => {
             vec![
                 0,
@@ -311,42 +91,11 @@ fn control_value(
                 max32,
             ]
         }
-        ControlField::HeadOffset | ControlField::CutOffset => vec![
-            0,
-            block - 1,
-            block,
-            block + 1,
-            2 * block,
-            segment - block,
-            segment - 1,
-            segment,
-            segment + block,
-            u64::from(next.offset),
-            max32,
-        ],
+        ControlField::HeadOffset | ControlField::CutOffset => offset_edges(ring),
         ControlField::BlockSize => vec![0, 512, 2048, 4096, 4097, 8192, 65536, 131072, max32],
-        ControlField::SegmentSize => vec![
-            0,
-            block,
-            2 * block,
-            segment - block,
-            segment + block,
-            2 * segment,
-            (1 << 32) - block,
-            1 << 32,
-            u64::MAX,
-        ],
+        ControlField::SegmentSize => segment_size_edges(ring),
         ControlField::SegmentCount => vec![0, 1, 2, count - 1, count + 1, 2 * count, max32],
-        ControlField::BatchSize => vec![
-            0,
-            block - 1,
-            block,
-            2 * block,
-            segment - block,
-            segment,
-            64 << 20,
-            max32,
-        ],
+        ControlField::BatchSize => batch_size_edges(ring),
         ControlField::WindowBatches => vec![0, 1, 2, current + 1, 1 << 16, max32],
         ControlField::WindowBytes => {
             let data = (segment - block) * count;
@@ -364,6 +113,121 @@ fn control_value(
     } else {
         value
     }
+}
+
+/// Control block sequences: the first two, at and around `CONTROL_SEQUENCE_LIMIT` (the
+/// highest replay reads; one below it is the last a writer can bump), and the largest.
+const SEQUENCE_EDGES: [u64; 8] = [
+    0,
+    1,
+    CONTROL_SEQUENCE_LIMIT - 2,
+    CONTROL_SEQUENCE_LIMIT - 1,
+    CONTROL_SEQUENCE_LIMIT,
+    CONTROL_SEQUENCE_LIMIT + 1,
+    u64::MAX - 1,
+    u64::MAX,
+];
+
+/// Trim points: none, around the log's next LSN, just below the head's, around half the LSN
+/// space, and the largest.
+fn trim_lsn_edges(ring: &Ring, control: &ControlBlock) -> Vec<u64> {
+    let report = &ring.report;
+    vec![
+        0,
+        report.next_lsn - 1,
+        report.next_lsn,
+        report.next_lsn + 1,
+        control.head_lsn.wrapping_sub(1),
+        u64::MAX / 2 - 1,
+        u64::MAX / 2,
+        u64::MAX,
+    ]
+}
+
+/// Head LSNs: the first two, at and just past the trim point, the log's next LSN, and the
+/// largest.
+fn head_lsn_edges(ring: &Ring, control: &ControlBlock) -> Vec<u64> {
+    vec![
+        0,
+        1,
+        control.trim_lsn,
+        control.trim_lsn.wrapping_add(1),
+        control.trim_lsn.wrapping_add(2),
+        ring.report.next_lsn,
+        u64::MAX,
+    ]
+}
+
+/// Laps: the first three, the log's next position's and the one after, and the last four.
+fn lap_edges(ring: &Ring) -> Vec<u64> {
+    let next = ring.report.next_position;
+    let max32 = u64::from(u32::MAX);
+    vec![
+        0,
+        1,
+        2,
+        u64::from(next.lap),
+        u64::from(next.lap) + 1,
+        max32 - 3,
+        max32 - 2,
+        max32 - 1,
+        max32,
+    ]
+}
+
+/// Offsets in a segment: its start, around its first and second blocks, around its end and
+/// past it, the log's next position's, and the largest.
+fn offset_edges(ring: &Ring) -> Vec<u64> {
+    let block = u64::from(ring.geometry.block_size_bytes);
+    let segment = ring.geometry.segment_size_bytes;
+    vec![
+        0,
+        block - 1,
+        block,
+        block + 1,
+        2 * block,
+        segment - block,
+        segment - 1,
+        segment,
+        segment + block,
+        u64::from(ring.report.next_position.offset),
+        u64::from(u32::MAX),
+    ]
+}
+
+/// Segment sizes: none, one or two blocks, a block off the ring's own, twice it, around 4 GiB,
+/// and the largest.
+fn segment_size_edges(ring: &Ring) -> Vec<u64> {
+    let block = u64::from(ring.geometry.block_size_bytes);
+    let segment = ring.geometry.segment_size_bytes;
+    vec![
+        0,
+        block,
+        2 * block,
+        segment - block,
+        segment + block,
+        2 * segment,
+        (1 << 32) - block,
+        1 << 32,
+        u64::MAX,
+    ]
+}
+
+/// Batch sizes: none, around a block, two blocks, a segment's data or all of it, 64 MiB, and
+/// the largest.
+fn batch_size_edges(ring: &Ring) -> Vec<u64> {
+    let block = u64::from(ring.geometry.block_size_bytes);
+    let segment = ring.geometry.segment_size_bytes;
+    vec![
+        0,
+        block - 1,
+        block,
+        2 * block,
+        segment - block,
+        segment,
+        64 << 20,
+        u64::from(u32::MAX),
+    ]
 }
 
 /// Writes a control block crafted from the image's current one with up to three fields at
@@ -465,7 +329,6 @@ pub fn craft_segment_header(ring: &Ring, image: &mut [u8], choices: &mut Choices
         choices.between(1, 3)
     };
     let mut edits = Vec::new();
-    let max32 = u64::from(u32::MAX);
     for _ in 0..count {
         let field = choices.pick(&[
             SegmentField::Segment,
@@ -473,57 +336,7 @@ pub fn craft_segment_header(ring: &Ring, image: &mut [u8], choices: &mut Choices
             SegmentField::Incarnation,
             SegmentField::FirstLsn,
         ]);
-        let off_by_one = |current: u64, choices: &mut Choices<'_>| {
-            if choices.chance(1, 2) {
-                current.wrapping_add(1)
-            } else {
-                current.wrapping_sub(1)
-            }
-        };
-        let value = match field {
-            SegmentField::Segment => {
-                let current = u64::from(header.segment);
-                let own = [
-                    0,
-                    u64::from(g.segment_count),
-                    max32,
-                    off_by_one(current, choices),
-                ];
-                choices.pick(&own) & max32
-            }
-            SegmentField::Lap => {
-                let current = u64::from(header.lap);
-                let own = [
-                    0,
-                    1,
-                    max32,
-                    max32 - 1,
-                    max32 - 2,
-                    off_by_one(current, choices),
-                ];
-                choices.pick(&own) & max32
-            }
-            SegmentField::Incarnation => {
-                let current = u64::from(header.incarnation);
-                let own = [0, max32, u64::from(report.incarnation_max) + 1];
-                let own = [choices.pick(&own), off_by_one(current, choices)];
-                choices.pick(&own) & max32
-            }
-            SegmentField::FirstLsn => {
-                let current = header.first_lsn;
-                let own = [
-                    0,
-                    1,
-                    report.next_lsn,
-                    report.trim_lsn,
-                    report.trim_lsn + 1,
-                    u64::MAX,
-                    u64::MAX / 2,
-                ];
-                let own = [choices.pick(&own), off_by_one(current, choices)];
-                choices.pick(&own)
-            }
-        };
+        let value = segment_value(field, &header, ring, choices);
         match field {
             SegmentField::Segment => header.segment = value as u32,
             SegmentField::Lap => header.lap = value as u32,
@@ -543,6 +356,71 @@ pub fn craft_segment_header(ring: &Ring, image: &mut [u8], choices: &mut Choices
         segment,
         other_ring,
         edits,
+    }
+}
+
+/// One more or one less than `current`, even odds.
+fn off_by_one(current: u64, choices: &mut Choices<'_>) -> u64 {
+    if choices.chance(1, 2) {
+        current.wrapping_add(1)
+    } else {
+        current.wrapping_sub(1)
+    }
+}
+
+/// A value for a segment header field: one of the field's own edges, or its value in
+/// `header` off by one.
+fn segment_value(
+    field: SegmentField,
+    header: &SegmentHeader,
+    ring: &Ring,
+    choices: &mut Choices<'_>,
+) -> u64 {
+    let report = &ring.report;
+    let max32 = u64::from(u32::MAX);
+    match field {
+        SegmentField::Segment => {
+            let current = u64::from(header.segment);
+            let own = [
+                0,
+                u64::from(ring.geometry.segment_count),
+                max32,
+                off_by_one(current, choices),
+            ];
+            choices.pick(&own) & max32
+        }
+        SegmentField::Lap => {
+            let current = u64::from(header.lap);
+            let own = [
+                0,
+                1,
+                max32,
+                max32 - 1,
+                max32 - 2,
+                off_by_one(current, choices),
+            ];
+            choices.pick(&own) & max32
+        }
+        SegmentField::Incarnation => {
+            let current = u64::from(header.incarnation);
+            let own = [0, max32, u64::from(report.incarnation_max) + 1];
+            let own = [choices.pick(&own), off_by_one(current, choices)];
+            choices.pick(&own) & max32
+        }
+        SegmentField::FirstLsn => {
+            let current = header.first_lsn;
+            let own = [
+                0,
+                1,
+                report.next_lsn,
+                report.trim_lsn,
+                report.trim_lsn + 1,
+                u64::MAX,
+                u64::MAX / 2,
+            ];
+            let own = [choices.pick(&own), off_by_one(current, choices)];
+            choices.pick(&own)
+        }
     }
 }
 

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use super::check::{check_image, Observed};
 use super::choices::{case_seed, Choices};
-use super::mutate::{mutate, Mutation};
+use super::mutate::mutate;
+use super::mutation::Mutation;
 use super::rings::Bases;
 use super::source::Image;
 use sealog_wal::decision::ROWS;

@@ -12,16 +12,20 @@
 //! - [`rings`]: the base rings (sample rings and seeded workloads), checked as they are written;
 //! - [`mutate`]: the mutations (block damage, unreadable blocks, a short image, crafted
 //!   metadata) and the choice;
+//! - [`mutation`]: what a mutation did, as a value, with the metadata fields it names;
+//! - `blocks` (private): the blocks worth damaging, shared by the mutations and the crafting;
 //! - [`source`]: an image's bytes with its unreadable blocks, read through a failing source;
 //! - [`craft`]: control blocks, segment and entry headers crafted with valid CRCs;
 //! - [`check`]: the invariants a mutated image must keep;
 //! - [`harness`]: cases, runs, caught panics, the tally of outcomes and decision rows.
 
+mod blocks;
 pub mod check;
 pub mod choices;
 pub mod craft;
 pub mod harness;
 pub mod mutate;
+pub mod mutation;
 pub mod rings;
 pub mod source;
 
@@ -29,13 +33,11 @@ pub use check::{
     check_image, error_kind, replay_image, strict_counterpart, variant_name, ModelCheck, Observed,
 };
 pub use choices::{case_seed, mix64, Choices};
-pub use craft::{
-    craft_control, craft_control_with, craft_segment_header, reseal_entry_header, ControlField,
-    EntryField, SegmentField,
-};
+pub use craft::{craft_control, craft_control_with, craft_segment_header, reseal_entry_header};
 pub use harness::{
     catch_panic, failure_text, fuzz_bytes, run, run_case, Case, CaseResult, RunOptions, Tally,
 };
-pub use mutate::{craft_metadata, mutate, Mutation, TornRest, UnreadablePlace};
+pub use mutate::{craft_metadata, mutate};
+pub use mutation::{ControlField, EntryField, Mutation, SegmentField, TornRest, UnreadablePlace};
 pub use rings::{geometries, sample_bases, workload, Bases, Ring};
 pub use source::{FailingSource, Image, Unreadable};

@@ -2,179 +2,16 @@
 //! damage a drive or a crash could do (bit flips, zeroed, garbage, swapped, duplicated, torn and
 //! stale blocks, a short device, runs of blocks that cannot be read), and metadata crafted with
 //! valid CRCs ([`super::craft`]). Each mutation is chosen and applied in one go and returned as
-//! a value whose `Debug` form says exactly what was done, for the report of a failing case. It
-//! owns no checks.
+//! a value ([`Mutation`]) whose `Debug` form says exactly what was done, for the report of a
+//! failing case. It owns no checks.
 
+use super::blocks::{block_bytes, flip_bits, pick_block};
 use super::choices::Choices;
-use super::craft::{
-    craft_control, craft_segment_header, reseal_entry_header, reseal_payload, ControlField,
-    EntryField, SegmentField,
-};
+use super::craft::{craft_control, craft_segment_header, reseal_entry_header, reseal_payload};
+use super::mutation::{Mutation, TornRest, UnreadablePlace};
 use super::rings::Ring;
 use super::source::Image;
 use crate::model::{fill_garbage, TEAR_SECTOR_BYTES};
-
-/// What replaces the old part of a torn block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TornRest {
-    /// The bytes an earlier image (`Ring::history[snapshot]`) had there.
-    Old {
-        /// Which earlier image.
-        snapshot: usize,
-    },
-    /// Zeros.
-    Zero,
-    /// Garbage from the seed.
-    Garbage {
-        /// The garbage's seed.
-        seed: u64,
-    },
-}
-
-/// Where a run of unreadable blocks was placed (the run itself is in the mutation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnreadablePlace {
-    /// At one of the last batches' first block, or at the log's end: a break near the end.
-    NearEnd,
-    /// At or inside a batch of the log, with (usually) more of the log after it.
-    InsideLog,
-    /// In free space after the log's end, or anywhere (trimmed space, often).
-    FreeSpace,
-    /// At a segment's header block.
-    SegmentHeader,
-    /// At a block [`pick_block`] chose (control copies included).
-    Picked,
-}
-
-/// One mutation, as applied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Mutation {
-    /// Nothing could be applied (the image is too short for the place chosen).
-    Nothing,
-    /// Bits flipped in one byte.
-    FlipBits {
-        /// Where.
-        ring_offset: u64,
-        /// Which bits.
-        mask: u8,
-    },
-    /// A block zeroed.
-    ZeroBlock {
-        /// Which block.
-        block: u64,
-    },
-    /// A block filled with garbage.
-    GarbageBlock {
-        /// Which block.
-        block: u64,
-        /// The garbage's seed.
-        seed: u64,
-    },
-    /// Two blocks swapped.
-    SwapBlocks {
-        /// One block.
-        a: u64,
-        /// The other.
-        b: u64,
-    },
-    /// A block copied over another (a misdirected write).
-    DuplicateBlock {
-        /// The block copied.
-        from: u64,
-        /// The block overwritten.
-        to: u64,
-    },
-    /// A block torn: its first sectors are what the image had, the rest replaced.
-    TearBlock {
-        /// Which block.
-        block: u64,
-        /// 512-byte sectors kept.
-        sectors_kept: u32,
-        /// What the other sectors hold.
-        rest: TornRest,
-    },
-    /// A block replaced by what an earlier image had there: another lap's or incarnation's
-    /// bytes, or a write that never happened.
-    StaleBlock {
-        /// Which block.
-        block: u64,
-        /// Which earlier image.
-        snapshot: usize,
-    },
-    /// A run of blocks made unreadable: every read overlapping one fails with EIO.
-    Unreadable {
-        /// Its first block.
-        block: u64,
-        /// How many blocks.
-        blocks: u64,
-        /// Where it was aimed.
-        place: UnreadablePlace,
-        /// It has more blocks than the ring's in-flight window holds.
-        longer_than_window: bool,
-    },
-    /// The image cut short.
-    Truncate {
-        /// Its new length.
-        len_bytes: u64,
-    },
-    /// A control block crafted and written with a valid CRC.
-    Control {
-        /// The copy's slot it was written to (its sequence names `sequence % 2`).
-        slot: u64,
-        /// Its sequence.
-        sequence: u64,
-        /// The fields set, in order.
-        edits: Vec<(ControlField, u64)>,
-    },
-    /// A segment header crafted and written with a valid CRC.
-    SegmentHeader {
-        /// The segment whose header block it was written to.
-        segment: u32,
-        /// Sealed with another ring's id.
-        other_ring: bool,
-        /// The fields set, in order.
-        edits: Vec<(SegmentField, u64)>,
-    },
-    /// An entry header changed and re-sealed with a valid header CRC.
-    EntryHeader {
-        /// Where the header is.
-        ring_offset: u64,
-        /// The fields set, in order.
-        edits: Vec<(EntryField, u64)>,
-    },
-    /// A payload byte changed, and the payload CRC and header CRC recomputed: a valid record
-    /// with bytes that were never appended.
-    PayloadResealed {
-        /// Where the record's header is.
-        ring_offset: u64,
-        /// The payload byte changed.
-        payload_offset: u32,
-        /// The bits flipped in it.
-        mask: u8,
-    },
-}
-
-impl Mutation {
-    /// The mutation's kind, for tallies.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Mutation::Nothing => "nothing",
-            Mutation::FlipBits { .. } => "flip_bits",
-            Mutation::ZeroBlock { .. } => "zero_block",
-            Mutation::GarbageBlock { .. } => "garbage_block",
-            Mutation::SwapBlocks { .. } => "swap_blocks",
-            Mutation::DuplicateBlock { .. } => "duplicate_block",
-            Mutation::TearBlock { .. } => "tear_block",
-            Mutation::StaleBlock { .. } => "stale_block",
-            Mutation::Unreadable { .. } => "unreadable_blocks",
-            Mutation::Truncate { .. } => "truncate",
-            Mutation::Control { .. } => "control_block",
-            Mutation::SegmentHeader { .. } => "segment_header",
-            Mutation::EntryHeader { .. } => "entry_header",
-            Mutation::PayloadResealed { .. } => "payload_resealed",
-        }
-    }
-}
 
 /// Chooses one mutation of any kind and applies it to `image` (`ring.image`, perhaps already
 /// mutated).
@@ -314,31 +151,6 @@ pub fn craft_metadata(ring: &Ring, image: &mut [u8], choices: &mut Choices<'_>) 
     }
 }
 
-pub(super) fn block_bytes(ring: &Ring) -> usize {
-    ring.geometry.block_size_bytes as usize
-}
-
-/// A block index worth damaging: a control copy, a segment header, the blocks around the log's
-/// end and its head, or any block.
-pub(super) fn pick_block(ring: &Ring, image: &[u8], choices: &mut Choices<'_>) -> u64 {
-    let g = &ring.geometry;
-    let block = g.block_size_bytes as u64;
-    let blocks = (image.len() as u64 / block).max(1);
-    let report = &ring.report;
-    let around = |position: sealog_wal::format::Position, choices: &mut Choices<'_>| {
-        let at = g.ring_offset(position) / block;
-        (at + choices.below(4)).saturating_sub(choices.below(3))
-    };
-    let chosen = match choices.below(8) {
-        0 => choices.below(2),
-        1 | 2 => g.segment_ring_offset(choices.below(u64::from(g.segment_count)) as u32) / block,
-        3 | 4 => around(report.next_position, choices),
-        5 => around(report.control.head, choices),
-        _ => choices.below(blocks),
-    };
-    chosen.min(blocks - 1)
-}
-
 fn apply_to_block(
     ring: &Ring,
     image: &mut [u8],
@@ -352,26 +164,6 @@ fn apply_to_block(
         Some(bytes) => {
             change(bytes);
             mutation()
-        }
-        None => Mutation::Nothing,
-    }
-}
-
-pub(super) fn flip_bits(ring: &Ring, image: &mut [u8], choices: &mut Choices<'_>) -> Mutation {
-    let block = pick_block(ring, image, choices);
-    let at = block * block_bytes(ring) as u64 + choices.below(block_bytes(ring) as u64);
-    let mask = if choices.chance(1, 4) {
-        choices.between(1, 255) as u8
-    } else {
-        1u8 << choices.below(8)
-    };
-    match image.get_mut(at as usize) {
-        Some(byte) => {
-            *byte ^= mask;
-            Mutation::FlipBits {
-                ring_offset: at,
-                mask,
-            }
         }
         None => Mutation::Nothing,
     }
