@@ -1,6 +1,6 @@
 //! Golden bytes: the encoding of each on-disk structure, pinned as hex. A change to any of
 //! these is a format change: it needs a new format version, an update of the drawing in
-//! `src/format.rs`, and of the hash in `docs/format.md`.
+//! `src/format/`, and of the hash in `docs/format.md`.
 
 use sealog_wal::batch::{BatchBuilder, BatchStart};
 use sealog_wal::format::{
