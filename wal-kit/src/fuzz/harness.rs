@@ -12,10 +12,11 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::check::{check_image, Observed};
+use super::check::check_image;
 use super::choices::{case_seed, Choices};
 use super::mutate::mutate;
 use super::mutation::Mutation;
+use super::observe::Observed;
 use super::rings::Bases;
 use super::source::Image;
 use sealog_wal::decision::ROWS;

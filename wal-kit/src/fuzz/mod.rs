@@ -16,9 +16,11 @@
 //! - `blocks` (private): the blocks worth damaging, shared by the mutations and the crafting;
 //! - [`source`]: an image's bytes with its unreadable blocks, read through a failing source;
 //! - [`craft`]: control blocks, segment and entry headers crafted with valid CRCs;
-//! - [`check`]: the invariants a mutated image must keep;
+//! - [`check`]: the invariants a mutated image must keep; `agree` (private): what the
+//!   recovery modes and the model writer must agree on; [`observe`]: what one replay saw;
 //! - [`harness`]: cases, runs, caught panics, the tally of outcomes and decision rows.
 
+mod agree;
 mod blocks;
 pub mod check;
 pub mod choices;
@@ -26,12 +28,11 @@ pub mod craft;
 pub mod harness;
 pub mod mutate;
 pub mod mutation;
+pub mod observe;
 pub mod rings;
 pub mod source;
 
-pub use check::{
-    check_image, error_kind, replay_image, strict_counterpart, variant_name, ModelCheck, Observed,
-};
+pub use check::check_image;
 pub use choices::{case_seed, mix64, Choices};
 pub use craft::{craft_control, craft_control_with, craft_segment_header, reseal_entry_header};
 pub use harness::{
@@ -39,5 +40,8 @@ pub use harness::{
 };
 pub use mutate::{craft_metadata, mutate};
 pub use mutation::{ControlField, EntryField, Mutation, SegmentField, TornRest, UnreadablePlace};
+pub use observe::{
+    error_kind, replay_image, strict_counterpart, variant_name, ModelCheck, Observed,
+};
 pub use rings::{geometries, sample_bases, workload, Bases, Ring};
 pub use source::{FailingSource, Image, Unreadable};
