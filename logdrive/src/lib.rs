@@ -7,6 +7,7 @@
 //! - [`api`]: the object-safe [`LogDrive`] trait every LogDrive implements (local, striped,
 //!   quorum, remote), its outcomes and its typed errors, definite or indeterminate; the
 //!   compositions built on the trait live beside the store and see it only through the trait;
+//! - [`striped`]: [`StripedLogDrive`], one address space striped over child LogDrives;
 //! - [`store`]: [`LogDriveStore`], many LogDrives on one [`sealog::Drive`]: open, create,
 //!   delete, close;
 //! - `handle`: their [`LocalLogDrive`] handles and the operations on them;
@@ -43,6 +44,7 @@ mod replay;
 mod space;
 mod state;
 pub mod store;
+pub mod striped;
 mod sync;
 pub mod wait;
 mod waiting;
@@ -53,4 +55,5 @@ pub use handle::{LocalLogDrive, PendingWrite};
 pub use reclaim::{ReclaimPolicy, ReclaimStats};
 pub use replay::DamageFound;
 pub use store::{LogDriveStore, StoreOpenError, StoreOptions};
+pub use striped::StripedLogDrive;
 pub use wait::{wait, wait_deadline};

@@ -1,0 +1,149 @@
+//! The striped LogDrive against a brute-force scan of its global address space: for random
+//! sets of written addresses over 1 to 4 stripes, every window scan (N, the holes in the
+//! window, whether a hole lies below it), every read and the lengths equal what a scan of the
+//! written set says; the counterexample to "the largest tail and the union of the holes" is a
+//! test of its own; and seals and trims map to each child's share of the global length.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use proptest::prelude::*;
+use sealog_logdrive::{wait, LogDrive, LogDriveError, LogDriveStore, StripedLogDrive, TailDesc};
+
+/// One store for every case (a ring each would cost a format per case), and the next id.
+fn store() -> &'static (common::Ring, LogDriveStore, AtomicU64) {
+    static STORE: OnceLock<(common::Ring, LogDriveStore, AtomicU64)> = OnceLock::new();
+    STORE.get_or_init(|| {
+        let ring = common::ring();
+        let store = common::open(&ring);
+        (ring, store, AtomicU64::new(1))
+    })
+}
+
+/// A striped LogDrive over `stripes` fresh LogDrives of the shared store.
+fn striped(stripes: u64) -> StripedLogDrive {
+    let (_, store, next) = store();
+    let children = (0..stripes)
+        .map(|_| {
+            let id = next.fetch_add(1, Ordering::Relaxed);
+            Arc::new(common::create(store, id)) as Arc<dyn LogDrive>
+        })
+        .collect();
+    StripedLogDrive::new(children).expect("children")
+}
+
+/// What a scan of the global space says for window `k`.
+fn scan(written: &BTreeSet<u64>, k: u64) -> TailDesc {
+    let n = written.last().map_or(0, |last| last + 1);
+    let start = n.saturating_sub(k);
+    TailDesc {
+        n,
+        holes: (start..n)
+            .filter(|address| !written.contains(address))
+            .collect(),
+        holes_below_window: (0..start).any(|address| !written.contains(&address)),
+    }
+}
+
+fn write_all(drive: &StripedLogDrive, written: &BTreeSet<u64>) {
+    for &address in written {
+        let payload = common::payload(0, address);
+        wait(drive.write(address, 0, payload)).expect("write");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn window_scans_reads_and_lengths_match_a_scan_of_the_global_space(
+        stripes in 1u64..=4,
+        written in proptest::collection::btree_set(0u64..40, 0..30),
+    ) {
+        let drive = striped(stripes);
+        write_all(&drive, &written);
+        for multiple in [1, 2, 4, 8] {
+            let k = stripes * multiple;
+            prop_assert_eq!(common::tail(&drive, k), scan(&written, k), "k = {}", k);
+        }
+        for address in 0..44 {
+            let expected = if written.contains(&address) {
+                sealog_logdrive::ReadOutcome::Value(common::payload(0, address))
+            } else {
+                sealog_logdrive::ReadOutcome::Unwritten
+            };
+            prop_assert_eq!(common::read(&drive, address), expected);
+        }
+        let length = wait(drive.length()).expect("length");
+        let n = written.last().map_or(0, |last| last + 1);
+        let t = (0..).find(|address| !written.contains(address)).expect("a hole");
+        prop_assert_eq!((length.n, length.t), (n, t));
+    }
+}
+
+/// Two stripes, written {0..6, 8}: stripe 0 holds {0, 2, 4, 6, 8} (local N 5), stripe 1
+/// {1, 3, 5} (local N 3). The global answer is N 9 with a hole at 7, so T is 7; taking the
+/// largest mapped tail with the union of the children's holes (none) would say T 9 or 10.
+#[test]
+fn the_tail_gaps_no_child_reports_are_holes() {
+    let drive = striped(2);
+    let written: BTreeSet<u64> = (0..=6).chain([8]).collect();
+    write_all(&drive, &written);
+    let tail = common::tail(&drive, 4);
+    assert_eq!((tail.n, tail.t()), (9, 7));
+    assert_eq!(tail.holes, common::holes(&[7]));
+    assert!(!tail.holes_below_window);
+}
+
+#[test]
+fn a_window_that_is_not_a_multiple_of_the_stripes_is_refused() {
+    let drive = striped(3);
+    match wait(drive.weak_tail(4)) {
+        Err(LogDriveError::InvalidWindow { k: 4, .. }) => {}
+        other => panic!("weak_tail(4) over 3 stripes answered {other:?}"),
+    }
+}
+
+/// A seal at global length L seals child i at ceil((L - i) / S): every address below L stays
+/// writable, none at or above it is, and a conflict names the global address.
+#[test]
+fn a_seal_and_a_trim_map_to_each_childs_share() {
+    let drive = striped(3);
+    let written: BTreeSet<u64> = (0..7).collect();
+    write_all(&drive, &written);
+    wait(drive.seal(10, 1)).expect("seal");
+    for address in 7..10 {
+        wait(drive.write(address, 1, common::payload(0, address))).expect("below the seal");
+    }
+    for address in 10..16 {
+        match wait(drive.write(address, 1, Bytes::from_static(b"late"))) {
+            Err(LogDriveError::Sealed { .. }) => {}
+            other => panic!("a write at {address}, past the seal at 10, answered {other:?}"),
+        }
+    }
+    let length = wait(drive.length()).expect("length");
+    assert_eq!((length.n, length.t, length.sealed), (10, 10, Some(10)));
+    match wait(drive.write(4, 1, Bytes::from_static(b"other"))) {
+        Err(LogDriveError::Conflict { address: 4 }) => {}
+        other => panic!("a conflicting write at 4 answered {other:?}"),
+    }
+    wait(drive.trim(5)).expect("trim");
+    for address in 0..5 {
+        assert!(
+            matches!(
+                common::read(&drive, address),
+                sealog_logdrive::ReadOutcome::Trimmed { .. }
+            ),
+            "address {address} below the trim point"
+        );
+    }
+    assert_eq!(
+        common::read(&drive, 5),
+        sealog_logdrive::ReadOutcome::Value(common::payload(0, 5))
+    );
+    assert_eq!(wait(drive.length()).expect("length").first, 5);
+}
