@@ -22,6 +22,15 @@ pub(crate) fn json_line(value: &impl serde::Serialize) -> String {
     String::from_utf8(serializer.into_inner()).expect("serde_json writes UTF-8")
 }
 
+/// The `", "` before every member or element but the first.
+fn separator<W: ?Sized + io::Write>(writer: &mut W, first: bool) -> io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
+    }
+}
+
 /// serde_json's compact formatter with a space after each `:` and `,`, on one line.
 struct SpacedLine;
 
@@ -31,11 +40,7 @@ impl serde_json::ser::Formatter for SpacedLine {
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        separator(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
@@ -47,10 +52,6 @@ impl serde_json::ser::Formatter for SpacedLine {
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        separator(writer, first)
     }
 }

@@ -19,16 +19,22 @@ use super::files::{Access, RingFiles, RingKind, CONTROL_FILE};
 use super::locks::{lock, open_device_waiting, DeviceOpen, LOCK_WAIT};
 use crate::error::OpenError;
 
+/// One aligned buffer large enough for both control blocks of any ring: what a plain
+/// O_DIRECT read of the control block needs before the backend (and its pool) exists.
+fn control_pool(path: &Path) -> Result<crate::pool::BufferPool, OpenError> {
+    crate::pool::BufferPool::new(1, 2 * sealog_wal::format::BLOCK_SIZE_MAX_BYTES as usize).map_err(
+        |source| OpenError::Io {
+            path: path.to_path_buf(),
+            action: "map a buffer",
+            source,
+        },
+    )
+}
+
 /// Reads the control block through a plain O_DIRECT read, to learn the geometry before the
 /// backend (which needs it) exists.
 fn read_geometry(file: &File, path: &Path) -> Result<Geometry, OpenError> {
-    let mut pool =
-        crate::pool::BufferPool::new(1, 2 * sealog_wal::format::BLOCK_SIZE_MAX_BYTES as usize)
-            .map_err(|source| OpenError::Io {
-                path: path.to_path_buf(),
-                action: "map a buffer",
-                source,
-            })?;
+    let mut pool = control_pool(path)?;
     let size = file
         .metadata()
         .map(|meta| meta.len())
@@ -267,13 +273,7 @@ struct DeviceSized<'a> {
 
 impl DeviceSized<'_> {
     fn geometry(&mut self, path: &Path) -> Result<Geometry, OpenError> {
-        let mut pool =
-            crate::pool::BufferPool::new(1, 2 * sealog_wal::format::BLOCK_SIZE_MAX_BYTES as usize)
-                .map_err(|source| OpenError::Io {
-                    path: path.to_path_buf(),
-                    action: "map a buffer",
-                    source,
-                })?;
+        let mut pool = control_pool(path)?;
         let mut source = DirectFileSource {
             file: self.file,
             size: self.size,
