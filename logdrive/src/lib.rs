@@ -8,6 +8,8 @@
 //!   quorum, remote), its outcomes and its typed errors, definite or indeterminate; the
 //!   compositions built on the trait live beside the store and see it only through the trait;
 //! - [`striped`]: [`StripedLogDrive`], one address space striped over child LogDrives;
+//! - [`mem`]: [`MemLogDrive`], a LogDrive in memory with switches for a replica's faults,
+//!   which the compositions' tests and simulations run on;
 //! - [`store`]: [`LogDriveStore`], many LogDrives on one [`sealog::Drive`]: open, create,
 //!   delete, close;
 //! - `handle`: their [`LocalLogDrive`] handles and the operations on them;
@@ -37,6 +39,7 @@ mod handle;
 mod index;
 mod inner;
 mod live;
+pub mod mem;
 mod options;
 pub mod reclaim;
 pub mod record;
@@ -52,6 +55,7 @@ mod waiting;
 pub use api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
 pub use geometry::GeometryError;
 pub use handle::{LocalLogDrive, PendingWrite};
+pub use mem::MemLogDrive;
 pub use reclaim::{ReclaimPolicy, ReclaimStats};
 pub use replay::DamageFound;
 pub use store::{LogDriveStore, StoreOpenError, StoreOptions};
