@@ -8,6 +8,7 @@
 //!   quorum, remote), its outcomes and its typed errors, definite or indeterminate; the
 //!   compositions built on the trait live beside the store and see it only through the trait;
 //! - [`striped`]: [`StripedLogDrive`], one address space striped over child LogDrives;
+//! - [`clock`]: [`Clock`], the time compositions read and sleep on, and the real one;
 //! - [`mem`]: [`MemLogDrive`], a LogDrive in memory with switches for a replica's faults,
 //!   which the compositions' tests and simulations run on;
 //! - [`store`]: [`LogDriveStore`], many LogDrives on one [`sealog::Drive`]: open, create,
@@ -32,6 +33,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod clock;
 mod complete;
 mod errors;
 pub mod geometry;
@@ -53,6 +55,7 @@ pub mod wait;
 mod waiting;
 
 pub use api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
+pub use clock::{Clock, Sleep, SystemClock};
 pub use geometry::GeometryError;
 pub use handle::{LocalLogDrive, PendingWrite};
 pub use mem::MemLogDrive;
