@@ -1,0 +1,35 @@
+//! Logs over LogDrives (docs/composition.md): the AtomicLog, a loglet made of a soft-state
+//! sequencer and a LogDrive, and the VirtualLog, one log made of a chain of loglets whose
+//! configuration lives in a MetaStore, so that a log moves to new drives (or a new
+//! composition of them) without stopping.
+//!
+//! From the top down (a module imports only modules below it):
+//!
+//! - [`virtual_log`]: [`VirtualLog`], its appends, tails and reads across segments;
+//!   `reconfig`: sealing the active segment and installing the next by compare-and-swap;
+//! - [`chain`]: the chain of segments and its encoding; [`loglet`]: how a segment's
+//!   configuration becomes an AtomicLog;
+//! - [`meta`]: the [`MetaStore`] trait and [`LogDriveMetaStore`], a durable one on a LogDrive;
+//! - [`atomic`]: [`AtomicLog`]; [`sequencer`]: its [`Sequencer`];
+//! - `deadline`: waiting with a deadline on the compositions' clock; [`error`]: the errors.
+
+#![forbid(unsafe_code)]
+
+pub mod atomic;
+pub mod chain;
+mod deadline;
+pub mod error;
+pub mod loglet;
+pub mod meta;
+mod reconfig;
+pub mod sequencer;
+pub mod virtual_log;
+
+pub use atomic::{AtomicLog, AtomicOptions, Tail};
+pub use chain::{Chain, LogletConfig, Segment};
+pub use error::{LogError, MetaError};
+pub use loglet::{DriveLogletFactory, LogletDrives, LogletFactory};
+pub use meta::{LogDriveMetaStore, MetaStore, Versioned};
+pub use reconfig::Reconfigured;
+pub use sequencer::Sequencer;
+pub use virtual_log::{VirtualLog, VirtualOptions};

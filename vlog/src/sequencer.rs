@@ -1,0 +1,246 @@
+//! The AtomicLog's sequencer (docs/composition.md, "The AtomicLog"): soft state that hands
+//! out slots and orders their completion. It holds a counter and a window of at most K slots
+//! in flight: `acquire` waits while the window is full (the counter has reached T + K, T being
+//! the first slot not completed), and `complete(p)` waits until every slot below p completed
+//! too, so appends are acknowledged in strict slot order and the LogDrive's N - T never
+//! exceeds K, which is what `weak_tail(K)` needs.
+//!
+//! It sees no payloads and keeps nothing durable: if it fails the log can no longer take
+//! appends and is sealed and replaced by a reconfiguration, never rebuilt from the drive. Its
+//! memory is bounded by K: the completed slots above T (at most K - 1 of them) and one waker
+//! per waiting caller.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::poll_fn;
+use std::sync::{Mutex, MutexGuard};
+use std::task::{Poll, Waker};
+
+use crate::error::LogError;
+
+/// The sequencer: see the module doc.
+pub struct Sequencer {
+    window: u64,
+    state: Mutex<SequencerState>,
+}
+
+struct SequencerState {
+    /// The next slot to hand out.
+    next: u64,
+    /// T: the first slot not completed.
+    tail: u64,
+    /// Completed slots above `tail` (fewer than the window).
+    completed: BTreeSet<u64>,
+    /// Callers waiting for room in the window, by ticket.
+    acquirers: HashMap<u64, Waker>,
+    /// Callers waiting for lower slots to complete, by their slot.
+    completers: HashMap<u64, Waker>,
+    next_ticket: u64,
+    /// Once set, every call fails.
+    down: bool,
+}
+
+impl Sequencer {
+    /// A sequencer handing out slots from `first` with a window of `window` slots (at least
+    /// one).
+    pub fn new(first: u64, window: u64) -> Sequencer {
+        Sequencer {
+            window: window.max(1),
+            state: Mutex::new(SequencerState {
+                next: first,
+                tail: first,
+                completed: BTreeSet::new(),
+                acquirers: HashMap::new(),
+                completers: HashMap::new(),
+                next_ticket: 0,
+                down: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SequencerState> {
+        // Every change is one step under the lock; a panic elsewhere leaves it whole.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// K, the window.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// T as the sequencer knows it: the first slot not completed. Every slot below it was
+    /// written and completed.
+    pub fn tail(&self) -> Result<u64, LogError> {
+        let state = self.lock();
+        if state.down {
+            return Err(LogError::SequencerDown);
+        }
+        Ok(state.tail)
+    }
+
+    /// Hands out the next slot, waiting while K slots are in flight.
+    pub async fn acquire(&self) -> Result<u64, LogError> {
+        let mut ticket = None;
+        poll_fn(|cx| {
+            let mut state = self.lock();
+            if state.down {
+                return Poll::Ready(Err(LogError::SequencerDown));
+            }
+            if state.next < state.tail + self.window {
+                if let Some(ticket) = ticket.take() {
+                    state.acquirers.remove(&ticket);
+                }
+                let slot = state.next;
+                state.next += 1;
+                return Poll::Ready(Ok(slot));
+            }
+            let id = *ticket.get_or_insert_with(|| {
+                state.next_ticket += 1;
+                state.next_ticket
+            });
+            state.acquirers.insert(id, cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Completes `slot` (its write was acknowledged) and waits until every slot below it is
+    /// completed too.
+    pub async fn complete(&self, slot: u64) -> Result<(), LogError> {
+        self.mark_completed(slot)?;
+        poll_fn(|cx| {
+            let mut state = self.lock();
+            if state.tail > slot {
+                state.completers.remove(&slot);
+                return Poll::Ready(Ok(()));
+            }
+            if state.down {
+                return Poll::Ready(Err(LogError::SequencerDown));
+            }
+            state.completers.insert(slot, cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+    }
+
+    fn mark_completed(&self, slot: u64) -> Result<(), LogError> {
+        let mut state = self.lock();
+        if state.down {
+            return Err(LogError::SequencerDown);
+        }
+        if slot < state.tail || slot >= state.next {
+            // Completed already, or never handed out: nothing to do.
+            return Ok(());
+        }
+        state.completed.insert(slot);
+        let before = state.tail;
+        while state.completed.first() == Some(&state.tail) {
+            state.completed.pop_first();
+            state.tail += 1;
+        }
+        if state.tail > before {
+            let tail = state.tail;
+            let woken: Vec<u64> = state
+                .completers
+                .keys()
+                .copied()
+                .filter(|waiting| *waiting < tail)
+                .collect();
+            for waiting in woken {
+                if let Some(waker) = state.completers.remove(&waiting) {
+                    waker.wake();
+                }
+            }
+            for (_, waker) in state.acquirers.drain() {
+                waker.wake();
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the sequencer down, as if its process died: every waiting and later call fails
+    /// with [`LogError::SequencerDown`].
+    pub fn fail(&self) {
+        let mut state = self.lock();
+        state.down = true;
+        for (_, waker) in state.acquirers.drain() {
+            waker.wake();
+        }
+        for (_, waker) in state.completers.drain() {
+            waker.wake();
+        }
+    }
+
+    /// Whether the sequencer is down.
+    pub fn is_down(&self) -> bool {
+        self.lock().down
+    }
+
+    /// Slots handed out and not completed, for figures and tests.
+    pub fn in_flight(&self) -> u64 {
+        let state = self.lock();
+        state.next - state.tail - state.completed.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use sealog_logdrive::wait;
+
+    #[test]
+    fn the_fifth_acquire_waits_for_the_first_completion() {
+        // AL-1: K = 4 on an empty log.
+        let sequencer = Arc::new(Sequencer::new(0, 4));
+        for expected in 0..4 {
+            assert_eq!(wait(sequencer.acquire()).unwrap(), expected);
+        }
+        let waiting = {
+            let sequencer = sequencer.clone();
+            std::thread::spawn(move || wait(sequencer.acquire()))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!waiting.is_finished());
+        wait(sequencer.complete(0)).unwrap();
+        assert_eq!(waiting.join().unwrap().unwrap(), 4);
+    }
+
+    #[test]
+    fn completions_return_in_slot_order() {
+        // AL-2: slots 3, 4 and 5; 4 and 5 complete first and wait for 3.
+        let sequencer = Arc::new(Sequencer::new(3, 8));
+        for _ in 0..3 {
+            wait(sequencer.acquire()).unwrap();
+        }
+        let later: Vec<_> = [4, 5]
+            .into_iter()
+            .map(|slot| {
+                let sequencer = sequencer.clone();
+                std::thread::spawn(move || wait(sequencer.complete(slot)))
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(sequencer.tail().unwrap(), 3);
+        assert!(later.iter().all(|thread| !thread.is_finished()));
+        wait(sequencer.complete(3)).unwrap();
+        for thread in later {
+            thread.join().unwrap().unwrap();
+        }
+        assert_eq!(sequencer.tail().unwrap(), 6);
+    }
+
+    #[test]
+    fn a_failed_sequencer_releases_its_waiters() {
+        let sequencer = Arc::new(Sequencer::new(0, 1));
+        wait(sequencer.acquire()).unwrap();
+        let waiting = {
+            let sequencer = sequencer.clone();
+            std::thread::spawn(move || wait(sequencer.acquire()))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        sequencer.fail();
+        assert_eq!(waiting.join().unwrap(), Err(LogError::SequencerDown));
+        assert_eq!(sequencer.tail(), Err(LogError::SequencerDown));
+    }
+}
