@@ -34,33 +34,37 @@ pub struct Reconfigured {
 }
 
 impl VirtualLog {
-    /// Seals the active segment and installs a new one on `next` after it.
+    /// Seals the active segment as this handle last saw it and installs a new one on `next`
+    /// after it. If another reconfiguration got there first (the segment this handle saw
+    /// is no longer the active one), nothing is sealed: the chain that won is returned,
+    /// with `won` false.
     pub async fn reconfig_extend(&self, next: LogletConfig) -> Result<Reconfigured, LogError> {
-        let active = self.refresh().await?.active().loglet.id;
+        let active = self.chain().await?.active().loglet.id;
         self.extend_from(active, Some(next)).await
     }
 
     /// Seals the segment on loglet `from` if it is still the active one, and installs a new
-    /// one after it (on `next`, or the factory's successor of it).
+    /// one after it (on `next`, or the factory's successor of it). Waiting for another
+    /// coordinator's claim costs no attempt; each claim and install does.
     pub(crate) async fn extend_from(
         &self,
         from: u64,
         next: Option<LogletConfig>,
     ) -> Result<Reconfigured, LogError> {
+        let mut attempts = 0;
         let mut last = None;
-        for _ in 0..self.options.attempts_max {
+        while attempts < self.options.attempts_max {
             let chain = self.refresh().await?;
             let active = chain.active().clone();
             if active.loglet.id != from {
                 return Ok(Reconfigured { chain, won: false });
             }
-            let claimed = match active.sealing {
-                None => self.claim(&chain).await,
-                Some(_) if !self.waited_out(chain.version).await => continue,
-                // The claim's coordinator went quiet: roll it forward at a newer epoch.
-                Some(_) => self.claim(&chain).await,
-            };
-            let claimed = match claimed {
+            // A claim under way is waited out, then rolled forward at a newer epoch.
+            if active.sealing.is_some() && !self.waited_out(chain.version).await {
+                continue;
+            }
+            attempts += 1;
+            let claimed = match self.claim(&chain).await {
                 Ok(claimed) => claimed,
                 Err(error) if error.is_definite() || is_conflict(&error) => {
                     last = Some(error);
@@ -75,8 +79,8 @@ impl VirtualLog {
             }
         }
         Err(LogError::GaveUp {
-            attempts: self.options.attempts_max,
-            last: Box::new(last.unwrap_or(LogError::SequencerDown)),
+            attempts,
+            last: Box::new(last.unwrap_or(LogError::Meta(MetaError::Conflict { current: 0 }))),
         })
     }
 
