@@ -12,7 +12,10 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use sealog_logdrive::{wait, LogDrive, LogDriveError, LogDriveStore, StripedLogDrive, TailDesc};
+use sealog_logdrive::{
+    wait, Length, LogDrive, LogDriveError, LogDriveStore, MemLogDrive, OpFuture, ReadOutcome,
+    StripedLogDrive, TailDesc,
+};
 
 /// One store for every case (a ring each would cost a format per case), and the next id.
 fn store() -> &'static (common::Ring, LogDriveStore, AtomicU64) {
@@ -89,7 +92,7 @@ proptest! {
 /// {1, 3, 5} (local N 3). The global answer is N 9 with a hole at 7, so T is 7; taking the
 /// largest mapped tail with the union of the children's holes (none) would say T 9 or 10.
 #[test]
-fn the_tail_gaps_no_child_reports_are_holes() {
+fn ld_5_the_tail_gaps_no_child_reports_are_holes() {
     let drive = striped(2);
     let written: BTreeSet<u64> = (0..=6).chain([8]).collect();
     write_all(&drive, &written);
@@ -99,8 +102,23 @@ fn the_tail_gaps_no_child_reports_are_holes() {
     assert!(!tail.holes_below_window);
 }
 
+/// LD-6: with three stripes, global 7 is stripe 1's local 2 and stripe 2's local 4 is global
+/// 14; a window of 4 cannot be split among three children.
 #[test]
-fn a_window_that_is_not_a_multiple_of_the_stripes_is_refused() {
+fn ld_6_the_mapping_and_a_window_that_is_not_a_multiple_of_the_stripes() {
+    let children: Vec<Arc<MemLogDrive>> = (0..3).map(|_| Arc::new(MemLogDrive::new())).collect();
+    let dyn_children = children
+        .iter()
+        .map(|c| c.clone() as Arc<dyn LogDrive>)
+        .collect();
+    let mem = StripedLogDrive::new(dyn_children).expect("children");
+    wait(mem.write(7, 0, Bytes::from_static(b"seven"))).expect("write 7");
+    assert!(children[1].contents().contains_key(&2));
+    wait(children[2].write(4, 0, Bytes::from_static(b"fourteen"))).expect("local 4");
+    assert_eq!(
+        wait(mem.read(14)).expect("read 14"),
+        ReadOutcome::Value(Bytes::from_static(b"fourteen"))
+    );
     let drive = striped(3);
     match wait(drive.weak_tail(4)) {
         Err(LogDriveError::InvalidWindow { k: 4, .. }) => {}
@@ -146,4 +164,69 @@ fn a_seal_and_a_trim_map_to_each_childs_share() {
         sealog_logdrive::ReadOutcome::Value(common::payload(0, 5))
     );
     assert_eq!(wait(drive.length()).expect("length").first, 5);
+}
+
+/// A child whose window scan runs when first polled, after a hook: the scan of one child
+/// then happens after writes the other child's scan missed.
+struct LateScan {
+    inner: Arc<MemLogDrive>,
+    before_scan: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl LogDrive for LateScan {
+    fn write(&self, address: u64, epoch: u64, payload: Bytes) -> OpFuture<()> {
+        self.inner.write(address, epoch, payload)
+    }
+    fn read(&self, address: u64) -> OpFuture<ReadOutcome> {
+        self.inner.read(address)
+    }
+    fn weak_tail(&self, k: u64) -> OpFuture<TailDesc> {
+        let inner = self.inner.clone();
+        let hook = self.before_scan.lock().unwrap().take();
+        Box::pin(async move {
+            if let Some(hook) = hook {
+                hook();
+            }
+            inner.weak_tail(k).await
+        })
+    }
+    fn seal(&self, length: u64, epoch: u64) -> OpFuture<()> {
+        self.inner.seal(length, epoch)
+    }
+    fn fence(&self, epoch: u64) -> OpFuture<()> {
+        self.inner.fence(epoch)
+    }
+    fn trim(&self, upto: u64) -> OpFuture<()> {
+        self.inner.trim(upto)
+    }
+    fn length(&self) -> OpFuture<Length> {
+        self.inner.length()
+    }
+}
+
+/// LD-2: write(1) and then write(0) race a window scan over two stripes. Stripe 1 is scanned
+/// before write(1), stripe 0 after write(0): the scan sees 1 unwritten and 0 written and
+/// answers T = 1, which no instant of the drive had (T went from 0 to 2), yet lies between
+/// the T before the scan and the T after it, which is all weakTail promises.
+#[test]
+fn ld_2_a_scan_racing_two_writes_answers_a_tail_between_start_and_stop() {
+    let even = Arc::new(MemLogDrive::new());
+    let odd = Arc::new(MemLogDrive::new());
+    let hook = {
+        let (even, odd) = (even.clone(), odd.clone());
+        move || {
+            wait(odd.write(0, 0, Bytes::from_static(b"one"))).expect("write(1)");
+            wait(even.write(0, 0, Bytes::from_static(b"zero"))).expect("write(0)");
+        }
+    };
+    let late = Arc::new(LateScan {
+        inner: even.clone(),
+        before_scan: std::sync::Mutex::new(Some(Box::new(hook))),
+    });
+    let drive = StripedLogDrive::new(vec![late, odd.clone()]).expect("children");
+    let t_start = 0;
+    let observed = wait(drive.weak_tail(2)).expect("weak_tail").t();
+    let t_stop = wait(drive.weak_tail(2)).expect("weak_tail").t();
+    assert_eq!((observed, t_stop), (1, 2));
+    assert!((t_start..=t_stop).contains(&observed));
 }
