@@ -66,6 +66,12 @@ pub trait LogDrive: Send + Sync {
 
     /// This replica's lengths and settings, for a coordinator choosing a seal point.
     fn length(&self) -> OpFuture<Length>;
+
+    /// The largest window K its writers may keep between T and N (an AtomicLog's K): for a
+    /// store, its `write_window_max`, how far past N a quarantined open looks for damage;
+    /// for a composition, what every child admits. A log whose window is over it is
+    /// refused when it is built.
+    fn write_window_max(&self) -> u64;
 }
 
 /// What a read finds at an address.

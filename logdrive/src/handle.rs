@@ -446,6 +446,10 @@ impl LogDrive for LocalLogDrive {
     fn length(&self) -> OpFuture<Length> {
         ready(self.lock().and_then(|mut live| live.state.length()))
     }
+
+    fn write_window_max(&self) -> u64 {
+        self.inner.options.write_window_max
+    }
 }
 
 /// A write in flight on a [`LocalLogDrive`] ([`LocalLogDrive::submit_write`]): awaited as a

@@ -314,6 +314,10 @@ impl LogDrive for MemLogDrive {
     fn length(&self) -> OpFuture<Length> {
         self.run(|state| Ok(state.length()))
     }
+
+    fn write_window_max(&self) -> u64 {
+        self.lock().k_max
+    }
 }
 
 #[cfg(test)]

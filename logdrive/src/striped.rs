@@ -319,4 +319,15 @@ impl LogDrive for StripedLogDrive {
             Ok(striper.combine_lengths(&lengths))
         })
     }
+
+    /// Each child keeps K / S of a global window K.
+    fn write_window_max(&self) -> u64 {
+        let least = self
+            .children
+            .iter()
+            .map(|child| child.write_window_max())
+            .min()
+            .unwrap_or(0);
+        least.saturating_mul(self.stripes())
+    }
 }

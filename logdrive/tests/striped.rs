@@ -202,6 +202,9 @@ impl LogDrive for LateScan {
     fn length(&self) -> OpFuture<Length> {
         self.inner.length()
     }
+    fn write_window_max(&self) -> u64 {
+        self.inner.write_window_max()
+    }
 }
 
 /// LD-2: write(1) and then write(0) race a window scan over two stripes. Stripe 1 is scanned

@@ -83,18 +83,24 @@ pub struct AtomicLog {
 
 impl AtomicLog {
     /// An AtomicLog over `data` with its seal bit in `seal`, its sequencer starting at
-    /// `first` (0 for a new segment). A window the data LogDrive cannot scan (over its
-    /// most, or not split evenly among a stripe's children) is refused here, before any
-    /// append: the drive is asked for `weak_tail(K)` once.
+    /// `first` (0 for a new segment). A window the data LogDrive cannot keep (over its
+    /// `write_window_max`, K / S per child of a stripe of S) or cannot scan (not split
+    /// evenly among a stripe's children) is refused here, before any append: the drive is
+    /// asked for `weak_tail(K)` once.
     pub async fn open(
         data: Arc<dyn LogDrive>,
         seal: Arc<dyn LogDrive>,
         first: u64,
         options: AtomicOptions,
     ) -> Result<AtomicLog, LogError> {
-        if options.window == 0 {
+        if options.window == 0 || options.window > data.write_window_max() {
             return Err(LogError::InvalidConfig {
-                reason: "the window K must be at least 1".into(),
+                reason: format!(
+                    "the window K = {} must be at least 1 and at most the data LogDrive's \
+                     write_window_max, {}",
+                    options.window,
+                    data.write_window_max()
+                ),
             });
         }
         match data.weak_tail(options.window).await {

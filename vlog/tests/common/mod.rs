@@ -163,4 +163,7 @@ impl LogDrive for HookDrive {
     fn length(&self) -> sealog_logdrive::OpFuture<sealog_logdrive::Length> {
         self.inner.length()
     }
+    fn write_window_max(&self) -> u64 {
+        self.inner.write_window_max()
+    }
 }
