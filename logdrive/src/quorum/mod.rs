@@ -4,18 +4,18 @@
 //! trait and is one itself, so quorums and stripes nest either way.
 //!
 //! - `write` goes to every child at once and is acknowledged by Qw of them; a failure is
-//!   indeterminate whenever a child took the write ([`outcome`]);
+//!   indeterminate whenever a child took the write (`outcome`);
 //! - `read` asks Qr children, hedging to the others, and repairs a value it finds to Qw
-//!   children before returning it; a damaged slot never reads as unwritten ([`read`]);
+//!   children before returning it; a damaged slot never reads as unwritten (`read`);
 //! - `weak_tail` asks Qf children for the same window and repairs ambiguous slots
-//!   ([`tail`]); after this handle fenced, only children holding the fence answer
-//!   ([`control`]);
+//!   (`tail`); after this handle fenced, only children holding the fence answer
+//!   (`control`);
 //! - `seal` fills every reachable child below the stop before sealing it, and remembers the
-//!   children owed the seal for [`QuorumLogDrive::rejoin`] ([`seal`]);
-//! - [`QuorumLogDrive::scrub`] walks a child and repairs it from its peers ([`scrub`]).
+//!   children owed the seal for [`QuorumLogDrive::rejoin`] (`seal`);
+//! - [`QuorumLogDrive::scrub`] walks a child and repairs it from its peers (`scrub`).
 //!
-//! The other files: [`options`] (sizes, options, pace), [`shared`] (what the futures
-//! share), [`ask`] (hedged asking), [`write`], [`figures`] (scrub figures, metric names).
+//! The other files: `options` (sizes, options, pace), `shared` (what the futures
+//! share), `ask` (hedged asking), `write`, `figures` (scrub figures, metric names).
 //!
 //! The multi-step operations (a read's repair, a scan's repairs, a seal's fills, a rejoin,
 //! a scrub) make their later steps while their future is awaited: only their first requests
