@@ -263,16 +263,21 @@ fn az_1_all_reachable_seal_at_the_shortest() {
     assert_eq!(wait(drive.length()).expect("length").sealed, Some(8));
 }
 
-/// AZ-2: C (at 8) unreachable. The scan needs all three and fails; the coordinator takes
-/// the reachable lengths (10, 10) as the stop, A and B are sealed at 10, C is owed the seal
-/// and, once back, is filled to 10 and sealed: all three byte-identical.
+/// AZ-2: C (at 8) unreachable. Before a fence the scan needs all three and fails; after
+/// the fence it answers the least T among the fenced replicas it reaches (10, 10), A and B
+/// are sealed at 10, C is owed the seal and, once back, is filled to 10 and sealed: all
+/// three byte-identical.
 #[test]
 fn az_2_unreachable_short_replica_is_filled_when_it_returns() {
     let (children, drive) = az_replicas(&[0, 1]);
     children[2].set_down(Some("C unreachable"));
+    assert!(
+        wait(drive.weak_tail(4)).is_err(),
+        "an unfenced scan needs Qf = 3"
+    );
     wait(drive.fence(2)).expect("a fence needs Qr = 1");
-    assert!(wait(drive.weak_tail(4)).is_err(), "a scan needs Qf = 3");
-    let stop = reachable_stop(&children);
+    let stop = tail(&drive, 4).t();
+    assert_eq!(stop, reachable_stop(&children));
     assert_eq!(stop, 10);
     wait(drive.seal(stop, 2)).expect("seal");
     assert_eq!(drive.owed_seal(), vec![2]);
@@ -292,7 +297,8 @@ fn az_3_unreachable_long_replica_is_truncated_when_it_returns() {
     let (children, drive) = az_replicas(&[0]);
     children[0].set_down(Some("A unreachable"));
     wait(drive.fence(2)).expect("fence");
-    let stop = reachable_stop(&children);
+    let stop = tail(&drive, 4).t();
+    assert_eq!(stop, reachable_stop(&children));
     assert_eq!(stop, 8);
     wait(drive.seal(stop, 2)).expect("seal");
     assert_eq!(drive.owed_seal(), vec![0]);
@@ -343,21 +349,40 @@ fn bk_1_zw_1_a_zombie_write_after_a_fence_cannot_reach_a_write_quorum() {
     assert!(all.iter().all(|held| *held == all[0] && held.len() == 10));
 }
 
-/// After a fence only two of three (Qw = N = 3) could take, a scan fences the others again
-/// before it counts them, and fails while one is still unreachable.
+/// After a fence only two of four could take (Qw = 3: Qr = 2, Qf = 3), a scan fences the
+/// others again before it counts them, and fails while fewer than Qf hold the fence.
 #[test]
 fn a_scan_after_a_fence_counts_only_fenced_replicas() {
-    let children = replicas(3);
+    let children = replicas(4);
     let drive = quorum(&children, 3);
     for address in 0..4 {
         wait(drive.write(address, 1, value(address))).expect("write");
     }
     children[2].set_down(Some("down for the fence"));
-    wait(drive.fence(2)).expect("fence with Qr = 1");
+    children[3].set_down(Some("down for the fence"));
+    wait(drive.fence(2)).expect("fence with Qr = 2");
     assert!(wait(drive.weak_tail(4)).is_err());
     children[2].set_down(None);
     assert_eq!(tail(&drive, 4).t(), 4);
     assert_eq!(wait(children[2].length()).expect("length").fence, 2);
+}
+
+/// With Qw = N a fenced scan with a replica unreachable answers the least T of the fenced
+/// replicas it reaches: every acknowledged write is on each of them.
+#[test]
+fn with_every_replica_in_the_write_quorum_a_fenced_scan_takes_the_least_tail() {
+    let children = replicas(3);
+    let drive = quorum(&children, 3);
+    for address in 0..4 {
+        wait(drive.write(address, 1, value(address))).expect("write");
+    }
+    // A write that reached two of three: never acknowledged.
+    put(&children[0], 4..6);
+    put(&children[1], 4..5);
+    children[2].set_down(Some("unreachable"));
+    assert!(wait(drive.weak_tail(4)).is_err(), "an unfenced scan needs all three");
+    wait(drive.fence(2)).expect("fence with Qr = 1");
+    assert_eq!(tail(&drive, 4).t(), 5);
 }
 
 #[test]
@@ -527,6 +552,10 @@ impl LogDrive for Slow {
     }
     fn length(&self) -> OpFuture<Length> {
         self.late(self.inner.length())
+    }
+
+    fn write_window_max(&self) -> u64 {
+        self.inner.write_window_max()
     }
 }
 

@@ -153,4 +153,14 @@ impl LogDrive for QuorumLogDrive {
     fn length(&self) -> OpFuture<Length> {
         control::length(&self.shared)
     }
+
+    /// Every child keeps the whole window.
+    fn write_window_max(&self) -> u64 {
+        self.shared
+            .children
+            .iter()
+            .map(|child| child.write_window_max())
+            .min()
+            .unwrap_or(0)
+    }
 }

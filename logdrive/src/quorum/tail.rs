@@ -6,12 +6,19 @@
 //! past the highest written slot (L when none is; everything below L counts as written) and
 //! the holes are the unwritten slots below it. A slot that cannot be repaired fails the
 //! scan: it is never reported written or unwritten on a guess.
+//!
+//! With Qw = N the scan needs every child, so one unreachable child would stop a seal. A
+//! handle that has fenced answers then from the fenced children it reaches (at least Qr =
+//! 1): T is the least of their contiguous tails, since every acknowledged write is on every
+//! child. That T may pass writes that were never acknowledged, which a seal at it keeps (and
+//! fills on the others), as the Azure stream layer seals at the smallest commit length among
+//! the replicas it reaches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::ask::Ask;
-use super::control::from_tail_quorum;
+use super::control::{from_tail_quorum, responders};
 use super::shared::Shared;
 use super::write::replicate;
 use crate::api::{LogDriveError, OpFuture, ReadOutcome, TailDesc};
@@ -27,7 +34,13 @@ enum Seen {
 pub(crate) fn weak_tail(shared: &Arc<Shared>, k: u64) -> OpFuture<TailDesc> {
     let shared = Arc::clone(shared);
     Box::pin(async move {
-        let tails = from_tail_quorum(&shared, move |child| child.weak_tail(k)).await?;
+        let tails = match from_tail_quorum(&shared, move |child| child.weak_tail(k)).await {
+            Ok(tails) => tails,
+            Err(error) if fenced_and_fully_written(&shared) => {
+                return least_fenced_tail(&shared).await.map_err(|_| error)
+            }
+            Err(error) => return Err(error),
+        };
         let n_max = tails.iter().map(|(_, tail)| tail.n).max().unwrap_or(0);
         let window_start = n_max.saturating_sub(k);
         let mut written = BTreeSet::new();
@@ -111,6 +124,34 @@ async fn repair(shared: &Arc<Shared>, address: u64) -> Result<(), LogDriveError>
         None if damaged.len() >= shared.sizes.write => Ok(()),
         None => Err(LogDriveError::Damaged {
             addresses: address..address + 1,
+        }),
+    }
+}
+
+/// Whether the Qw = N answer applies: every write needs every child, and this handle fenced.
+fn fenced_and_fully_written(shared: &Shared) -> bool {
+    shared.sizes.write == shared.sizes.replicas && shared.fence().is_some()
+}
+
+/// The least contiguous tail among the fenced children that answer (at least Qr of them),
+/// as a window with no holes: see the module doc.
+async fn least_fenced_tail(shared: &Arc<Shared>) -> Result<TailDesc, LogDriveError> {
+    let candidates = responders(shared).await;
+    let first = candidates.len();
+    let ask = Ask::start(shared, candidates, first, |child| child.length());
+    let answers = ask.gather(|outcome| outcome.is_ok(), |_| false).await;
+    let tails: Vec<u64> = answers
+        .into_iter()
+        .filter_map(|(_, outcome)| outcome.ok().map(|length| length.t))
+        .collect();
+    match tails.iter().min() {
+        Some(&t) if tails.len() >= shared.sizes.read => Ok(TailDesc {
+            n: t,
+            holes: BTreeSet::new(),
+            holes_below_window: false,
+        }),
+        _ => Err(LogDriveError::Io {
+            reason: format!("fewer than {} fenced children answered", shared.sizes.read),
         }),
     }
 }
