@@ -1,0 +1,11 @@
+//! Deterministic simulation of replicated logs, each run replayable from one seed: a
+//! sequential log specification ([`model`]), recorded histories ([`history`]) and a
+//! linearizability checker for them ([`linearizability`]).
+
+pub mod history;
+pub mod linearizability;
+pub mod model;
+
+pub use history::{History, Operation};
+pub use linearizability::{check, Verdict, DEFAULT_STEP_BUDGET};
+pub use model::{LogInput, LogOutput, LogState};
