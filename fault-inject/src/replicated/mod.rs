@@ -2,10 +2,14 @@
 //! sequential log specification ([`model`]), recorded histories ([`history`]) and a
 //! linearizability checker for them ([`linearizability`]).
 
+pub mod clock;
+pub mod executor;
 pub mod history;
 pub mod linearizability;
 pub mod model;
 
+pub use clock::SimClock;
+pub use executor::{Executor, Spawner, Task};
 pub use history::{History, Operation};
 pub use linearizability::{check, Verdict, DEFAULT_STEP_BUDGET};
 pub use model::{LogInput, LogOutput, LogState};
