@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Wake, Waker};
 
 use rand::Rng;
 
@@ -142,6 +142,7 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+    use std::task::Poll;
 
     /// A future pending on its first poll, waking itself, and ready on its second.
     struct YieldOnce(bool);
