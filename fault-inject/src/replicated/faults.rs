@@ -6,7 +6,7 @@
 use std::ops::AddAssign;
 use std::time::Duration;
 
-/// The faults a [`Network`](super::network::Network) injects, each a probability.
+/// The faults a simulation's network injects, each a probability.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimFaults {
     /// Per delivery: the request is lost (nothing applied; the caller sees an I/O error).

@@ -1,4 +1,4 @@
-//! A linearizability checker for a log's history against [`model`](super::model)'s
+//! A linearizability checker for a log's history against [`model`](crate::replicated::model)'s
 //! sequential specification: a port of Porcupine's checker (Wing & Gong's search with
 //! Lowe's memoization), written afresh here rather than taken as a dependency because it is
 //! tens of lines, brings no dependency tree, and must take operations that never returned.
