@@ -240,6 +240,7 @@ impl SimLog for ToyHandle {
 
 fn config(test: &str) -> SimConfig {
     let mut config = SimConfig::new("replicated", test);
+    config.clients = 8;
     config.mix.reconfigure = 1;
     config
 }

@@ -174,11 +174,13 @@ where
 }
 
 fn failure(config: &SimConfig, seed: u64, message: String, history: &History) -> SimFailure {
+    let replay = replay_command(&config.target, &config.test, seed);
+    let text = format!("{message}\nreplay: {replay}\n\n{}", history.render());
     SimFailure {
         seed,
         message,
-        replay: replay_command(&config.target, &config.test, seed),
-        history: save_history(&config.test, seed, &history.render()),
+        history: save_history(&config.test, seed, &text),
+        replay,
     }
 }
 
