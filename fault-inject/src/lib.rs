@@ -1,7 +1,8 @@
 //! sealog's fault injection: a simulated faulty drive behind the engine's I/O trait
 //! ([`device`]), simulation runs of the real engine on it ([`simulate`]), each replayable
 //! from one seed, crash-state enumeration over the writes the engine issues ([`enumerate`]),
-//! and corrupters that damage real rings on purpose ([`corrupt`]).
+//! and corrupters that damage real rings on purpose ([`corrupt`]); [`replicated`] is the
+//! seeded simulation of replicated logs over held LogDrives, with a linearizability checker.
 
 #![forbid(unsafe_code)]
 
@@ -10,6 +11,7 @@ pub mod device;
 pub mod enumerate;
 pub mod fuse;
 pub mod logdrive;
+pub mod replicated;
 pub mod scans;
 pub mod simulate;
 pub mod trace;
