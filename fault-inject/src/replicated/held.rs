@@ -92,6 +92,11 @@ impl LogDrive for HeldLogDrive {
         self.network
             .submit(self.child, None, |drive| drive.length())
     }
+
+    /// A setting, not an operation: answered at once, as a connection's handshake would.
+    fn write_window_max(&self) -> u64 {
+        self.network.drive(self.child).write_window_max()
+    }
 }
 
 #[cfg(test)]
