@@ -106,6 +106,11 @@ impl MemLogDrive {
         self.lock().slots.remove(&address).is_some()
     }
 
+    /// Whether a value (intact or damaged) is written at `address`.
+    pub fn holds(&self, address: u64) -> bool {
+        self.lock().slots.contains_key(&address)
+    }
+
     /// The written addresses and their bytes (damaged ones included), for a test's checks.
     pub fn contents(&self) -> BTreeMap<u64, Bytes> {
         let state = self.lock();

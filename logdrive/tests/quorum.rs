@@ -380,7 +380,10 @@ fn with_every_replica_in_the_write_quorum_a_fenced_scan_takes_the_least_tail() {
     put(&children[0], 4..6);
     put(&children[1], 4..5);
     children[2].set_down(Some("unreachable"));
-    assert!(wait(drive.weak_tail(4)).is_err(), "an unfenced scan needs all three");
+    assert!(
+        wait(drive.weak_tail(4)).is_err(),
+        "an unfenced scan needs all three"
+    );
     wait(drive.fence(2)).expect("fence with Qr = 1");
     assert_eq!(tail(&drive, 4).t(), 5);
 }

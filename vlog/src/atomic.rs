@@ -184,16 +184,41 @@ impl AtomicLog {
             }
             Some(Err(other)) => return Err(other),
         }
-        if self.read_seal().await.map_err(|error| match error {
-            LogError::Drive { error, .. } => LogError::drive(Some(slot), error.indeterminate()),
-            other => other,
-        })? {
+        if self.seal_after_completion(slot).await? {
             return Err(LogError::Sealed {
                 position: Some(slot),
                 written: true,
             });
         }
         Ok(slot)
+    }
+
+    /// The seal bit read for an append whose slot completed: read again after a failure
+    /// until the slot's deadline (the entry is written; only whether it is acknowledged is
+    /// left to learn).
+    async fn seal_after_completion(&self, slot: u64) -> Result<bool, LogError> {
+        let clock = self.options.clock.clone();
+        let reading = async {
+            loop {
+                match self.read_seal().await {
+                    Ok(sealed) => return Ok(sealed),
+                    Err(LogError::Drive { error, .. }) if !error.is_definite() => {
+                        clock.sleep(self.options.retry_after).await;
+                    }
+                    Err(LogError::Drive { error, .. }) => {
+                        return Err(LogError::drive(Some(slot), error.indeterminate()))
+                    }
+                    Err(other) => return Err(other),
+                }
+            }
+        };
+        match within(clock.as_ref(), self.options.slot_deadline, reading).await {
+            Some(outcome) => outcome,
+            None => Err(LogError::Stalled {
+                position: slot,
+                written: true,
+            }),
+        }
     }
 
     /// Writes `slot` until acknowledged; fails once the log is sealed or fenced (the slot

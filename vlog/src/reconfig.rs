@@ -53,29 +53,47 @@ impl VirtualLog {
     ) -> Result<Reconfigured, LogError> {
         let mut attempts = 0;
         let mut last = None;
+        // Our claim, when one was won and its sealing failed on the way: taken up again.
+        let mut ours: Option<Chain> = None;
         while attempts < self.options.attempts_max {
             let chain = self.refresh().await?;
             let active = chain.active().clone();
             if active.loglet.id != from {
                 return Ok(Reconfigured { chain, won: false });
             }
+            let resumed = ours
+                .take()
+                .filter(|claimed| claimed.version == chain.version);
             // A claim under way is waited out, then rolled forward at a newer epoch.
-            if active.sealing.is_some() && !self.waited_out(chain.version).await {
+            if resumed.is_none()
+                && active.sealing.is_some()
+                && !self.waited_out(chain.version).await
+            {
                 continue;
             }
             attempts += 1;
-            let claimed = match self.claim(&chain).await {
-                Ok(claimed) => claimed,
-                Err(error) if error.is_definite() || is_conflict(&error) => {
-                    last = Some(error);
-                    continue;
-                }
-                Err(error) => return Err(error),
+            let claimed = match resumed {
+                Some(claimed) => claimed,
+                None => match self.claim(&chain).await {
+                    Ok(claimed) => claimed,
+                    Err(error) => {
+                        last = Some(error);
+                        self.options.clock.sleep(self.options.poll_interval).await;
+                        continue;
+                    }
+                },
             };
-            match self.seal_and_install(claimed, next.clone()).await {
+            match self.seal_and_install(claimed.clone(), next.clone()).await {
                 Ok(reconfigured) => return Ok(reconfigured),
-                Err(error) if is_conflict(&error) => last = Some(error),
-                Err(error) => return Err(error),
+                Err(error) => {
+                    // A lost race re-reads; a failed step is taken up again from our claim.
+                    tracing::debug!(%error, "a reconfiguration step failed; trying again");
+                    if !is_conflict(&error) {
+                        ours = Some(claimed);
+                    }
+                    last = Some(error);
+                    self.options.clock.sleep(self.options.poll_interval).await;
+                }
             }
         }
         Err(LogError::GaveUp {

@@ -70,7 +70,7 @@ impl VirtualLog {
         first: LogletConfig,
         options: VirtualOptions,
     ) -> Result<VirtualLog, LogError> {
-        let log = VirtualLog::with_parts(meta, factory, options);
+        let log = VirtualLog::new(meta, factory, options);
         if log.meta.read().await?.is_none() {
             match log
                 .meta
@@ -91,12 +91,14 @@ impl VirtualLog {
         factory: Arc<dyn LogletFactory>,
         options: VirtualOptions,
     ) -> Result<VirtualLog, LogError> {
-        let log = VirtualLog::with_parts(meta, factory, options);
+        let log = VirtualLog::new(meta, factory, options);
         log.refresh().await?;
         Ok(log)
     }
 
-    fn with_parts(
+    /// A handle on the VirtualLog in `meta` that reads the chain on its first operation (a
+    /// caller that cannot wait here, such as a simulation building its clients).
+    pub fn new(
         meta: Arc<dyn MetaStore>,
         factory: Arc<dyn LogletFactory>,
         options: VirtualOptions,
@@ -111,8 +113,24 @@ impl VirtualLog {
     }
 
     /// The chain read afresh from the MetaStore (and kept as the handle's).
+    /// A read that fails is tried again, `attempts_max` times in all, a poll interval
+    /// apart: a read changes nothing, and a MetaStore behind a network fails now and then.
     pub async fn refresh(&self) -> Result<Chain, LogError> {
-        let Some(stored) = self.meta.read().await? else {
+        let mut tries = 1;
+        let stored = loop {
+            match self.meta.read().await {
+                Ok(stored) => break stored,
+                Err(error) if tries >= self.options.attempts_max || error.is_definite() => {
+                    return Err(error.into())
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "reading the chain failed; reading it again");
+                    tries += 1;
+                    self.options.clock.sleep(self.options.poll_interval).await;
+                }
+            }
+        };
+        let Some(stored) = stored else {
             return Err(LogError::InvalidConfig {
                 reason: "the MetaStore holds no chain".into(),
             });
@@ -247,7 +265,18 @@ impl VirtualLog {
         for _ in 0..self.options.attempts_max {
             let segment = self.chain().await?.active().clone();
             let loglet = self.loglet(&segment).await?;
-            let tail = loglet.check_tail().await?;
+            let tail = match loglet.check_tail().await {
+                Ok(tail) => tail,
+                Err(error) => {
+                    // A handle that knew an older chain may ask a segment sealed since,
+                    // whose own tail no longer matters: the newest chain says.
+                    let chain = self.refresh().await?;
+                    if chain.active().loglet.id == segment.loglet.id {
+                        return Err(error);
+                    }
+                    continue;
+                }
+            };
             if !tail.sealed {
                 return Ok(segment.start + tail.position);
             }

@@ -27,8 +27,11 @@ pub struct SimFaults {
     pub slow: f64,
     /// How long a slow spell lasts at most.
     pub slow_for_max: Duration,
-    /// Per step: a write applied whose reply was lost is forgotten by its replica (a write
-    /// lost before it was made durable), on at most write quorum - 1 replicas of an address.
+    /// Per write whose reply is lost on a replica that did not hold its address before: the
+    /// replica forgets it at once, before anything else reaches it (a write lost before it
+    /// was made durable, never seen by anyone), on at most write quorum - 1 replicas of an
+    /// address. A value a replica held already, or that a later operation may have seen, is
+    /// never forgotten: that would be a drive losing acknowledged data, a different fault.
     pub forget: f64,
 }
 
@@ -59,7 +62,7 @@ impl SimFaults {
             down_max: 1,
             slow: 0.004,
             slow_for_max: Duration::from_millis(10),
-            forget: 0.02,
+            forget: 0.5,
         }
     }
 }

@@ -4,11 +4,12 @@
 //! resolves the caller's future. At each delivery the seed may instead lose the request,
 //! answer EIO, or apply the operation and lose its reply; at each step it may crash a
 //! replica (its pending operations fail; it is down for a while, then restarts holding what
-//! it held), slow one (nothing is delivered to it for a while), or make one forget a write
-//! whose reply was lost, on fewer replicas of an address than its set's write quorum.
+//! it held), slow one (nothing is delivered to it for a while). A write whose reply is lost
+//! on a replica that did not hold its address may be forgotten there at once, as a write
+//! lost before it was durable, on fewer replicas of an address than its set's write quorum.
 //! [`SimFaults`] gives each fault's probability, [`FaultCounts`] counts them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -56,8 +57,6 @@ struct NetState {
     pending: BTreeMap<u64, Pending>,
     submitted: u64,
     counts: FaultCounts,
-    /// Writes applied whose reply was lost, by (child, address).
-    unacked: BTreeSet<(usize, u64)>,
     /// Writes forgotten, by (set, address).
     forgotten: BTreeMap<(usize, u64), usize>,
 }
@@ -210,7 +209,7 @@ impl Network {
         restarts.chain(slow).min()
     }
 
-    /// Draws this step's faults on replicas: a crash, a slow spell, a forgotten write.
+    /// Draws this step's faults on replicas: a crash, a slow spell.
     pub fn inject(&self, rng: &mut ChaCha8Rng, now: Duration) {
         let mut state = self.lock();
         let Some(faults) = state.faults.clone() else {
@@ -226,9 +225,6 @@ impl Network {
             let spell = random_duration(rng, faults.slow_for_max);
             state.children[child].slow_until = now + spell;
             state.counts.slowed += 1;
-        }
-        if rng.gen_bool(faults.forget) {
-            state.forget_one(rng);
         }
         drop(state);
         for (pending, drive) in failed {
@@ -256,13 +252,14 @@ impl Network {
         let drive = Arc::clone(&state.children[pending.child].drive);
         drop(state);
         let (child, write) = (pending.child, pending.write);
+        let fresh = write.filter(|address| !drive.holds(*address));
         let succeeded = (pending.run)(&drive, fate.clone());
-        if let (Some(address), true) = (write, succeeded) {
+        if let (Some(address), true, Fate::Apply { reply: false }) = (fresh, succeeded, fate) {
             let mut state = self.lock();
-            match fate {
-                Fate::Apply { reply: false } => state.unacked.insert((child, address)),
-                _ => state.unacked.remove(&(child, address)),
-            };
+            let forget = state.faults.as_ref().map_or(0.0, |faults| faults.forget);
+            if rng.gen_bool(forget) {
+                state.forget(child, address);
+            }
         }
         true
     }
@@ -335,25 +332,15 @@ impl NetState {
             .collect()
     }
 
-    /// Forgets one write whose reply was lost, where its set allows one more.
-    fn forget_one(&mut self, rng: &mut ChaCha8Rng) {
-        let candidates: Vec<(usize, u64)> = self
-            .unacked
-            .iter()
-            .filter(|(child, address)| {
-                let set = self.children[*child].set;
-                let forgotten = self.forgotten.get(&(set, *address)).copied().unwrap_or(0);
-                forgotten + 1 < self.quorums[set]
-            })
-            .copied()
-            .collect();
-        if candidates.is_empty() {
+    /// Forgets the write at `address` that `child` just took, where its set allows one more
+    /// replica of the address to forget.
+    fn forget(&mut self, child: usize, address: u64) {
+        let set = self.children[child].set;
+        let forgotten = self.forgotten.get(&(set, address)).copied().unwrap_or(0);
+        if forgotten + 1 >= self.quorums[set] {
             return;
         }
-        let (child, address) = candidates[rng.gen_range(0..candidates.len())];
-        self.unacked.remove(&(child, address));
         if self.children[child].drive.forget(address) {
-            let set = self.children[child].set;
             *self.forgotten.entry((set, address)).or_insert(0) += 1;
             self.counts.forgotten += 1;
         }

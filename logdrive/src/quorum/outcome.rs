@@ -56,3 +56,10 @@ pub(crate) fn first_error<T>(answers: &[Answer<T>]) -> Option<LogDriveError> {
         .iter()
         .find_map(|(_, outcome)| outcome.as_ref().err().cloned())
 }
+
+/// Whether `error` says `address` lies at or past a child's sealed length: a seal is made
+/// only at an installed stop, so what a replica still holds there is a zombie no one may
+/// see, and the slot is unwritten for good (a repair that meets it stops there).
+pub(crate) fn sealed_away(error: &LogDriveError, address: u64) -> bool {
+    matches!(error.cause(), LogDriveError::Sealed { length } if address >= *length)
+}

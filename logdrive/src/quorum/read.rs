@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::ask::{Answer, Ask};
-use super::outcome::first_error;
+use super::outcome::{first_error, sealed_away};
 use super::shared::Shared;
 use super::write::replicate;
 use crate::api::{LogDriveError, OpFuture, ReadOutcome};
@@ -83,8 +83,12 @@ async fn decide(
         }
     }
     if let Some(value) = value {
-        replicate(shared, address, value.clone(), &holders, &damaged).await?;
-        return Ok(ReadOutcome::Value(value));
+        return match replicate(shared, address, value.clone(), &holders, &damaged).await {
+            Ok(()) => Ok(ReadOutcome::Value(value)),
+            // A zombie on a replica not sealed yet, past the others' seal.
+            Err(error) if sealed_away(&error, address) => Ok(ReadOutcome::Unwritten),
+            Err(error) => Err(error),
+        };
     }
     if answered(answers) >= shared.sizes.read {
         return Ok(ReadOutcome::Unwritten);

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use super::ask::Ask;
 use super::control::{from_tail_quorum, responders};
+use super::outcome::sealed_away;
 use super::shared::Shared;
 use super::write::replicate;
 use crate::api::{LogDriveError, OpFuture, ReadOutcome, TailDesc};
@@ -89,8 +90,12 @@ async fn classify(
     if count(Seen::Written) >= shared.sizes.write {
         return Ok(true);
     }
-    repair(shared, address).await?;
-    Ok(true)
+    match repair(shared, address).await {
+        Ok(()) => Ok(true),
+        // Past a replica's seal: a zombie that an unsealed replica still holds.
+        Err(error) if sealed_away(&error, address) => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// Reads `address` on every child and writes a value found until Qw children hold it. A
