@@ -116,7 +116,11 @@ proptest! {
         let drive = quorum_over(&children, qw);
         let qf = drive.tail_quorum();
         let down_most = replicas - qf;
-        let down = if too_many_down { down_most + 1 } else { draw.below(down_most as u64 + 1) as usize };
+        let down = if too_many_down {
+            down_most + 1
+        } else {
+            draw.below(down_most as u64 + 1) as usize
+        };
         let start = draw.below(replicas as u64) as usize;
         for step in 0..down.min(replicas) {
             children[(start + step) % replicas].set_down(Some("down"));

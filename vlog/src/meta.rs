@@ -12,6 +12,13 @@
 //! nothing there means the write may still surface (a quorum write that reached fewer than
 //! a write quorum can be repaired later), so it writes the same bytes again until the answer
 //! is definite. Versions below the newest are trimmed as it goes.
+//!
+//! The drive must decide racing proposals itself: one local LogDrive (or a remote one a
+//! single node serves), whose conflict check is atomic. A quorum is not enough: two
+//! proposals racing at one address can each reach some replicas, and no read can then tell
+//! which won (the replicated simulation found two chains installed at one version that
+//! way). A replicated MetaStore is a consensus service of its own, for a networked
+//! implementation of the trait.
 
 use std::future::Future;
 use std::pin::Pin;
