@@ -67,6 +67,13 @@ pub enum LogError {
         /// Why.
         reason: String,
     },
+    /// The operation failed for `cause`, and may have taken effect all the same (an append
+    /// whose write was issued and whose fate could not be learned).
+    #[error("{cause} (the operation may have taken effect)")]
+    Indeterminate {
+        /// Why it failed.
+        cause: Box<LogError>,
+    },
     /// The operation gave up after its retries or deadline; what it says happened is in
     /// `last` (definite or not).
     #[error("gave up after {attempts} attempts: {last}")]
@@ -91,6 +98,18 @@ impl LogError {
             | LogError::Trimmed { .. }
             | LogError::BadChain { .. } => true,
             LogError::GaveUp { last, .. } => last.is_definite(),
+            LogError::Indeterminate { .. } => false,
+        }
+    }
+
+    /// The same cause, marked as possibly having taken effect.
+    pub fn indeterminate(self) -> LogError {
+        if self.is_definite() {
+            LogError::Indeterminate {
+                cause: Box::new(self),
+            }
+        } else {
+            self
         }
     }
 

@@ -151,18 +151,26 @@ impl LogDriveMetaStore {
 impl MetaStore for LogDriveMetaStore {
     fn read(&self) -> MetaFuture<'_, Option<Versioned>> {
         Box::pin(async move {
-            let version = self.newest().await?;
-            if version == 0 {
-                return Ok(None);
-            }
-            match self.read_version(version).await? {
-                Some(bytes) => Ok(Some(Versioned {
-                    version,
-                    value: Self::decode(version, bytes)?,
-                })),
-                None => Err(MetaError::Store(LogDriveError::Io {
-                    reason: format!("version {version} was the newest and reads unwritten"),
-                })),
+            let mut tries = 0;
+            loop {
+                let version = self.newest().await?;
+                if version == 0 {
+                    return Ok(None);
+                }
+                match self.read_version(version).await {
+                    Ok(Some(bytes)) => {
+                        let value = Self::decode(version, bytes)?;
+                        return Ok(Some(Versioned { version, value }));
+                    }
+                    // A newer version trimmed this one meanwhile: find the newest again.
+                    Err(MetaError::Conflict { .. }) if tries < self.attempts_max => tries += 1,
+                    Err(error) => return Err(error),
+                    Ok(None) => {
+                        return Err(MetaError::Store(LogDriveError::Io {
+                            reason: format!("version {version} was the newest and reads unwritten"),
+                        }))
+                    }
+                }
             }
         })
     }
