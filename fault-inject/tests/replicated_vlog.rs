@@ -57,7 +57,13 @@ fn drive(network: &Arc<Network>, clock: &SimClock, spec: &[u8]) -> Arc<dyn LogDr
     Arc::new(QuorumLogDrive::new(children, WRITE_QUORUM, quorum_options(clock)).expect("quorum"))
 }
 
-fn factory(network: &Arc<Network>, clock: &SimClock) -> Arc<DriveLogletFactory> {
+/// Loglet ids come from one counter, the successors' and the reconfigurations' alike: a
+/// loglet holds one segment.
+fn factory(
+    network: &Arc<Network>,
+    clock: &SimClock,
+    ids: &Arc<AtomicU64>,
+) -> Arc<DriveLogletFactory> {
     let (network, build_clock) = (network.clone(), clock.clone());
     let build = move |config: &LogletConfig| {
         Ok(LogletDrives {
@@ -65,9 +71,10 @@ fn factory(network: &Arc<Network>, clock: &SimClock) -> Arc<DriveLogletFactory> 
             seal: drive(&network, &build_clock, &config.spec),
         })
     };
-    let next = |config: &LogletConfig| LogletConfig {
-        id: config.id + 1,
-        spec: spec(config.id + 1),
+    let ids = ids.clone();
+    let next = move |_: &LogletConfig| {
+        let id = ids.fetch_add(1, Ordering::Relaxed);
+        LogletConfig { id, spec: spec(id) }
     };
     let options = AtomicOptions {
         window: 8,
@@ -99,9 +106,9 @@ fn meta_drive(network: &Arc<Network>) -> Arc<dyn LogDrive> {
 
 fn build(context: &mut SimContext<'_>) -> Vec<Rc<dyn SimLog>> {
     let clock = context.clock.clone();
-    let factory = factory(context.network, &clock);
+    let next_loglet = Arc::new(AtomicU64::new(2));
+    let factory = factory(context.network, &clock, &next_loglet);
     let meta_drive = meta_drive(context.network);
-    let next_loglet = Arc::new(AtomicU64::new(1_000));
     let options = VirtualOptions {
         roll_forward_after: Duration::from_millis(20),
         poll_interval: Duration::from_millis(1),

@@ -61,6 +61,9 @@ impl VirtualLog {
             if active.loglet.id != from {
                 return Ok(Reconfigured { chain, won: false });
             }
+            if let Some(next) = &next {
+                check_unused(&chain, next)?;
+            }
             let resumed = ours
                 .take()
                 .filter(|claimed| claimed.version == chain.version);
@@ -85,6 +88,8 @@ impl VirtualLog {
             };
             match self.seal_and_install(claimed.clone(), next.clone()).await {
                 Ok(reconfigured) => return Ok(reconfigured),
+                // A factory whose successor the chain holds already: no retry mends it.
+                Err(error @ LogError::InvalidConfig { .. }) => return Err(error),
                 Err(error) => {
                     // A lost race re-reads; a failed step is taken up again from our claim.
                     tracing::debug!(%error, "a reconfiguration step failed; trying again");
@@ -177,6 +182,16 @@ impl VirtualLog {
     ) -> Result<Chain, LogError> {
         let mut installed = claimed.clone();
         let previous = installed.active().loglet.clone();
+        let next = next.unwrap_or_else(|| self.factory.successor(&previous));
+        if let Some(used) = installed.segments.iter().find(|s| s.loglet.id == next.id) {
+            // One loglet, one range of positions: its slots would answer for both.
+            return Err(LogError::InvalidConfig {
+                reason: format!(
+                    "loglet {} holds the segment at {} already",
+                    next.id, used.start
+                ),
+            });
+        }
         let active = installed.active_mut();
         active.stop = Some(stop);
         active.sealing = None;
@@ -185,7 +200,7 @@ impl VirtualLog {
             stop: None,
             epoch: claimed.version + 1,
             sealing: None,
-            loglet: next.unwrap_or_else(|| self.factory.successor(&previous)),
+            loglet: next,
         });
         installed.version = self
             .meta
@@ -285,6 +300,24 @@ fn sealing_epoch(chain: &Chain, segment: &Segment) -> u64 {
         .iter()
         .find(|next| Some(next.start) == segment.stop && next.loglet.id != segment.loglet.id)
         .map_or(segment.epoch, |next| next.epoch.saturating_sub(1))
+}
+
+/// Refuses a next loglet the chain holds already: one loglet, one range of positions (its
+/// slots would answer for both).
+fn check_unused(chain: &Chain, next: &LogletConfig) -> Result<(), LogError> {
+    match chain
+        .segments
+        .iter()
+        .find(|segment| segment.loglet.id == next.id)
+    {
+        Some(used) => Err(LogError::InvalidConfig {
+            reason: format!(
+                "loglet {} holds the segment at {} already",
+                next.id, used.start
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn is_conflict(error: &LogError) -> bool {

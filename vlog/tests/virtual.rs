@@ -225,3 +225,16 @@ fn the_meta_store_keeps_the_chain_across_handles() {
     assert_eq!(wait(meta.read()).unwrap().unwrap().version, chain.version);
     let _ = world.meta_drive.clone() as Arc<dyn LogDrive>;
 }
+
+#[test]
+fn a_loglet_already_in_the_chain_is_refused_for_the_next_segment() {
+    let world = world();
+    let log = world.client(1);
+    append_all(&log, 0..3);
+    let refused = wait(log.reconfig_extend(config(1))).unwrap_err();
+    assert!(
+        matches!(refused, LogError::InvalidConfig { .. }),
+        "{refused:?}"
+    );
+    assert!(refused.is_definite());
+}
