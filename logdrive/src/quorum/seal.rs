@@ -1,5 +1,6 @@
 //! Sealing a quorum at a stop, and bringing a child that missed the seal to it: each child
-//! is first made to hold every slot below the stop (what it lacks or holds damaged is copied
+//! is first fenced at the sealer's epoch if it missed that fence, then made to hold every
+//! slot below the stop (what it lacks or holds damaged is copied
 //! from a peer and written with the sealer's epoch), then sealed at the stop (which drops
 //! what it held at or past it), so that the sealed children are byte-identical below the
 //! stop. The seal succeeds once Qr children are sealed (no write quorum can then form at or
@@ -81,6 +82,11 @@ async fn seal_child(
 ) -> Result<(), LogDriveError> {
     if let Some(sealed) = length.sealed.filter(|sealed| *sealed != stop) {
         return Err(LogDriveError::Sealed { length: sealed });
+    }
+    if length.fence < epoch {
+        // A child that missed the sealer's fence (it was unreachable then) takes it now:
+        // a sealed replica refuses the old epoch's writes below the stop too.
+        shared.children[child].fence(epoch).await?;
     }
     fill(shared, child, length.t.max(length.first), stop, epoch).await?;
     shared.children[child].seal(stop, epoch).await

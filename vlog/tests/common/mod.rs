@@ -167,3 +167,102 @@ impl LogDrive for HookDrive {
         self.inner.write_window_max()
     }
 }
+
+/// One loglet's replicas: its data quorum's and its seal quorum's children.
+#[derive(Clone)]
+pub struct QuorumLoglet {
+    pub data: Vec<Arc<MemLogDrive>>,
+    pub seal: Vec<Arc<MemLogDrive>>,
+}
+
+/// Quorum loglets by id, `replicas` children each, written with `write_quorum`.
+#[derive(Clone)]
+pub struct QuorumLoglets {
+    pub replicas: usize,
+    pub write_quorum: usize,
+    pub made: Arc<Mutex<HashMap<u64, QuorumLoglet>>>,
+}
+
+impl QuorumLoglets {
+    pub fn new(replicas: usize, write_quorum: usize) -> QuorumLoglets {
+        QuorumLoglets {
+            replicas,
+            write_quorum,
+            made: Arc::default(),
+        }
+    }
+
+    pub fn get(&self, id: u64) -> QuorumLoglet {
+        let fresh = || {
+            (0..self.replicas)
+                .map(|_| Arc::new(MemLogDrive::new()))
+                .collect()
+        };
+        self.made
+            .lock()
+            .unwrap()
+            .entry(id)
+            .or_insert_with(|| QuorumLoglet {
+                data: fresh(),
+                seal: fresh(),
+            })
+            .clone()
+    }
+
+    fn quorum(&self, children: &[Arc<MemLogDrive>]) -> Arc<dyn LogDrive> {
+        let children = children
+            .iter()
+            .map(|c| c.clone() as Arc<dyn LogDrive>)
+            .collect();
+        let options = sealog_logdrive::QuorumOptions::default();
+        Arc::new(
+            sealog_logdrive::QuorumLogDrive::new(children, self.write_quorum, options).unwrap(),
+        )
+    }
+
+    /// A factory over these loglets; a successor takes the next id.
+    pub fn factory(&self, options: AtomicOptions) -> Arc<DriveLogletFactory> {
+        let loglets = self.clone();
+        Arc::new(DriveLogletFactory::new(
+            Box::new(move |config: &LogletConfig| {
+                let loglet = loglets.get(config.id);
+                Ok(LogletDrives {
+                    data: loglets.quorum(&loglet.data),
+                    seal: loglets.quorum(&loglet.seal),
+                })
+            }),
+            Box::new(|config: &LogletConfig| crate::common::config(config.id + 1)),
+            options,
+        ))
+    }
+}
+
+/// A VirtualLog over quorum loglets, its MetaStore on one in-memory drive.
+pub struct QuorumWorld {
+    pub meta_drive: Arc<MemLogDrive>,
+    pub loglets: QuorumLoglets,
+    pub factory: Arc<DriveLogletFactory>,
+}
+
+impl QuorumWorld {
+    pub fn new(replicas: usize, write_quorum: usize) -> QuorumWorld {
+        let loglets = QuorumLoglets::new(replicas, write_quorum);
+        QuorumWorld {
+            meta_drive: Arc::new(MemLogDrive::new()),
+            factory: loglets.factory(atomic_options(16, Duration::from_secs(5))),
+            loglets,
+        }
+    }
+
+    pub fn client(&self, client: u64) -> VirtualLog {
+        let meta = Arc::new(LogDriveMetaStore::new(self.meta_drive.clone(), client));
+        let options = virtual_options(Duration::from_millis(50));
+        wait(VirtualLog::create(
+            meta,
+            self.factory.clone(),
+            config(1),
+            options,
+        ))
+        .unwrap()
+    }
+}
