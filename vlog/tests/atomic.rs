@@ -252,3 +252,32 @@ fn with_the_sequencer_gone_check_tail_seals_first() {
         })
     );
 }
+
+#[test]
+fn a_window_over_a_stripes_share_of_its_childrens_window_is_refused() {
+    // Two children keeping windows of 8 each: a stripe keeps 16, split 8 and 8.
+    let stripe = |_: ()| -> Arc<dyn LogDrive> {
+        let children = (0..2)
+            .map(|_| Arc::new(MemLogDrive::with_limits(1 << 20, 8)) as Arc<dyn LogDrive>)
+            .collect();
+        Arc::new(sealog_logdrive::StripedLogDrive::new(children).unwrap())
+    };
+    let open = |window: u64| {
+        let options = atomic_options(window, Duration::from_secs(1));
+        wait(AtomicLog::open(
+            stripe(()),
+            Arc::new(MemLogDrive::new()),
+            0,
+            options,
+        ))
+    };
+    assert!(
+        matches!(open(32), Err(LogError::InvalidConfig { .. })),
+        "16 per child"
+    );
+    assert!(
+        matches!(open(15), Err(LogError::InvalidConfig { .. })),
+        "not split in two"
+    );
+    assert!(open(16).is_ok());
+}
