@@ -10,6 +10,7 @@
 //! - [`striped`]: [`StripedLogDrive`], one address space striped over child LogDrives;
 //! - [`quorum`]: [`QuorumLogDrive`], one address space replicated over child LogDrives with
 //!   read, write and window-scan quorums, repair, fencing, seal-and-fill and scrub;
+//! - [`scrubber`]: [`Scrubber`], a quorum's background scrub on a thread of its own;
 //! - [`clock`]: [`Clock`], the time compositions read and sleep on, and the real one;
 //! - [`mem`]: [`MemLogDrive`], a LogDrive in memory with switches for a replica's faults,
 //!   which the compositions' tests and simulations run on;
@@ -49,6 +50,7 @@ pub mod quorum;
 pub mod reclaim;
 pub mod record;
 mod replay;
+pub mod scrubber;
 mod space;
 mod state;
 pub mod store;
@@ -65,6 +67,7 @@ pub use mem::MemLogDrive;
 pub use quorum::{QuorumLogDrive, QuorumOptions, ScrubStats};
 pub use reclaim::{ReclaimPolicy, ReclaimStats};
 pub use replay::DamageFound;
+pub use scrubber::{Scrubber, ScrubberFigures};
 pub use store::{LogDriveStore, StoreOpenError, StoreOptions};
 pub use striped::StripedLogDrive;
 pub use wait::{wait, wait_deadline};

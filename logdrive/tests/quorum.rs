@@ -612,3 +612,37 @@ fn hedging_reads_do_not_wait_for_a_slow_replica() {
 fn without_hedging_every_replica_is_asked_and_the_first_answers_used() {
     none_waits_for_the_slow_replica(&with_a_slow_replica(None));
 }
+
+/// The background scrub finds what a replica lost or holds damaged and repairs it from its
+/// peers, without being asked for a slot, and counts it.
+#[test]
+fn a_background_scrub_repairs_a_replica_on_its_own() {
+    let children = replicas(3);
+    let drive = Arc::new(quorum(&children, 2));
+    for address in 0..100 {
+        wait(drive.write(address, 1, value(address))).expect("write");
+    }
+    for address in [3, 30, 60, 90] {
+        assert!(children[1].damage(address));
+    }
+    for address in [10, 50] {
+        assert!(children[2].forget(address));
+    }
+    let pace = sealog_logdrive::quorum::ScrubPace {
+        slots_per_step: 16,
+        pause: Duration::from_micros(100),
+    };
+    let scrubber = sealog_logdrive::Scrubber::start(drive.clone(), pace, Duration::from_millis(5));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while scrubber.figures().passes < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let figures = scrubber.stop();
+    assert!(figures.passes >= 2, "{figures:?}");
+    assert_eq!(figures.slots.repaired, 6, "{figures:?}");
+    assert_eq!(figures.slots.unrepairable, 0);
+    assert!(figures.slots.checked >= 2 * 300 - 2, "{figures:?}");
+    let all = contents(&children);
+    assert!(all.iter().all(|held| *held == all[0] && held.len() == 100));
+    assert_eq!(read(children[1].as_ref(), 3), ReadOutcome::Value(value(3)));
+}

@@ -63,6 +63,16 @@ impl QuorumLogDrive {
         })
     }
 
+    /// Child `child`, if there is one.
+    pub fn child(&self, child: usize) -> Option<&Arc<dyn LogDrive>> {
+        self.shared.children.get(child)
+    }
+
+    /// The clock the quorum hedges and paces its scrub on.
+    pub fn clock(&self) -> Arc<dyn crate::clock::Clock> {
+        Arc::clone(&self.shared.options.clock)
+    }
+
     /// N, the children.
     pub fn replicas(&self) -> usize {
         self.shared.sizes.replicas
