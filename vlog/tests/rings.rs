@@ -14,8 +14,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use sealog::DriveOptions;
 use sealog_logdrive::{
-    wait, Length, LogDrive, LogDriveStore, OpFuture, QuorumLogDrive, QuorumOptions, ReadOutcome,
-    TailDesc,
+    wait, Length, LogDrive, LogDriveError, LogDriveStore, OpFuture, QuorumLogDrive, QuorumOptions,
+    ReadOutcome, TailDesc,
 };
 use sealog_vlog::{
     AtomicOptions, DriveLogletFactory, LogDriveMetaStore, LogletConfig, LogletDrives, VirtualLog,
@@ -94,12 +94,24 @@ impl Rings {
         })
     }
 
-    /// LogDrive `id` on ring `ring`, created if new.
+    /// LogDrive `id` on ring `ring`, created if new; while the ring's store is closed for
+    /// its restart, once it is open again.
     fn replica(&self, ring: usize, id: u64) -> Arc<Replica> {
-        let store = self.stores[ring].lock().unwrap().clone();
-        let drive = match store.get(id) {
-            Ok(drive) => drive,
-            Err(_) => wait(store.create(id, 1 << 40)).expect("create"),
+        let drive = loop {
+            let store = self.stores[ring].lock().unwrap().clone();
+            let made = match store.get(id) {
+                Ok(drive) => Ok(drive),
+                Err(_) => wait(store.create(id, 1 << 40)),
+            };
+            match made {
+                Ok(drive) => break drive,
+                Err(error)
+                    if error.is_definite() && !matches!(error, LogDriveError::Missing { .. }) =>
+                {
+                    panic!("LogDrive {id} on ring {ring}: {error}")
+                }
+                Err(_) => thread::sleep(Duration::from_millis(5)),
+            }
         };
         let replica = Arc::new(Replica {
             id,
