@@ -105,9 +105,9 @@ impl Rings {
             };
             match made {
                 Ok(drive) => break drive,
-                Err(error)
-                    if error.is_definite() && !matches!(error, LogDriveError::Missing { .. }) =>
-                {
+                // Another handle made it meanwhile: the next look gets it.
+                Err(LogDriveError::Exists { .. }) => continue,
+                Err(error) if error.is_definite() => {
                     panic!("LogDrive {id} on ring {ring}: {error}")
                 }
                 Err(_) => thread::sleep(Duration::from_millis(5)),
