@@ -147,3 +147,64 @@ fn a_record_damaged_on_one_replica_is_read_and_repaired_and_appends_go_on() {
         "the damaged copy is repaired"
     );
 }
+
+/// A log starts on one drive and moves to a quorum of three: the new segment's composition
+/// is the factory's reading of its configuration, not the old segment's.
+#[test]
+fn a_log_moves_from_one_drive_to_a_quorum_of_three() {
+    use sealog_logdrive::{MemLogDrive, QuorumLogDrive, QuorumOptions};
+    use sealog_vlog::{DriveLogletFactory, LogDriveMetaStore, LogletConfig, LogletDrives};
+    let quorum_replicas: Arc<Vec<Arc<MemLogDrive>>> =
+        Arc::new((0..3).map(|_| Arc::new(MemLogDrive::new())).collect());
+    let replicas = quorum_replicas.clone();
+    let build = move |config: &LogletConfig| {
+        let data: Arc<dyn LogDrive> = if &config.spec[..] == b"one drive" {
+            Arc::new(MemLogDrive::new())
+        } else {
+            let children = replicas
+                .iter()
+                .map(|r| r.clone() as Arc<dyn LogDrive>)
+                .collect();
+            Arc::new(QuorumLogDrive::new(children, 2, QuorumOptions::default()).unwrap())
+        };
+        Ok(LogletDrives {
+            data,
+            seal: Arc::new(MemLogDrive::new()),
+        })
+    };
+    let factory = Arc::new(DriveLogletFactory::new(
+        Box::new(build),
+        Box::new(|config: &LogletConfig| common::config(config.id + 1)),
+        common::atomic_options(16, std::time::Duration::from_secs(5)),
+    ));
+    let meta = Arc::new(LogDriveMetaStore::new(Arc::new(MemLogDrive::new()), 1));
+    let first = LogletConfig {
+        id: 1,
+        spec: bytes::Bytes::from_static(b"one drive"),
+    };
+    let options = common::virtual_options(std::time::Duration::from_millis(50));
+    let log = wait(sealog_vlog::VirtualLog::create(
+        meta, factory, first, options,
+    ))
+    .unwrap();
+    for i in 0..5 {
+        wait(log.append(payload(i))).unwrap();
+    }
+    let next = LogletConfig {
+        id: 2,
+        spec: bytes::Bytes::from_static(b"a quorum of three"),
+    };
+    wait(log.reconfig_extend(next)).unwrap();
+    for i in 5..10 {
+        assert_eq!(wait(log.append(payload(i))).unwrap(), i);
+    }
+    for i in 0..10 {
+        assert_eq!(wait(log.read(i)).unwrap(), Some(payload(i)));
+    }
+    for replica in quorum_replicas.iter() {
+        assert!(
+            replica.contents().len() >= 4,
+            "the quorum took the second segment"
+        );
+    }
+}
