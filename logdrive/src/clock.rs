@@ -4,16 +4,15 @@
 //! a seed replays exactly; nothing above the LogDrive reads `Instant::now()` itself.
 //!
 //! [`SystemClock`] serves every sleep of the process from one timer thread, started on the
-//! first sleep: a heap of deadlines and wakers. A composition sleeps rarely (a hedge after a
-//! lagging child, a retry after a failed write), so one thread is enough and no async runtime
-//! is needed.
+//! first sleep: an ordered map of deadlines and wakers. Sleeps are many (an AtomicLog's
+//! deadline per append in flight) and almost never fire, so a registration costs a map
+//! insert and no wakeup of the timer thread unless it is the new earliest deadline, and a
+//! sleep dropped before its deadline takes itself out. No async runtime is needed.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -45,69 +44,79 @@ impl Clock for SystemClock {
     }
 
     fn sleep(&self, duration: Duration) -> Sleep {
-        let deadline = Instant::now() + duration;
         Box::pin(TimerSleep {
-            deadline,
-            fired: None,
+            deadline: Instant::now() + duration,
+            key: None,
         })
     }
 }
 
-/// A sleep on the timer thread: registered with its waker on its first pending poll.
+/// A sleep on the timer thread: registered on its first pending poll, its waker replaced
+/// in place on later polls, and taken out of the timer when dropped, so that the timer
+/// holds only the sleeps still awaited (an AtomicLog's slot deadline is one per append in
+/// flight, and almost never fires).
 struct TimerSleep {
     deadline: Instant,
-    /// Set by the timer thread once the deadline passed (after registration).
-    fired: Option<Arc<AtomicBool>>,
+    /// Its key in the timer, once registered.
+    key: Option<Key>,
 }
+
+/// A registration: its deadline, then a number that tells equal deadlines apart.
+type Key = (Instant, u64);
 
 impl Future for TimerSleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= self.deadline
-            || self
-                .fired
-                .as_ref()
-                .is_some_and(|fired| fired.load(Ordering::Acquire))
-        {
+        if Instant::now() >= self.deadline {
             return Poll::Ready(());
         }
-        // Registered again on every pending poll, with the newest waker; a stale entry
-        // only wakes a task once too often.
-        let fired = Arc::new(AtomicBool::new(false));
-        timer().register(self.deadline, cx.waker().clone(), fired.clone());
-        self.fired = Some(fired);
+        let timer = timer();
+        let mut state = timer.lock();
+        match self.key {
+            Some(key) => match state.entries.get_mut(&key) {
+                Some(waker) => waker.clone_from(cx.waker()),
+                // The timer took it out: the deadline passed.
+                None => return Poll::Ready(()),
+            },
+            None => {
+                state.registered += 1;
+                let key = (self.deadline, state.registered);
+                state.entries.insert(key, cx.waker().clone());
+                self.key = Some(key);
+                // Only a new earliest deadline changes how long the timer thread waits.
+                if state
+                    .entries
+                    .first_key_value()
+                    .is_some_and(|(first, _)| *first == key)
+                {
+                    timer.changed.notify_one();
+                }
+            }
+        }
         Poll::Pending
     }
 }
 
-/// The timer thread's queue: deadlines, earliest first.
+impl Drop for TimerSleep {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            timer().lock().entries.remove(&key);
+        }
+    }
+}
+
+/// The timer thread's sleeps, earliest deadline first.
 struct Timer {
-    queue: Mutex<BinaryHeap<Reverse<Entry>>>,
+    state: Mutex<TimerState>,
     changed: Condvar,
 }
 
-struct Entry {
-    deadline: Instant,
-    waker: Waker,
-    fired: Arc<AtomicBool>,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.deadline == other.deadline
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.deadline.cmp(&other.deadline)
-    }
+#[derive(Default)]
+struct TimerState {
+    entries: BTreeMap<Key, Waker>,
+    /// Registrations so far (the second half of each key).
+    registered: u64,
 }
 
 /// The process's timer, its thread started on first use.
@@ -115,7 +124,7 @@ fn timer() -> &'static Timer {
     static TIMER: OnceLock<&'static Timer> = OnceLock::new();
     TIMER.get_or_init(|| {
         let timer: &'static Timer = Box::leak(Box::new(Timer {
-            queue: Mutex::new(BinaryHeap::new()),
+            state: Mutex::new(TimerState::default()),
             changed: Condvar::new(),
         }));
         std::thread::Builder::new()
@@ -127,41 +136,34 @@ fn timer() -> &'static Timer {
 }
 
 impl Timer {
-    fn register(&self, deadline: Instant, waker: Waker, fired: Arc<AtomicBool>) {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        queue.push(Reverse(Entry {
-            deadline,
-            waker,
-            fired,
-        }));
-        self.changed.notify_one();
+    fn lock(&self) -> MutexGuard<'_, TimerState> {
+        // Every change is one step under the lock; a panic elsewhere leaves it whole.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Wakes every sleep whose deadline passed, then waits for the next deadline or a new
-    /// registration.
+    /// earliest one.
     fn run(&self) {
-        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.lock();
         loop {
             let now = Instant::now();
-            while queue
-                .peek()
-                .is_some_and(|Reverse(entry)| entry.deadline <= now)
-            {
-                let Some(Reverse(entry)) = queue.pop() else {
-                    break;
-                };
-                entry.fired.store(true, Ordering::Release);
-                entry.waker.wake();
+            let later = state.entries.split_off(&(now, u64::MAX));
+            let due = std::mem::replace(&mut state.entries, later);
+            if !due.is_empty() {
+                drop(state);
+                due.into_values().for_each(Waker::wake);
+                state = self.lock();
+                continue;
             }
-            queue = match queue.peek() {
-                Some(Reverse(entry)) => {
-                    let timeout = entry.deadline.saturating_duration_since(now);
+            state = match state.entries.first_key_value() {
+                Some(((deadline, _), _)) => {
+                    let timeout = deadline.saturating_duration_since(now);
                     self.changed
-                        .wait_timeout(queue, timeout)
+                        .wait_timeout(state, timeout)
                         .unwrap_or_else(|p| p.into_inner())
                         .0
                 }
-                None => self.changed.wait(queue).unwrap_or_else(|p| p.into_inner()),
+                None => self.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
             };
         }
     }

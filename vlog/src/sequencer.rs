@@ -10,7 +10,7 @@
 //! memory is bounded by K: the completed slots above T (at most K - 1 of them) and one waker
 //! per waiting caller.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::poll_fn;
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Poll, Waker};
@@ -31,9 +31,9 @@ struct SequencerState {
     /// Completed slots above `tail` (fewer than the window).
     completed: BTreeSet<u64>,
     /// Callers waiting for room in the window, by ticket.
-    acquirers: HashMap<u64, Waker>,
+    acquirers: BTreeMap<u64, Waker>,
     /// Callers waiting for lower slots to complete, by their slot.
-    completers: HashMap<u64, Waker>,
+    completers: BTreeMap<u64, Waker>,
     next_ticket: u64,
     /// Once set, every call fails.
     down: bool,
@@ -49,8 +49,8 @@ impl Sequencer {
                 next: first,
                 tail: first,
                 completed: BTreeSet::new(),
-                acquirers: HashMap::new(),
-                completers: HashMap::new(),
+                acquirers: BTreeMap::new(),
+                completers: BTreeMap::new(),
                 next_ticket: 0,
                 down: false,
             }),
@@ -138,21 +138,17 @@ impl Sequencer {
             state.tail += 1;
         }
         if state.tail > before {
+            // The completers below the new T return, and every acquirer looks again. (All of
+            // them: one woken alone whose caller dropped its future would leave room unused
+            // while others wait; acquirers wait only when the window is full, which a
+            // window at least the appends in flight never is.)
             let tail = state.tail;
-            let woken: Vec<u64> = state
-                .completers
-                .keys()
-                .copied()
-                .filter(|waiting| *waiting < tail)
-                .collect();
-            for waiting in woken {
-                if let Some(waker) = state.completers.remove(&waiting) {
-                    waker.wake();
-                }
-            }
-            for (_, waker) in state.acquirers.drain() {
-                waker.wake();
-            }
+            let waiting = state.completers.split_off(&tail);
+            let done = std::mem::replace(&mut state.completers, waiting);
+            done.into_values().for_each(Waker::wake);
+            std::mem::take(&mut state.acquirers)
+                .into_values()
+                .for_each(Waker::wake);
         }
         Ok(())
     }
@@ -162,12 +158,12 @@ impl Sequencer {
     pub fn fail(&self) {
         let mut state = self.lock();
         state.down = true;
-        for (_, waker) in state.acquirers.drain() {
-            waker.wake();
-        }
-        for (_, waker) in state.completers.drain() {
-            waker.wake();
-        }
+        std::mem::take(&mut state.acquirers)
+            .into_values()
+            .for_each(Waker::wake);
+        std::mem::take(&mut state.completers)
+            .into_values()
+            .for_each(Waker::wake);
     }
 
     /// Whether the sequencer is down.
