@@ -8,6 +8,8 @@
 //!   quorum, remote), its outcomes and its typed errors, definite or indeterminate; the
 //!   compositions built on the trait live beside the store and see it only through the trait;
 //! - [`striped`]: [`StripedLogDrive`], one address space striped over child LogDrives;
+//! - [`quorum`]: [`QuorumLogDrive`], one address space replicated over child LogDrives with
+//!   read, write and window-scan quorums, repair, fencing, seal-and-fill and scrub;
 //! - [`clock`]: [`Clock`], the time compositions read and sleep on, and the real one;
 //! - [`mem`]: [`MemLogDrive`], a LogDrive in memory with switches for a replica's faults,
 //!   which the compositions' tests and simulations run on;
@@ -43,6 +45,7 @@ mod inner;
 mod live;
 pub mod mem;
 mod options;
+pub mod quorum;
 pub mod reclaim;
 pub mod record;
 mod replay;
@@ -59,6 +62,7 @@ pub use clock::{Clock, Sleep, SystemClock};
 pub use geometry::GeometryError;
 pub use handle::{LocalLogDrive, PendingWrite};
 pub use mem::MemLogDrive;
+pub use quorum::{QuorumLogDrive, QuorumOptions, ScrubStats};
 pub use reclaim::{ReclaimPolicy, ReclaimStats};
 pub use replay::DamageFound;
 pub use store::{LogDriveStore, StoreOpenError, StoreOptions};
