@@ -29,6 +29,7 @@
 mod ceiling;
 mod cell;
 mod cells;
+mod inflight;
 mod logdrive;
 mod logdrive_figures;
 mod logdrive_report;
