@@ -290,16 +290,18 @@ mod tests {
         fn start(&self, _thread: usize) -> Op<'_> {
             let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.most.fetch_max(now, Ordering::SeqCst);
-            let (sender, receiver) = std::sync::mpsc::channel::<()>();
+            let done = Arc::new(AtomicBool::new(false));
+            let setter = Arc::clone(&done);
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(2));
-                let _ = sender.send(());
+                setter.store(true, Ordering::SeqCst);
             });
             Box::pin(async move {
                 // A future that yields until the sleeper is done, waking itself each time.
-                std::future::poll_fn(|context| match receiver.try_recv() {
-                    Ok(()) => Poll::Ready(()),
-                    Err(_) => {
+                std::future::poll_fn(|context| {
+                    if done.load(Ordering::SeqCst) {
+                        Poll::Ready(())
+                    } else {
                         context.waker().wake_by_ref();
                         Poll::Pending
                     }
