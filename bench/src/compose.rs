@@ -106,7 +106,7 @@ fn comparison(
     let started = Instant::now();
     let rounds = (engines.len() * plan.rotations).max(4);
     let in_flight = load.total_in_flight();
-    let cells = interleave(rounds, engines.len(), |engine, round| {
+    let runs = interleave(rounds, engines.len(), |engine, round| {
         progress(&format!(
             "compose {group} at {in_flight} in flight, round {}/{rounds}: {}",
             round + 1,
@@ -114,21 +114,33 @@ fn comparison(
         ));
         run(plan, engines[engine], load)
     })?;
+    let cells = runs
+        .iter()
+        .map(|round| round.iter().map(|run| run.0.clone()).collect())
+        .collect();
+    let poller_cpu_share = runs
+        .iter()
+        .map(|round| round.iter().map(|run| run.1).collect())
+        .collect();
     Ok(ComposeComparison {
         group,
         engines: engines.to_vec(),
         threads: load.threads,
         in_flight,
         cells,
+        poller_cpu_share,
         seconds_per_run: load.duration.as_secs_f64(),
         warmup_seconds_per_run: load.warmup.as_secs_f64(),
         total_seconds: started.elapsed().as_secs_f64(),
     })
 }
 
+/// A run's cell and its busiest polling thread's share of a CPU.
+type Run = (Cell, f64);
+
 /// One run: the rings opened (as an Engine, or a store on each), `engine` measured under
 /// `load`, the rings left empty and closed.
-fn run(plan: &Plan, engine: ComposeEngine, load: Load) -> Result<Cell, String> {
+fn run(plan: &Plan, engine: ComposeEngine, load: Load) -> Result<Run, String> {
     let options = cell_options(plan.options.clone());
     let paths: Vec<&Path> = plan.rings.iter().map(PathBuf::as_path).collect();
     if engine == ComposeEngine::Raw {
@@ -160,7 +172,7 @@ fn logdrive_run(
     stores: &[LogDriveStore],
     engine: ComposeEngine,
     load: Load,
-) -> Result<Cell, String> {
+) -> Result<Run, String> {
     let drive = stores[0].drive();
     let shape = match engine {
         ComposeEngine::LogDrive => {
@@ -202,14 +214,15 @@ fn payload() -> Bytes {
     Bytes::from(vec![0x5a; PAYLOAD_BYTES])
 }
 
-/// Measures `ops` under `load` as a cell named for `engine`, releasing behind it to keep a
-/// quarter of a ring (`drive`'s, whose batches it counts).
+/// Measures `ops` under `load` as a cell named for `engine` (with its busiest polling
+/// thread's share of a CPU), releasing behind it to keep a quarter of a ring (`drive`'s,
+/// whose batches it counts).
 fn measured_cell<O: Ops>(
     ops: &O,
     engine: ComposeEngine,
     load: Load,
     drive: &Drive,
-) -> Result<Cell, String> {
+) -> Result<Run, String> {
     let geometry = drive.geometry();
     let workload = crate::cells::Workload {
         payload_bytes: PAYLOAD_BYTES,
@@ -235,7 +248,7 @@ fn measured_cell<O: Ops>(
     );
     cell.batch_entries = measured.batch_entries;
     cell.set_cpu_us_per_append(measured.cpu_seconds, measured.operations);
-    Ok(cell)
+    Ok((cell, measured.poller_cpu_share))
 }
 
 /// How an AtomicLog's data (and seal) LogDrive is composed.

@@ -153,6 +153,9 @@ pub struct ComposeComparison {
     pub in_flight: usize,
     /// Cells by round, then by engine.
     pub cells: Vec<Vec<Cell>>,
+    /// The busiest polling thread's CPU time over each run's window, as a share of it, by
+    /// round, then by engine (near 1: the polling thread bounded the run).
+    pub poller_cpu_share: Vec<Vec<f64>>,
     /// Measured time of each run, after its warm-up.
     pub seconds_per_run: f64,
     /// Warm-up of each run.
@@ -168,6 +171,16 @@ impl ComposeComparison {
             .cells
             .iter()
             .map(|round| figure(&round[engine]))
+            .collect();
+        median(&mut values)
+    }
+
+    /// The median over the rounds of engine `engine`'s polling thread's share of a CPU.
+    pub fn poller_median(&self, engine: usize) -> f64 {
+        let mut values: Vec<f64> = self
+            .poller_cpu_share
+            .iter()
+            .filter_map(|round| round.get(engine).copied())
             .collect();
         median(&mut values)
     }

@@ -36,7 +36,8 @@ pub fn lines(figures: &ComposeFigures) -> Vec<String> {
         "rings: rings written; LDs: data LogDrives written (an AtomicLog's seal LogDrives, \
          composed alike, aside); batch: entries per batch of the first ring; CPU us: the \
          process's CPU per operation acknowledged (polling threads, drive threads, stores' \
-         reclaimers, kernel); xw/s, xp50: the median over the rounds of the appends/s and p50 \
+         reclaimers, kernel); poll%: the polling thread's own CPU over the run (near 100: it \
+         bounded the run); xw/s, xp50: the median over the rounds of the appends/s and p50 \
          over the base's in the same round; an operation of logdrive-x3-together is three \
          writes, one per ring, done when all three are"
             .to_string(),
@@ -72,7 +73,7 @@ fn intro(figures: &ComposeFigures, first: &ComposeComparison) -> String {
 
 fn header() -> String {
     format!(
-        "{:<8} {:>6} {:<21} {:>5} {:>3} {:>9} {:>7} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6}  {}",
+        "{:<8} {:>6} {:<21} {:>5} {:>3} {:>9} {:>7} {:>7} {:>7} {:>6} {:>6} {:>5} {:>6} {:>6}  {}",
         "compose",
         "flight",
         "engine",
@@ -84,6 +85,7 @@ fn header() -> String {
         "p99 us",
         "batch",
         "CPU us",
+        "poll%",
         "xw/s",
         "xp50",
         "base"
@@ -97,7 +99,7 @@ fn row(comparison: &ComposeComparison, index: usize) -> String {
     format!(
         concat!(
             "{:<8} {:>6} {:<21} {:>5} {:>3} {:>9.0} {:>7.1} {:>7.0} {:>7.0} {:>6.1} {:>6.1}",
-            " {:>6} {:>6}  {}"
+            " {:>5.0} {:>6} {:>6}  {}"
         ),
         comparison.group,
         comparison.in_flight,
@@ -110,6 +112,7 @@ fn row(comparison: &ComposeComparison, index: usize) -> String {
         cell.p99_us,
         cell.batch_entries,
         cell.cpu_us_per_append,
+        100.0 * comparison.poller_median(index),
         ratio(comparison.throughput_over_base(index)),
         ratio(comparison.p50_over_base(index)),
         engine.base().map_or("-", ComposeEngine::name)
@@ -164,6 +167,7 @@ fn comparison_json(comparison: &ComposeComparison) -> Value {
         let order = round_order(comparison.engines.len(), round);
         for (position, engine) in order.into_iter().enumerate() {
             let mut run = cell_json(&cells[engine], comparison.engines[engine]);
+            run["poller_cpu_share"] = json!(comparison.poller_cpu_share[round][engine]);
             run["round"] = json!(round + 1);
             run["position"] = json!(position + 1);
             runs.push(run);
@@ -175,6 +179,7 @@ fn comparison_json(comparison: &ComposeComparison) -> Value {
         .enumerate()
         .map(|(index, engine)| {
             let mut median = cell_json(&comparison.median_cell(index), *engine);
+            median["poller_cpu_share"] = json!(comparison.poller_median(index));
             median["appends_per_sec_over_base"] = json!(comparison.throughput_over_base(index));
             median["p50_over_base"] = json!(comparison.p50_over_base(index));
             median
@@ -289,6 +294,7 @@ mod tests {
                     ]
                 })
                 .collect(),
+            poller_cpu_share: vec![vec![0.5, 0.9]; 4],
             seconds_per_run: 0.3,
             warmup_seconds_per_run: 0.06,
             total_seconds: 3.0,
@@ -313,6 +319,10 @@ mod tests {
         assert_eq!(
             json["comparisons"][0]["medians"][1]["base"],
             "logdrive-x2-at-once"
+        );
+        assert_eq!(
+            json["comparisons"][0]["medians"][1]["poller_cpu_share"],
+            0.9
         );
         assert_eq!(lines(&figures).len(), 2 + 2 + 3);
     }

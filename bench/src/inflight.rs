@@ -18,6 +18,7 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use nix::sys::resource::{getrusage, UsageWho};
 use sealog::Drive;
 
 use crate::cells::cpu_seconds;
@@ -67,6 +68,9 @@ pub struct Measured {
     pub cpu_seconds: f64,
     /// Entries per batch of `drive` over the window (appends over batches).
     pub batch_entries: f64,
+    /// The busiest polling thread's own CPU time over the window, as a share of the window
+    /// (1: that thread never left its CPU, so it bounded the run).
+    pub poller_cpu_share: f64,
 }
 
 /// How long a thread with nothing ready spins (yielding the CPU) before it parks: shorter
@@ -184,15 +188,16 @@ pub fn measure<O: Ops>(
         let after = drive.stats();
         shared.stop.store(true, Ordering::SeqCst);
         let mut latency_us = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
-        let mut operations = 0;
+        let (mut operations, mut poller_cpu_seconds) = (0, 0.0f64);
         for handle in handles {
-            let (count, histogram) = handle
+            let polled = handle
                 .join()
                 .unwrap_or_else(|_| Err("a polling thread panicked".to_string()))?;
-            operations += count;
+            operations += polled.count;
             latency_us
-                .add(histogram)
+                .add(polled.latency_us)
                 .map_err(|error| error.to_string())?;
+            poller_cpu_seconds = poller_cpu_seconds.max(polled.window_cpu_seconds);
         }
         let appends = after.appends.saturating_sub(before.appends);
         let batches = after.batches.saturating_sub(before.batches);
@@ -202,24 +207,59 @@ pub fn measure<O: Ops>(
             latency_us,
             cpu_seconds,
             batch_entries: appends as f64 / batches.max(1) as f64,
+            poller_cpu_share: poller_cpu_seconds / seconds.max(1e-9),
         })
     })
 }
 
-/// One thread: keeps `in_flight` operations of `ops` going until the stop flag, then polls
-/// the rest to completion. Counts and times what completes while the window is open.
-fn poll_loop<O: Ops>(
-    ops: &O,
-    thread: usize,
-    in_flight: usize,
-    shared: &Shared,
-) -> Result<(u64, Histogram<u64>), String> {
+/// What one polling thread saw in the window.
+struct Polled {
+    count: u64,
+    latency_us: Histogram<u64>,
+    window_cpu_seconds: f64,
+}
+
+/// This thread's CPU time (user and system), seconds.
+fn thread_cpu_seconds() -> f64 {
+    getrusage(UsageWho::RUSAGE_THREAD).map_or(0.0, |usage| {
+        let (user, system) = (usage.user_time(), usage.system_time());
+        (user.tv_sec() + system.tv_sec()) as f64 + (user.tv_usec() + system.tv_usec()) as f64 / 1e6
+    })
+}
+
+/// A polling thread's CPU time over the window: taken when it first sees the window open and
+/// when it first sees it closed (a parked thread sees either within [`PARK_MAX`]).
+#[derive(Default)]
+struct WindowCpu {
+    opened: Option<f64>,
+    closed: Option<f64>,
+}
+
+impl WindowCpu {
+    fn look(&mut self, measuring: bool) {
+        if measuring && self.opened.is_none() {
+            self.opened = Some(thread_cpu_seconds());
+        } else if !measuring && self.opened.is_some() && self.closed.is_none() {
+            self.closed = Some(thread_cpu_seconds());
+        }
+    }
+
+    fn seconds(&self) -> f64 {
+        match (self.opened, self.closed) {
+            (Some(opened), Some(closed)) => closed - opened,
+            _ => 0.0,
+        }
+    }
+}
+
+/// A ready list for this thread and a waker for each of its `in_flight` slots.
+fn slot_wakers(in_flight: usize) -> (Arc<ReadyList>, Vec<Arc<SlotWaker>>) {
     let ready = Arc::new(ReadyList {
         slots: Mutex::new(Vec::with_capacity(in_flight)),
         any: AtomicBool::new(false),
         thread: std::thread::current(),
     });
-    let wakers: Vec<Arc<SlotWaker>> = (0..in_flight)
+    let wakers = (0..in_flight)
         .map(|slot| {
             let ready = Arc::clone(&ready);
             let queued = AtomicBool::new(false);
@@ -230,15 +270,33 @@ fn poll_loop<O: Ops>(
             })
         })
         .collect();
+    (ready, wakers)
+}
+
+/// One thread: keeps `in_flight` operations of `ops` going until the stop flag, then polls
+/// the rest to completion. Counts and times what completes while the window is open.
+fn poll_loop<O: Ops>(
+    ops: &O,
+    thread: usize,
+    in_flight: usize,
+    shared: &Shared,
+) -> Result<Polled, String> {
+    let (ready, wakers) = slot_wakers(in_flight);
     let mut slots: Vec<Option<(Instant, Op<'_>)>> = (0..in_flight).map(|_| None).collect();
     let mut latency_us = Histogram::<u64>::new(3).map_err(|error| error.to_string())?;
-    let (mut count, mut live) = (0u64, 0usize);
+    let (mut count, mut live, mut window_cpu) = (0u64, 0usize, WindowCpu::default());
     wakers.iter().for_each(|waker| waker.wake_by_ref());
     loop {
+        window_cpu.look(shared.measuring.load(Ordering::Relaxed));
         let batch = ready.take();
         if batch.is_empty() {
             if live == 0 && shared.stop.load(Ordering::SeqCst) {
-                return Ok((count, latency_us));
+                let window_cpu_seconds = window_cpu.seconds();
+                return Ok(Polled {
+                    count,
+                    latency_us,
+                    window_cpu_seconds,
+                });
             }
             ready.idle();
             continue;
@@ -353,5 +411,6 @@ mod tests {
         assert!(measured.operations > 100, "{}", measured.operations);
         assert!(ops.released.load(Ordering::SeqCst) > 0);
         assert!(measured.latency_us.value_at_quantile(0.5) >= 2000);
+        assert!((0.0..=1.5).contains(&measured.poller_cpu_share));
     }
 }
