@@ -84,6 +84,7 @@ pub fn compose_section(plan: &Plan) -> Result<ComposeFigures, String> {
             in_flight,
             duration: plan.run,
             warmup: plan.warmup,
+            spin: Duration::from_micros(plan.options.client_spin_us),
         };
         for (group, engines) in GROUPS {
             comparisons.push(comparison(plan, group, engines, load)?);

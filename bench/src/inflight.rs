@@ -47,6 +47,12 @@ pub struct Load {
     pub duration: Duration,
     /// Warm-up before measuring.
     pub warmup: Duration,
+    /// How long a thread with nothing ready spins (yielding the CPU) before it parks: the
+    /// drives' `client_spin_us`, as long as `Ticket::wait` spins, so that a lone operation's
+    /// latency is not a park and an unpark longer than a blocking waiter's. With 50 us (as
+    /// `sealog_logdrive::wait`), a lone LogDrive write or raw append missed its completion
+    /// (a flush of about 130 us here) and took 360 us at p50.
+    pub spin: Duration,
 }
 
 impl Load {
@@ -73,9 +79,6 @@ pub struct Measured {
     pub poller_cpu_share: f64,
 }
 
-/// How long a thread with nothing ready spins (yielding the CPU) before it parks: shorter
-/// than a flush, as `sealog_logdrive::wait`'s spin.
-const SPIN: Duration = Duration::from_micros(50);
 /// A parked thread looks at the stop flag again after this long at most.
 const PARK_MAX: Duration = Duration::from_millis(5);
 
@@ -93,9 +96,9 @@ impl ReadyList {
         std::mem::take(&mut *slots)
     }
 
-    /// Spins for [`SPIN`], then parks, until a slot is ready or [`PARK_MAX`] passes.
-    fn idle(&self) {
-        let spin_until = Instant::now() + SPIN;
+    /// Spins for `spin`, then parks, until a slot is ready or [`PARK_MAX`] passes.
+    fn idle(&self, spin: Duration) {
+        let spin_until = Instant::now() + spin;
         while Instant::now() < spin_until {
             if self.any.load(Ordering::SeqCst) {
                 return;
@@ -174,7 +177,9 @@ pub fn measure<O: Ops>(
     std::thread::scope(|scope| {
         let shared = &shared;
         let handles: Vec<_> = (0..load.threads)
-            .map(|thread| scope.spawn(move || poll_loop(ops, thread, load.in_flight, shared)))
+            .map(|thread| {
+                scope.spawn(move || poll_loop(ops, thread, (load.in_flight, load.spin), shared))
+            })
             .collect();
         std::thread::sleep(load.warmup);
         let before = drive.stats();
@@ -278,7 +283,7 @@ fn slot_wakers(in_flight: usize) -> (Arc<ReadyList>, Vec<Arc<SlotWaker>>) {
 fn poll_loop<O: Ops>(
     ops: &O,
     thread: usize,
-    in_flight: usize,
+    (in_flight, spin): (usize, Duration),
     shared: &Shared,
 ) -> Result<Polled, String> {
     let (ready, wakers) = slot_wakers(in_flight);
@@ -298,7 +303,7 @@ fn poll_loop<O: Ops>(
                     window_cpu_seconds,
                 });
             }
-            ready.idle();
+            ready.idle(spin);
             continue;
         }
         for slot in batch {
@@ -403,6 +408,7 @@ mod tests {
             in_flight: 8,
             duration: Duration::from_millis(200),
             warmup: Duration::from_millis(20),
+            spin: Duration::from_micros(50),
         };
         let measured = measure(&ops, load, 40, &drive).unwrap();
         drive.close();
