@@ -24,7 +24,7 @@
 //! run theirs and print its table, with what they share in `run_context.rs`; this file then judges the targets and
 //! writes the plot and the JSON.
 //!
-//! `cargo run --release -p sealog-bench -- --quick` is the README's main job (about two
+//! `cargo run --release -p sealog-bench -- --quick` is the README's main job (under three
 //! minutes).
 
 #![forbid(unsafe_code)]
@@ -85,7 +85,7 @@ use crate::write_section::WriteFigures;
     about = "sealog against the device's ceiling"
 )]
 struct Args {
-    /// A subset in about a minute (the README's main job).
+    /// A subset in under three minutes (the README's main job).
     #[arg(long)]
     quick: bool,
     /// Write every figure as JSON here (the full run's default: sealog-bench.json).
