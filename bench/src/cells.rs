@@ -337,7 +337,7 @@ type WriterResult = Result<(u64, Histogram<u64>), String>;
 /// a lone writer's 128-byte appends, one 4 KiB block each, held 18 times a quarter of the
 /// ring: whether the ring filled before the cell ended depended on how fast the device
 /// wrote.)
-fn keep_writes(ring_bytes: u64, block_bytes: u64, workload: &Workload) -> u64 {
+pub fn keep_writes(ring_bytes: u64, block_bytes: u64, workload: &Workload) -> u64 {
     let record_bytes = (workload.payload_bytes + sealog_wal::format::ENTRY_HEADER_SIZE) as u64;
     let block_bytes = block_bytes.max(1);
     let footprint_bytes = if workload.writers * workload.in_flight == 1 {

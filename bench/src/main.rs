@@ -10,6 +10,9 @@
 //! (`reads.rs`): tail reads from the recent-entry cache beside a writer, cold random point
 //! reads and a catch-up iterator over a full 1 GiB ring, against the built-in random and
 //! sequential O_DIRECT read ceilings and fio's random reads.
+//! Compose (`compose.rs`): AtomicLogs over one LogDrive, a quorum of three, a stripe of two
+//! and a stripe of two quorums, beside LogDrive writes and the raw engine's appends on the
+//! same three rings, in interleaved rounds.
 //! Open (`opens.rs`): the recovery of the full ring against the sequential read ceiling, and
 //! the open time of rings of 256 MiB, 1 GiB and 4 GiB holding the same small live region. Each
 //! figure with its ratio to the ceiling that bounds it, then the issues' targets with this
@@ -17,11 +20,11 @@
 //! PATH` an SVG of the write cells.
 //!
 //! This file parses the arguments and runs the sections in turn: `write_section.rs`,
-//! `logdrive_section.rs` and `restart_section.rs` (read and open) each run theirs and print
-//! its table, with what they share in `run_context.rs`; this file then judges the targets and
+//! `logdrive_section.rs`, `compose_section.rs` and `restart_section.rs` (read and open) each
+//! run theirs and print its table, with what they share in `run_context.rs`; this file then judges the targets and
 //! writes the plot and the JSON.
 //!
-//! `cargo run --release -p sealog-bench -- --quick` is the README's main job (about two
+//! `cargo run --release -p sealog-bench -- --quick` is the README's main job (under three
 //! minutes).
 
 #![forbid(unsafe_code)]
@@ -29,6 +32,11 @@
 mod ceiling;
 mod cell;
 mod cells;
+mod compose;
+mod compose_figures;
+mod compose_report;
+mod compose_section;
+mod inflight;
 mod logdrive;
 mod logdrive_figures;
 mod logdrive_report;
@@ -62,6 +70,7 @@ use sealog::Durability;
 use serde_json::json;
 
 use crate::cells::RingShape;
+use crate::compose_figures::ComposeFigures;
 use crate::logdrive_figures::LogDriveFigures;
 use crate::progress::progress;
 use crate::restart_section::RestartFigures;
@@ -76,7 +85,7 @@ use crate::write_section::WriteFigures;
     about = "sealog against the device's ceiling"
 )]
 struct Args {
-    /// A subset in about a minute (the README's main job).
+    /// A subset in under three minutes (the README's main job).
     #[arg(long)]
     quick: bool,
     /// Write every figure as JSON here (the full run's default: sealog-bench.json).
@@ -126,7 +135,8 @@ struct Args {
     cells: Vec<(usize, usize, usize)>,
     /// Run only these sections (repeatable; default all): `write` (ceilings, append cells,
     /// tail markers, peers), `logdrive` (LogDrive writes, reads and weak_tail beside the raw
-    /// engine's), `read` (tail, cold and catch-up reads with their ceilings), `open` (open
+    /// engine's), `compose` (AtomicLogs over a LogDrive, a quorum and stripes beside LogDrive
+    /// writes), `read` (tail, cold and catch-up reads with their ceilings), `open` (open
     /// times and the full ring's recovery). `--section read --section open` reruns the read
     /// and restart figures alone.
     #[arg(long = "section", value_enum)]
@@ -245,6 +255,7 @@ fn run_context<'a>(
 struct RunFigures {
     write: Option<WriteFigures>,
     logdrive: Option<LogDriveFigures>,
+    compose: Option<ComposeFigures>,
     restart: Option<RestartFigures>,
     /// The load average (1, 5, 15 minutes) before the first section and after the last.
     load_at_start: Option<[f64; 3]>,
@@ -253,6 +264,8 @@ struct RunFigures {
     write_seconds: f64,
     /// Wall time of the LogDrive section, its ring's format included, seconds.
     logdrive_seconds: f64,
+    /// Wall time of the composition section, its rings' format included, seconds.
+    compose_seconds: f64,
     /// Wall time of the read and open sections together, seconds.
     read_and_open_seconds: f64,
     /// The process's peak resident memory before the peers ran, bytes.
@@ -277,13 +290,20 @@ fn measure(context: &RunContext<'_>, sections: Sections) -> Result<RunFigures, S
         None
     };
     let logdrive_seconds = logdrive.as_ref().map_or(0.0, |figures| figures.seconds);
+    let compose = if sections.compose {
+        Some(compose_section::compose_section(context, sync_method)?)
+    } else {
+        None
+    };
+    let compose_seconds = compose.as_ref().map_or(0.0, |figures| figures.seconds);
     let restart = if sections.read || sections.open {
         let figures = restart_section::read_and_open_sections(context, sections, sync_method)?;
         Some(figures)
     } else {
         None
     };
-    let read_and_open_seconds = started.elapsed().as_secs_f64() - write_seconds - logdrive_seconds;
+    let read_and_open_seconds =
+        started.elapsed().as_secs_f64() - write_seconds - logdrive_seconds - compose_seconds;
     // sealog's own peak RSS, before the peers (in this process) add theirs.
     let sealog_peak_rss_bytes = cells::peak_rss_bytes();
     if let Some(write) = write.as_mut() {
@@ -294,11 +314,13 @@ fn measure(context: &RunContext<'_>, sections: Sections) -> Result<RunFigures, S
     Ok(RunFigures {
         write,
         logdrive,
+        compose,
         restart,
         load_at_start,
         load_at_end: machine::load_average(),
         write_seconds,
         logdrive_seconds,
+        compose_seconds,
         read_and_open_seconds,
         sealog_peak_rss_bytes,
     })
@@ -311,6 +333,9 @@ fn print_sections(context: &RunContext<'_>, figures: &RunFigures) {
     }
     if let Some(logdrive) = &figures.logdrive {
         logdrive_section::print_logdrive_section(logdrive);
+    }
+    if let Some(compose) = &figures.compose {
+        compose_section::print_compose_section(compose);
     }
     if let Some(restart) = &figures.restart {
         restart_section::print_read_and_open_sections(context, restart);
@@ -340,6 +365,9 @@ fn targets(figures: &RunFigures, sections: Sections) -> Vec<Target> {
     if sections.logdrive {
         targets.extend(logdrive_report::targets(figures.logdrive.as_ref()));
     }
+    if sections.compose {
+        targets.extend(compose_report::targets(figures.compose.as_ref()));
+    }
     if let Some(restart) = &figures.restart {
         if sections.read {
             targets.extend(read_report::targets(&restart.read_rows));
@@ -361,11 +389,13 @@ fn load_line(figures: &RunFigures) -> String {
     };
     format!(
         "load average (1, 5, 15 min) at the start: {}; at the end: {}; the write section took \
-         {:.0} s, the logdrive section {:.0} s, the read and open sections {:.0} s",
+         {:.0} s, the logdrive section {:.0} s, the compose section {:.0} s, the read and open \
+         sections {:.0} s",
         load(figures.load_at_start),
         load(figures.load_at_end),
         figures.write_seconds,
         figures.logdrive_seconds,
+        figures.compose_seconds,
         figures.read_and_open_seconds
     )
 }
@@ -426,6 +456,7 @@ fn json_document(
         "section_seconds": {
             "write": figures.write_seconds,
             "logdrive": figures.logdrive_seconds,
+            "compose": figures.compose_seconds,
             "read_and_open": figures.read_and_open_seconds,
         },
         "durability": args.durability,
@@ -446,6 +477,9 @@ fn json_document(
     }
     if let Some(logdrive) = &figures.logdrive {
         document["logdrive"] = logdrive_report::to_json(logdrive);
+    }
+    if let Some(compose) = &figures.compose {
+        document["compose"] = compose_report::to_json(compose);
     }
     if let Some(restart) = &figures.restart {
         restart_section::read_and_open_json(&mut document, restart);

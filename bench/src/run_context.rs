@@ -72,6 +72,10 @@ pub enum Section {
     /// Open times of rings of 256 MiB, 1 GiB and 4 GiB holding a small live region, and of a
     /// full 1 GiB ring (the recovery figure).
     Open,
+    /// AtomicLogs over one LogDrive, a quorum of three, a stripe of two and a stripe of two
+    /// quorums, at 1 and 256 in flight, beside LogDrive writes and the raw engine's appends on
+    /// the same three rings, in interleaved rounds.
+    Compose,
 }
 
 /// Which sections run.
@@ -85,6 +89,8 @@ pub struct Sections {
     pub read: bool,
     /// The open section.
     pub open: bool,
+    /// The composition section.
+    pub compose: bool,
 }
 
 impl Sections {
@@ -96,6 +102,7 @@ impl Sections {
             logdrive: all || named.contains(&Section::Logdrive),
             read: all || named.contains(&Section::Read),
             open: all || named.contains(&Section::Open),
+            compose: all || named.contains(&Section::Compose),
         }
     }
 
@@ -104,6 +111,7 @@ impl Sections {
         [
             (self.write, "write"),
             (self.logdrive, "logdrive"),
+            (self.compose, "compose"),
             (self.read, "read"),
             (self.open, "open"),
         ]

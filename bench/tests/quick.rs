@@ -6,7 +6,7 @@
 //! is reported with its figures; the machine description and the targets are in the JSON, with
 //! CPU per append and the single-writer rounds against the peers (with `--features peers`); the
 //! plot is an SVG. Issue 11's read and open sections are in the JSON (`reads`, `open_times`),
-//! and `--section` runs a section alone.
+//! so is the composition section (`compose`), and `--section` runs a section alone.
 
 use std::process::Command;
 
@@ -153,6 +153,7 @@ fn the_quick_benchmark_writes_the_json_contract() {
 
     check_read_and_open_sections(&json);
     check_logdrive_section(&json);
+    check_compose_section(&json);
 }
 
 /// Issue 13's section in the JSON: the write comparisons with every run and each engine's
@@ -232,7 +233,7 @@ fn check_logdrive_section(json: &serde_json::Value) {
         .filter(|target| {
             target["name"]
                 .as_str()
-                .is_some_and(|name| name.contains("LogDrive"))
+                .is_some_and(|name| name.starts_with("LogDrive"))
         })
         .collect();
     assert_eq!(logdrive_targets.len(), 3, "{targets:?}");
@@ -241,13 +242,60 @@ fn check_logdrive_section(json: &serde_json::Value) {
         .all(|target| target["held"].is_boolean()));
 }
 
+/// The composition section in the JSON: each group at 1 and 256 in flight, every engine's
+/// medians with its shape and its ratios to its base, and the section's five targets judged.
+fn check_compose_section(json: &serde_json::Value) {
+    let comparisons = json["compose"]["comparisons"]
+        .as_array()
+        .expect("compose.comparisons");
+    assert_eq!(comparisons.len(), 6, "{comparisons:?}");
+    for comparison in comparisons {
+        let medians = comparison["medians"].as_array().expect("medians");
+        let rounds = comparison["rounds"].as_u64().expect("rounds") as usize;
+        let runs = comparison["runs"].as_array().expect("runs");
+        assert_eq!(runs.len(), rounds * medians.len(), "{comparison}");
+        for median in medians {
+            for field in [
+                "engine",
+                "appends_per_sec",
+                "p50_us",
+                "rings",
+                "logdrives",
+                "base",
+            ] {
+                assert!(median.get(field).is_some(), "{field} missing in {median}");
+            }
+            if !median["base"].is_null() {
+                assert!(median["p50_over_base"].is_number(), "{median}");
+                assert!(median["appends_per_sec_over_base"].is_number(), "{median}");
+            }
+        }
+    }
+    let in_flight: Vec<u64> = comparisons
+        .iter()
+        .filter_map(|comparison| comparison["in_flight"].as_u64())
+        .collect();
+    assert_eq!(in_flight, [1, 1, 1, 256, 256, 256]);
+    let targets = json["targets"].as_array().expect("targets");
+    let compose: Vec<&serde_json::Value> = targets
+        .iter()
+        .filter(|target| {
+            target["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("AtomicLog"))
+        })
+        .collect();
+    assert_eq!(compose.len(), 5, "{targets:?}");
+    assert!(compose.iter().all(|target| target["held"].is_boolean()));
+}
+
 /// Issue 11's sections in the JSON: every read row the targets need (sealog's beside its
 /// ceiling, which it names), the open times of three ring sizes at two live regions, the read
 /// index's bytes per entry, and the read and open targets.
 fn check_read_and_open_sections(json: &serde_json::Value) {
     assert_eq!(
         json["sections"],
-        serde_json::json!(["write", "logdrive", "read", "open"])
+        serde_json::json!(["write", "logdrive", "compose", "read", "open"])
     );
     let rows = json["reads"]["rows"].as_array().expect("reads.rows");
     let expected = [
