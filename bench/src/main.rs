@@ -1,5 +1,5 @@
 //! `sealog-bench`: sealog against what the device itself can do and against its peers, in one
-//! run on one file system, in four sections (`--section` runs some alone). Write: the built-in
+//! run on one file system, in five sections (`--section` runs some alone). Write: the built-in
 //! io_uring write+datasync ceilings (4 KiB and 1 MiB, queue depth 1), fio's when it is
 //! installed, the raw paths a lone append could take (write + linked fdatasync, RWF_DSYNC, at
 //! queue depth 1) and the raw write bandwidth (no sync), the sync method the run's ring chose
@@ -21,8 +21,8 @@
 //!
 //! This file parses the arguments and runs the sections in turn: `write_section.rs`,
 //! `logdrive_section.rs`, `compose_section.rs` and `restart_section.rs` (read and open) each
-//! run theirs and print its table, with what they share in `run_context.rs`; this file then judges the targets and
-//! writes the plot and the JSON.
+//! run theirs and print its table, with what they share in `run_context.rs`; this file then
+//! judges the targets and writes the plot and the JSON.
 //!
 //! `cargo run --release -p sealog-bench -- --quick` is the README's main job (under three
 //! minutes).
