@@ -27,6 +27,7 @@ use sealog_logdrive::{Clock, LogDrive, LogDriveError, ReadOutcome, SystemClock};
 
 use crate::deadline::within;
 use crate::error::LogError;
+use crate::seal_reads::SealReads;
 use crate::sequencer::Sequencer;
 
 /// The seal bit's address in the seal LogDrive.
@@ -71,6 +72,11 @@ pub struct Tail {
     pub sealed: bool,
 }
 
+/// An append's slot past its deadline.
+fn stalled(position: u64, written: bool) -> LogError {
+    LogError::Stalled { position, written }
+}
+
 /// A loglet over a LogDrive: see the module doc.
 pub struct AtomicLog {
     data: Arc<dyn LogDrive>,
@@ -79,6 +85,8 @@ pub struct AtomicLog {
     options: AtomicOptions,
     /// The seal bit once seen set (it is never unset).
     sealed_seen: AtomicBool,
+    /// The seal-bit reads appends share.
+    seal_reads: SealReads,
 }
 
 impl AtomicLog {
@@ -133,6 +141,7 @@ impl AtomicLog {
             sequencer: Sequencer::new(first, options.window),
             options,
             sealed_seen: AtomicBool::new(false),
+            seal_reads: SealReads::default(),
         }
     }
 
@@ -161,63 +170,46 @@ impl AtomicLog {
             });
         }
         let slot = self.sequencer.acquire().await?;
-        let clock = self.options.clock.clone();
-        let deadline = self.options.slot_deadline;
-        let written = match within(clock.as_ref(), deadline, self.write_slot(slot, payload)).await {
-            Some(outcome) => outcome?,
-            None => {
-                return Err(LogError::Stalled {
-                    position: slot,
-                    written: false,
-                })
+        // One deadline for the slot's whole way: its write, the lower slots' completion
+        // (a writer of one may have died), and learning the seal bit.
+        let written = AtomicBool::new(false);
+        let steps = async {
+            self.write_slot(slot, payload).await?;
+            written.store(true, Ordering::Relaxed);
+            match self.sequencer.complete(slot).await {
+                Ok(()) => {}
+                Err(LogError::SequencerDown) => return Err(stalled(slot, true)),
+                Err(other) => return Err(other),
             }
+            self.seal_after_completion(slot).await
         };
-        debug_assert!(written);
-        // The rest of the deadline, at least: a lower slot may hold this one up.
-        match within(clock.as_ref(), deadline, self.sequencer.complete(slot)).await {
-            Some(Ok(())) => {}
-            Some(Err(LogError::SequencerDown)) | None => {
-                return Err(LogError::Stalled {
-                    position: slot,
-                    written: true,
-                })
-            }
-            Some(Err(other)) => return Err(other),
-        }
-        if self.seal_after_completion(slot).await? {
-            return Err(LogError::Sealed {
+        let clock = self.options.clock.clone();
+        match within(clock.as_ref(), self.options.slot_deadline, steps).await {
+            Some(Ok(false)) => Ok(slot),
+            Some(Ok(true)) => Err(LogError::Sealed {
                 position: Some(slot),
                 written: true,
-            });
+            }),
+            Some(Err(error)) => Err(error),
+            None => Err(stalled(slot, written.load(Ordering::Relaxed))),
         }
-        Ok(slot)
     }
 
-    /// The seal bit read for an append whose slot completed: read again after a failure
-    /// until the slot's deadline (the entry is written; only whether it is acknowledged is
-    /// left to learn).
+    /// The seal bit for an append whose slot completed, from a read started after the
+    /// completion (shared with the appends completed with it), read again after a failure
+    /// (the entry is written; only whether it is acknowledged is left to learn).
     async fn seal_after_completion(&self, slot: u64) -> Result<bool, LogError> {
-        let clock = self.options.clock.clone();
-        let reading = async {
-            loop {
-                match self.read_seal().await {
-                    Ok(sealed) => return Ok(sealed),
-                    Err(LogError::Drive { error, .. }) if !error.is_definite() => {
-                        clock.sleep(self.options.retry_after).await;
-                    }
-                    Err(LogError::Drive { error, .. }) => {
-                        return Err(LogError::drive(Some(slot), error.indeterminate()))
-                    }
-                    Err(other) => return Err(other),
+        loop {
+            match self.seal_reads.check(|| self.read_seal()).await {
+                Ok(sealed) => return Ok(sealed),
+                Err(LogError::Drive { error, .. }) if !error.is_definite() => {
+                    self.options.clock.sleep(self.options.retry_after).await;
                 }
+                Err(LogError::Drive { error, .. }) => {
+                    return Err(LogError::drive(Some(slot), error.indeterminate()))
+                }
+                Err(other) => return Err(other),
             }
-        };
-        match within(clock.as_ref(), self.options.slot_deadline, reading).await {
-            Some(outcome) => outcome,
-            None => Err(LogError::Stalled {
-                position: slot,
-                written: true,
-            }),
         }
     }
 

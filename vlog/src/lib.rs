@@ -10,7 +10,8 @@
 //! - [`chain`]: the chain of segments and its encoding; [`loglet`]: how a segment's
 //!   configuration becomes an AtomicLog;
 //! - [`meta`]: the [`MetaStore`] trait and [`LogDriveMetaStore`], a durable one on a LogDrive;
-//! - [`atomic`]: [`AtomicLog`]; [`sequencer`]: its [`Sequencer`];
+//! - [`atomic`]: [`AtomicLog`]; [`sequencer`]: its [`Sequencer`]; `seal_reads`: the seal-bit
+//!   reads its appends share;
 //! - `deadline`: waiting with a deadline on the compositions' clock; [`error`]: the errors.
 
 #![forbid(unsafe_code)]
@@ -22,6 +23,7 @@ pub mod error;
 pub mod loglet;
 pub mod meta;
 mod reconfig;
+mod seal_reads;
 pub mod sequencer;
 pub mod virtual_log;
 
