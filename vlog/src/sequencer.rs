@@ -106,7 +106,10 @@ impl Sequencer {
     /// Completes `slot` (its write was acknowledged) and waits until every slot below it is
     /// completed too.
     pub async fn complete(&self, slot: u64) -> Result<(), LogError> {
-        self.mark_completed(slot)?;
+        if self.mark_completed(slot)? {
+            // Every slot below was completed already: the common case in order.
+            return Ok(());
+        }
         poll_fn(|cx| {
             let mut state = self.lock();
             if state.tail > slot {
@@ -122,35 +125,47 @@ impl Sequencer {
         .await
     }
 
-    fn mark_completed(&self, slot: u64) -> Result<(), LogError> {
+    /// Marks `slot` completed and moves T past every completed slot: whether T is now past
+    /// `slot` (every slot below it completed too).
+    fn mark_completed(&self, slot: u64) -> Result<bool, LogError> {
         let mut state = self.lock();
         if state.down {
             return Err(LogError::SequencerDown);
         }
         if slot < state.tail || slot >= state.next {
             // Completed already, or never handed out: nothing to do.
-            return Ok(());
+            return Ok(slot < state.tail);
         }
-        state.completed.insert(slot);
         let before = state.tail;
+        if slot == state.tail {
+            state.tail += 1;
+        } else {
+            state.completed.insert(slot);
+        }
         while state.completed.first() == Some(&state.tail) {
             state.completed.pop_first();
             state.tail += 1;
         }
         if state.tail > before {
-            // The completers below the new T return, and every acquirer looks again. (All of
-            // them: one woken alone whose caller dropped its future would leave room unused
-            // while others wait; acquirers wait only when the window is full, which a
-            // window at least the appends in flight never is.)
-            let tail = state.tail;
-            let waiting = state.completers.split_off(&tail);
-            let done = std::mem::replace(&mut state.completers, waiting);
-            done.into_values().for_each(Waker::wake);
-            std::mem::take(&mut state.acquirers)
-                .into_values()
-                .for_each(Waker::wake);
+            self.wake_after_advance(&mut state, before);
         }
-        Ok(())
+        Ok(state.tail > slot)
+    }
+
+    /// After T moved from `before`: the completers below the new T return, and every
+    /// acquirer looks again. (All of them: one woken alone whose caller dropped its future
+    /// would leave room unused while others wait; acquirers wait only when the window is
+    /// full, which a window at least the appends in flight never is.)
+    fn wake_after_advance(&self, state: &mut SequencerState, before: u64) {
+        if before + 1 == state.tail && state.completers.is_empty() && state.acquirers.is_empty() {
+            return;
+        }
+        let waiting = state.completers.split_off(&state.tail);
+        let done = std::mem::replace(&mut state.completers, waiting);
+        done.into_values().for_each(Waker::wake);
+        std::mem::take(&mut state.acquirers)
+            .into_values()
+            .for_each(Waker::wake);
     }
 
     /// Takes the sequencer down, as if its process died: every waiting and later call fails
