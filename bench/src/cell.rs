@@ -175,6 +175,36 @@ impl Cell {
     }
 }
 
+/// Engine `engine`'s cell over rounds of cells, each figure its own median over the rounds
+/// (the device drifts and stalls on a shared host; a median drops the spoiled round).
+pub fn median_cell(rounds: &[Vec<Cell>], engine: usize) -> Cell {
+    let figure = |of: fn(&Cell) -> f64| {
+        let mut values: Vec<f64> = rounds.iter().map(|round| of(&round[engine])).collect();
+        crate::median::median(&mut values)
+    };
+    let first = &rounds[0][engine];
+    Cell {
+        appends_per_sec: figure(|cell| cell.appends_per_sec),
+        mb_per_sec: figure(|cell| cell.mb_per_sec),
+        p50_us: figure(|cell| cell.p50_us),
+        p99_us: figure(|cell| cell.p99_us),
+        p999_us: figure(|cell| cell.p999_us),
+        max_us: figure(|cell| cell.max_us),
+        batch_entries: figure(|cell| cell.batch_entries),
+        batch_p50_us: figure(|cell| cell.batch_p50_us),
+        cpu_us_per_append: figure(|cell| cell.cpu_us_per_append),
+        ratio_to_ceiling: figure(|cell| cell.ratio_to_ceiling),
+        p50_ratio_to_ceiling: figure(|cell| cell.p50_ratio_to_ceiling),
+        p99_ratio_to_ceiling: figure(|cell| cell.p99_ratio_to_ceiling),
+        ..Cell::empty(
+            &first.engine,
+            first.payload_bytes,
+            first.writers,
+            first.in_flight,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

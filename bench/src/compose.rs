@@ -39,6 +39,7 @@ use crate::compose_figures::{
     ComposeComparison, ComposeEngine, ComposeFigures, GROUPS, PAYLOAD_BYTES, WINDOW_K, WRITE_QUORUM,
 };
 use crate::inflight::{measure, Load, Op, Ops};
+use crate::logdrive::empty_store_and_close;
 use crate::progress::progress;
 use crate::rounds::interleave;
 
@@ -319,24 +320,6 @@ fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, Strin
         .weak_tail_k_max(WINDOW_K.max(sealog_logdrive::store::WEAK_TAIL_K_MAX_DEFAULT));
     LogDriveStore::open_with_options(ring, options)
         .map_err(|error| format!("{}: {error}", ring.display()))
-}
-
-/// Ends a run on a store: every LogDrive deleted, the ring reclaimed, the drive closed.
-fn empty_store_and_close(store: &LogDriveStore) -> Result<(), String> {
-    let deleted = store
-        .ids()
-        .map_err(|error| format!("ids: {error}"))
-        .and_then(|ids| {
-            ids.into_iter().try_for_each(|id| {
-                wait(store.delete(id)).map_err(|error| format!("delete of {id}: {error}"))
-            })
-        });
-    let reclaimed = store
-        .reclaim_now()
-        .map(|_| ())
-        .map_err(|error| format!("reclaim: {error}"));
-    store.close();
-    deleted.and(reclaimed)
 }
 
 /// The raw engine's appends, each `Drive::append` awaited as its ticket's future.

@@ -165,16 +165,6 @@ pub struct ComposeComparison {
 }
 
 impl ComposeComparison {
-    /// The median over the rounds of engine `engine`'s `figure`.
-    pub fn median(&self, engine: usize, figure: impl Fn(&Cell) -> f64) -> f64 {
-        let mut values: Vec<f64> = self
-            .cells
-            .iter()
-            .map(|round| figure(&round[engine]))
-            .collect();
-        median(&mut values)
-    }
-
     /// The median over the rounds of engine `engine`'s polling thread's share of a CPU.
     pub fn poller_median(&self, engine: usize) -> f64 {
         let mut values: Vec<f64> = self
@@ -187,23 +177,7 @@ impl ComposeComparison {
 
     /// Engine `engine`'s medians as a cell (each figure's own median over the rounds).
     pub fn median_cell(&self, engine: usize) -> Cell {
-        let first = &self.cells[0][engine];
-        Cell {
-            appends_per_sec: self.median(engine, |cell| cell.appends_per_sec),
-            mb_per_sec: self.median(engine, |cell| cell.mb_per_sec),
-            p50_us: self.median(engine, |cell| cell.p50_us),
-            p99_us: self.median(engine, |cell| cell.p99_us),
-            p999_us: self.median(engine, |cell| cell.p999_us),
-            max_us: self.median(engine, |cell| cell.max_us),
-            batch_entries: self.median(engine, |cell| cell.batch_entries),
-            cpu_us_per_append: self.median(engine, |cell| cell.cpu_us_per_append),
-            ..Cell::empty(
-                &first.engine,
-                first.payload_bytes,
-                first.writers,
-                first.in_flight,
-            )
-        }
+        crate::cell::median_cell(&self.cells, engine)
     }
 
     /// The index of `engine`, if this comparison ran it.

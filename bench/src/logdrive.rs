@@ -217,7 +217,7 @@ fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, Strin
 /// Ends a LogDrive run: every LogDrive deleted and the ring's space reclaimed by the store
 /// (never trimmed under it: the store's reclaimer alone moves the head past LogDrive
 /// records), then the drive closed.
-fn empty_store_and_close(store: &LogDriveStore) -> Result<(), String> {
+pub(crate) fn empty_store_and_close(store: &LogDriveStore) -> Result<(), String> {
     let deleted = store
         .ids()
         .map_err(|error| format!("ids: {error}"))

@@ -122,27 +122,7 @@ impl WriteComparison {
 
     /// Engine `engine`'s medians as a cell (each figure's own median over the rounds).
     pub fn median_cell(&self, engine: usize) -> Cell {
-        let first = &self.cells[0][engine];
-        Cell {
-            appends_per_sec: self.median(engine, |cell| cell.appends_per_sec),
-            mb_per_sec: self.median(engine, |cell| cell.mb_per_sec),
-            p50_us: self.median(engine, |cell| cell.p50_us),
-            p99_us: self.median(engine, |cell| cell.p99_us),
-            p999_us: self.median(engine, |cell| cell.p999_us),
-            max_us: self.median(engine, |cell| cell.max_us),
-            batch_entries: self.median(engine, |cell| cell.batch_entries),
-            batch_p50_us: self.median(engine, |cell| cell.batch_p50_us),
-            cpu_us_per_append: self.median(engine, |cell| cell.cpu_us_per_append),
-            ratio_to_ceiling: self.median(engine, |cell| cell.ratio_to_ceiling),
-            p50_ratio_to_ceiling: self.median(engine, |cell| cell.p50_ratio_to_ceiling),
-            p99_ratio_to_ceiling: self.median(engine, |cell| cell.p99_ratio_to_ceiling),
-            ..Cell::empty(
-                &first.engine,
-                first.payload_bytes,
-                first.writers,
-                first.in_flight,
-            )
-        }
+        crate::cell::median_cell(&self.cells, engine)
     }
 
     /// The judged ratio of engine `engine`: the median over the rounds of its judged figure
