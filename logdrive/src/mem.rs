@@ -6,7 +6,10 @@
 //! run on it, where a store on a ring would cost a drive thread per replica and hide the
 //! interleavings a test wants to choose; it is also a reference for what a LogDrive answers.
 //!
-//! Every operation takes effect when it is called and its future is ready at once.
+//! Every operation takes effect when it is called and its future is ready at once. Its checks
+//! are written apart from the store's (`state/`), on purpose: it keeps the values themselves
+//! and compares bytes, and a reference that shared the code it is compared with would
+//! agree with it whatever that code did.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
