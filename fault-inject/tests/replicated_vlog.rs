@@ -2,7 +2,8 @@
 //! tails, read and reconfigure through handles of their own over one MetaStore (one held
 //! replica), on segments whose loglets are quorums of three held replicas (write
 //! quorum two) or single replicas, while the network drops, fails, slows and loses replies,
-//! crashes and restarts replicas and makes fewer than a write quorum forget a write. Every
+//! crashes and restarts replicas and makes fewer than a write quorum forget a write, and
+//! some clients die holding a slot or kill a loglet's sequencer. Every
 //! seed's history is checked for linearizability against a sequential log, with no
 //! acknowledged append lost, no position given twice and no tail going backwards; a failing
 //! seed prints the command that replays it.
@@ -123,6 +124,7 @@ fn build(context: &mut SimContext<'_>) -> Vec<Rc<dyn SimLog>> {
             Rc::new(Handle {
                 log: Rc::new(log),
                 next_loglet: next_loglet.clone(),
+                factory: factory.clone(),
             }) as Rc<dyn SimLog>
         })
         .collect()
@@ -132,6 +134,25 @@ fn build(context: &mut SimContext<'_>) -> Vec<Rc<dyn SimLog>> {
 struct Handle {
     log: Rc<VirtualLog>,
     next_loglet: Arc<AtomicU64>,
+    /// The loglets' AtomicLogs (their sequencers), to kill a sequencer or hold a slot.
+    factory: Arc<DriveLogletFactory>,
+}
+
+/// One append in this many is a client that dies holding a slot: it acquires one on the
+/// active loglet and never writes it (the slots after it stall until a reconfiguration).
+const DIES_HOLDING_A_SLOT: u64 = 29;
+
+/// One reconfiguration in this many kills the active loglet's sequencer instead (appends
+/// then fail until a reconfiguration; check_tail seals first).
+const KILLS_THE_SEQUENCER: u64 = 4;
+
+/// The AtomicLog of the segment `log` thinks active, if it is open.
+async fn active(
+    log: &VirtualLog,
+    factory: &DriveLogletFactory,
+) -> Result<Option<Arc<sealog_vlog::AtomicLog>>, SimError> {
+    let chain = log.chain().await.map_err(sim_error)?;
+    Ok(factory.opened(chain.active().loglet.id))
 }
 
 fn sim_error(error: LogError) -> SimError {
@@ -145,6 +166,17 @@ fn sim_error(error: LogError) -> SimError {
 impl SimLog for Handle {
     fn append(&self, value: u64) -> LocalBoxFuture<Result<u64, SimError>> {
         let log = self.log.clone();
+        if value % DIES_HOLDING_A_SLOT == DIES_HOLDING_A_SLOT - 1 {
+            let factory = self.factory.clone();
+            return Box::pin(async move {
+                if let Some(loglet) = active(&log, &factory).await? {
+                    let _ = loglet.sequencer().acquire().await;
+                }
+                Err(SimError::Indeterminate(
+                    "the client died holding a slot".into(),
+                ))
+            });
+        }
         Box::pin(async move { log.append(payload(value)).await.map_err(sim_error) })
     }
 
@@ -168,6 +200,15 @@ impl SimLog for Handle {
     fn reconfigure(&self) -> LocalBoxFuture<Result<(), SimError>> {
         let log = self.log.clone();
         let id = self.next_loglet.fetch_add(1, Ordering::Relaxed);
+        if id % KILLS_THE_SEQUENCER == 0 {
+            let factory = self.factory.clone();
+            return Box::pin(async move {
+                if let Some(loglet) = active(&log, &factory).await? {
+                    loglet.sequencer().fail();
+                }
+                Ok(())
+            });
+        }
         Box::pin(async move {
             let next = LogletConfig { id, spec: spec(id) };
             log.reconfig_extend(next)

@@ -169,7 +169,16 @@ impl AtomicLog {
                 written: false,
             });
         }
-        let slot = self.sequencer.acquire().await?;
+        let clock = self.options.clock.clone();
+        let deadline = self.options.slot_deadline;
+        let slot = match within(clock.as_ref(), deadline, self.sequencer.acquire()).await {
+            Some(slot) => slot?,
+            None => {
+                return Err(LogError::WindowFull {
+                    tail: self.sequencer.first_incomplete(),
+                })
+            }
+        };
         // One deadline for the slot's whole way: its write, the lower slots' completion
         // (a writer of one may have died), and learning the seal bit.
         let written = AtomicBool::new(false);
@@ -183,8 +192,7 @@ impl AtomicLog {
             }
             self.seal_after_completion(slot).await
         };
-        let clock = self.options.clock.clone();
-        match within(clock.as_ref(), self.options.slot_deadline, steps).await {
+        match within(clock.as_ref(), deadline, steps).await {
             Some(Ok(false)) => Ok(slot),
             Some(Ok(true)) => Err(LogError::Sealed {
                 position: Some(slot),
@@ -252,6 +260,13 @@ impl AtomicLog {
         }
     }
 
+    /// The seal bit is set: remembered, and no more slots are handed out (an append waiting
+    /// for room in the window fails at once rather than at its deadline).
+    fn saw_seal(&self) {
+        self.sealed_seen.store(true, Ordering::Release);
+        self.sequencer.refuse_slots();
+    }
+
     /// Reads the seal bit: whether the log is sealed.
     pub async fn read_seal(&self) -> Result<bool, LogError> {
         if self.sealed_seen.load(Ordering::Acquire) {
@@ -271,7 +286,7 @@ impl AtomicLog {
             Err(error) => return Err(LogError::drive(None, error)),
         };
         if sealed {
-            self.sealed_seen.store(true, Ordering::Release);
+            self.saw_seal();
         }
         Ok(sealed)
     }
@@ -283,7 +298,7 @@ impl AtomicLog {
             .write(SEAL_ADDRESS, epoch, Bytes::from_static(SEAL_BYTES))
             .await
             .map_err(|error| LogError::drive(None, error))?;
-        self.sealed_seen.store(true, Ordering::Release);
+        self.saw_seal();
         Ok(())
     }
 

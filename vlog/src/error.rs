@@ -30,6 +30,14 @@ pub enum LogError {
         /// Whether this append's own write was acknowledged.
         written: bool,
     },
+    /// No slot could be had within the slot deadline: the window stayed full behind slot
+    /// `tail`, whose writer is slow or gone. Nothing was written; a reconfiguration frees
+    /// the log.
+    #[error("the window stayed full behind slot {tail}")]
+    WindowFull {
+        /// The first slot not completed.
+        tail: u64,
+    },
     /// The sequencer is gone (failed, or its log closed): appends are unavailable until a
     /// reconfiguration; reads, `check_tail` and `seal` still work.
     #[error("the sequencer is unavailable")]
@@ -91,7 +99,7 @@ impl LogError {
         match self {
             LogError::Sealed { position, .. } => position.is_none(),
             LogError::Stalled { .. } => false,
-            LogError::SequencerDown => true,
+            LogError::SequencerDown | LogError::WindowFull { .. } => true,
             LogError::Drive { error, .. } => error.is_definite(),
             LogError::Meta(error) => error.is_definite(),
             LogError::InvalidConfig { .. }

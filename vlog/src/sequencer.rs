@@ -37,6 +37,8 @@ struct SequencerState {
     next_ticket: u64,
     /// Once set, every call fails.
     down: bool,
+    /// Once set (the log is sealed), no slot is handed out.
+    sealed: bool,
 }
 
 impl Sequencer {
@@ -53,6 +55,7 @@ impl Sequencer {
                 completers: BTreeMap::new(),
                 next_ticket: 0,
                 down: false,
+                sealed: false,
             }),
         }
     }
@@ -84,6 +87,12 @@ impl Sequencer {
             let mut state = self.lock();
             if state.down {
                 return Poll::Ready(Err(LogError::SequencerDown));
+            }
+            if state.sealed {
+                return Poll::Ready(Err(LogError::Sealed {
+                    position: None,
+                    written: false,
+                }));
             }
             if state.next < state.tail + self.window {
                 if let Some(ticket) = ticket.take() {
@@ -166,6 +175,21 @@ impl Sequencer {
         std::mem::take(&mut state.acquirers)
             .into_values()
             .for_each(Waker::wake);
+    }
+
+    /// Hands out no more slots (the log is sealed): waiting and later acquires fail with
+    /// `Sealed`, holding no slot. Completions go on.
+    pub fn refuse_slots(&self) {
+        let mut state = self.lock();
+        state.sealed = true;
+        std::mem::take(&mut state.acquirers)
+            .into_values()
+            .for_each(Waker::wake);
+    }
+
+    /// The first slot not completed (T), down or not: what a stalled window waits behind.
+    pub fn first_incomplete(&self) -> u64 {
+        self.lock().tail
     }
 
     /// Takes the sequencer down, as if its process died: every waiting and later call fails

@@ -204,7 +204,8 @@ impl VirtualLog {
                 self.extend_from(segment.loglet.id, None).await?;
                 (Some(*position), *written)
             }
-            LogError::SequencerDown => {
+            // No slot held: the loglet cannot take appends until it is replaced.
+            LogError::SequencerDown | LogError::WindowFull { .. } => {
                 self.extend_from(segment.loglet.id, None).await?;
                 (None, false)
             }

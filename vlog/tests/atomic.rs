@@ -281,3 +281,51 @@ fn a_window_over_a_stripes_share_of_its_childrens_window_is_refused() {
     );
     assert!(open(16).is_ok());
 }
+
+#[test]
+fn an_append_behind_a_full_window_gives_up_at_its_deadline_holding_nothing() {
+    let data = Arc::new(MemLogDrive::new());
+    let options = atomic_options(2, Duration::from_millis(50));
+    let log = Arc::new(AtomicLog::new(
+        data.clone(),
+        Arc::new(MemLogDrive::new()),
+        0,
+        options,
+    ));
+    // Slot 0's client dies; slot 1's append stalls behind it; a third finds no room.
+    assert_eq!(wait(log.sequencer().acquire()).unwrap(), 0);
+    let second = {
+        let log = log.clone();
+        thread::spawn(move || wait(log.append(payload(1))))
+    };
+    pause();
+    let third = wait(log.append(payload(2))).unwrap_err();
+    assert_eq!(third, LogError::WindowFull { tail: 0 });
+    assert!(third.is_definite());
+    assert!(matches!(
+        second.join().unwrap(),
+        Err(LogError::Stalled { position: 1, .. })
+    ));
+    assert!(!data.contents().contains_key(&2));
+}
+
+#[test]
+fn once_the_seal_is_seen_no_slot_is_handed_out() {
+    let data = Arc::new(MemLogDrive::new());
+    let log = Arc::new(log_on(&data, Arc::new(MemLogDrive::new()), 0, 1));
+    assert_eq!(wait(log.sequencer().acquire()).unwrap(), 0);
+    let waiting = {
+        let log = log.clone();
+        thread::spawn(move || wait(log.append(payload(1))))
+    };
+    pause();
+    wait(log.seal(1)).unwrap();
+    let refused = waiting.join().unwrap().unwrap_err();
+    assert_eq!(
+        refused,
+        LogError::Sealed {
+            position: None,
+            written: false
+        }
+    );
+}
