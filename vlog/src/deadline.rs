@@ -10,18 +10,22 @@ use std::time::Duration;
 
 use sealog_logdrive::Clock;
 
-/// `future`'s output, or `None` once `duration` has passed on `clock`.
+/// `future`'s output, or `None` once `duration` has passed on `clock` (counted from the
+/// first time the work is not ready).
 pub async fn within<F: Future>(
     clock: &dyn Clock,
     duration: Duration,
     future: F,
 ) -> Option<F::Output> {
     let mut future = pin!(future);
-    let mut sleep = clock.sleep(duration);
+    // Made on the first pending poll: work that is ready at once (a slot handed out from a
+    // window with room) costs no sleep.
+    let mut sleep = None;
     poll_fn(|cx| {
         if let Poll::Ready(output) = future.as_mut().poll(cx) {
             return Poll::Ready(Some(output));
         }
+        let sleep = sleep.get_or_insert_with(|| clock.sleep(duration));
         match sleep.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
