@@ -121,6 +121,18 @@ impl LogError {
         }
     }
 
+    /// Gave up after `attempts`, with the last error met; with none met, nothing was tried
+    /// (`attempts_max` is 0), which is the configuration's fault.
+    pub(crate) fn gave_up(attempts: u32, last: Option<LogError>) -> LogError {
+        let last = last.unwrap_or_else(|| LogError::InvalidConfig {
+            reason: "attempts_max is 0: nothing was tried".into(),
+        });
+        LogError::GaveUp {
+            attempts,
+            last: Box::new(last),
+        }
+    }
+
     pub(crate) fn drive(position: Option<u64>, error: LogDriveError) -> LogError {
         LogError::Drive { position, error }
     }

@@ -101,10 +101,7 @@ impl VirtualLog {
                 }
             }
         }
-        Err(LogError::GaveUp {
-            attempts,
-            last: Box::new(last.unwrap_or(LogError::Meta(MetaError::Conflict { current: 0 }))),
-        })
+        Err(LogError::gave_up(attempts, last))
     }
 
     /// Writes the claim on the active segment: the chain at the version won, whose number
@@ -264,6 +261,7 @@ impl VirtualLog {
 
     /// Applies `change` to the newest chain and installs it, again on a lost race.
     async fn rewrite(&self, change: impl Fn(&mut Chain)) -> Result<Chain, LogError> {
+        let mut last = None;
         for _ in 0..self.options.attempts_max {
             let chain = self.refresh().await?;
             let mut changed = chain.clone();
@@ -281,14 +279,11 @@ impl VirtualLog {
                     self.keep(changed.clone());
                     return Ok(changed);
                 }
-                Err(MetaError::Conflict { .. }) => continue,
+                Err(lost @ MetaError::Conflict { .. }) => last = Some(lost.into()),
                 Err(error) => return Err(error.into()),
             }
         }
-        Err(LogError::GaveUp {
-            attempts: self.options.attempts_max,
-            last: Box::new(LogError::Meta(MetaError::Conflict { current: 0 })),
-        })
+        Err(LogError::gave_up(self.options.attempts_max, last))
     }
 }
 

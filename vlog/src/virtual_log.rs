@@ -183,10 +183,7 @@ impl VirtualLog {
                 None => last = Some(error),
             }
         }
-        Err(LogError::GaveUp {
-            attempts: self.options.attempts_max,
-            last: Box::new(last.unwrap_or(LogError::SequencerDown)),
-        })
+        Err(LogError::gave_up(self.options.attempts_max, last))
     }
 
     /// After an append on `segment` failed with `error`: its position if the entry is in
@@ -252,13 +249,17 @@ impl VirtualLog {
                 None => return Ok(chain.segments[0].start),
             }
         }
-        Err(LogError::GaveUp {
-            attempts: self.options.attempts_max,
-            last: Box::new(LogError::Sealed {
-                position: None,
-                written: false,
-            }),
-        })
+        Err(self.still_sealed())
+    }
+
+    /// Giving up on a segment that stays sealed with no stop past it, after every attempt.
+    fn still_sealed(&self) -> LogError {
+        let attempts = self.options.attempts_max;
+        let sealed = LogError::Sealed {
+            position: None,
+            written: false,
+        };
+        LogError::gave_up(attempts, (attempts > 0).then_some(sealed))
     }
 
     /// The first virtual position not written, linearizable with appends.
@@ -285,13 +286,7 @@ impl VirtualLog {
             // and the tail is the next segment's.
             self.stop_of(&segment).await?;
         }
-        Err(LogError::GaveUp {
-            attempts: self.options.attempts_max,
-            last: Box::new(LogError::Sealed {
-                position: None,
-                written: false,
-            }),
-        })
+        Err(self.still_sealed())
     }
 
     /// The entry at virtual position `position`, or `None` at or past the tail.

@@ -238,3 +238,17 @@ fn a_loglet_already_in_the_chain_is_refused_for_the_next_segment() {
     );
     assert!(refused.is_definite());
 }
+
+#[test]
+fn a_handle_allowed_no_attempt_says_so_rather_than_naming_an_error_it_never_met() {
+    let mut options = virtual_options(Duration::from_millis(50));
+    options.attempts_max = 0;
+    let world = World::new(atomic_options(16, Duration::from_secs(5)), options);
+    let log = world.client(1);
+    match wait(log.append(payload(0))).unwrap_err() {
+        LogError::GaveUp { attempts: 0, last } => {
+            assert!(matches!(*last, LogError::InvalidConfig { .. }), "{last:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
