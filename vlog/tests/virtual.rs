@@ -51,10 +51,14 @@ fn dl_1_of_racing_reconfigurations_exactly_one_wins() {
         let world = world();
         let first = world.client(1);
         append_all(&first, 0..40);
-        let handles: Vec<_> = (0..2u64)
-            .map(|c| {
-                let log = Arc::new(world.client(10 + c));
-                thread::spawn(move || wait(log.reconfig_extend(config(100 + c))).unwrap())
+        // Both coordinators read the chain (v5 in the scenario) before either starts: a
+        // handle made after the other's reconfiguration would rightly seal the new segment.
+        let logs: Vec<_> = (0..2u64).map(|c| Arc::new(world.client(10 + c))).collect();
+        let handles: Vec<_> = logs
+            .into_iter()
+            .zip(100u64..)
+            .map(|(log, next)| {
+                thread::spawn(move || wait(log.reconfig_extend(config(next))).unwrap())
             })
             .collect();
         let outcomes: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
