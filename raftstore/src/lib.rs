@@ -5,3 +5,7 @@
 //! From the top down (a module imports only modules below it):
 
 #![forbid(unsafe_code)]
+
+pub mod mem;
+#[cfg(feature = "peers")]
+pub mod raft_engine;
