@@ -11,7 +11,10 @@
 //! - `control`: truncation, purge and creation, which change a group's map of segments;
 //! - `group`: a group's state, appends, reads and metadata writes;
 //! - `codec`: entries and metadata as register bytes; `ids`: which LogDrive ids a group
-//!   owns; [`error`]: [`RaftStoreError`].
+//!   owns; [`error`]: [`RaftStoreError`];
+//! - [`mem`]: [`mem::MemLogStore`], a log store in memory, the no-storage ceiling the bench
+//!   runs the same cluster on; `raft_engine` (feature `peers`): TiKV's raft-engine as
+//!   openraft's log store, the peer the bench measures sealog against.
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +24,9 @@ pub mod error;
 mod group;
 mod ids;
 pub mod log_store;
+pub mod mem;
+#[cfg(feature = "peers")]
+pub mod raft_engine;
 mod recover;
 pub mod store;
 
