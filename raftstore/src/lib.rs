@@ -5,3 +5,5 @@
 //! From the top down (a module imports only modules below it):
 
 #![forbid(unsafe_code)]
+
+pub mod kv;
