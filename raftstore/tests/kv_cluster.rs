@@ -11,20 +11,34 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sealog_openraft::kv::{Cluster, KvClient, NodeId, StoreKind};
+use sealog_openraft::kv::{Cluster, KvClient, NodeConfig, NodeId, StoreKind};
 
 /// The log store the node processes run on.
-const STORE: &str = "mem";
+const STORE: &str = "sealog";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_process_cluster_on_sealog() {
+    in_process_cluster_replicates(StoreKind::Sealog).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_process_cluster_in_memory() {
+    in_process_cluster_replicates(StoreKind::Mem).await;
+}
+
+#[cfg(feature = "peers")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_process_cluster_on_raft_engine() {
+    in_process_cluster_replicates(StoreKind::RaftEngine).await;
+}
 
 /// The same cluster in one process, as the benchmark builds it: writes from concurrent
 /// clients, all readable, on every node.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn in_process_cluster_replicates() {
+async fn in_process_cluster_replicates(store: StoreKind) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = STORE.parse::<StoreKind>().expect("store kind");
-    let cluster = Cluster::start(3, store, dir.path(), |_| {})
-        .await
-        .expect("start");
+    let small_ring = |config: &mut NodeConfig| config.ring_bytes = 64 << 20;
+    let cluster = Cluster::start(3, store, dir.path(), small_ring).await;
+    let cluster = cluster.expect("start");
     cluster.init().await.expect("init");
     let client = cluster.client();
     let writers = (0..4).map(|w| {
@@ -92,6 +106,9 @@ impl Nodes {
             .arg("--ring")
             .arg(ring)
             .args(["--store", STORE, "--ring-mib", "64"])
+            // Snapshots and purges every few hundred writes, so the run covers the leader
+            // sending a snapshot, and a restart loading its snapshot file before its log.
+            .args(["--snapshot-every", "300", "--keep-logs", "100"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use openraft::SnapshotPolicy;
 use sealog_openraft::kv::{KvClient, Node, NodeConfig, NodeId, StoreKind};
 
 #[derive(Parser)]
@@ -19,23 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a node until killed; formats the ring first if it does not exist.
-    Node {
-        /// This node's id (1, 2, 3, ...).
-        #[arg(long)]
-        id: NodeId,
-        /// The address to serve gRPC on, e.g. 127.0.0.1:7001.
-        #[arg(long)]
-        listen: SocketAddr,
-        /// The ring file; the snapshot is kept next to it.
-        #[arg(long)]
-        ring: PathBuf,
-        /// The log store: sealog or mem.
-        #[arg(long, default_value = "sealog")]
-        store: StoreKind,
-        /// The size a new ring is formatted with, in MiB.
-        #[arg(long, default_value_t = 256)]
-        ring_mib: u64,
-    },
+    Node(NodeArgs),
     /// Initialize a cluster through the node at --addr, which must be one of the members.
     Init {
         /// The node to initialize through.
@@ -71,6 +56,32 @@ enum Command {
     },
 }
 
+/// The options of `sealog-kv node`.
+#[derive(clap::Args)]
+struct NodeArgs {
+    /// This node's id (1, 2, 3, ...).
+    #[arg(long)]
+    id: NodeId,
+    /// The address to serve gRPC on, e.g. 127.0.0.1:7001.
+    #[arg(long)]
+    listen: SocketAddr,
+    /// The ring (sealog formats it here if it is missing); the snapshot goes next to it.
+    #[arg(long)]
+    ring: PathBuf,
+    /// The log store: sealog, mem (or raft-engine, with the `peers` feature).
+    #[arg(long, default_value = "sealog")]
+    store: StoreKind,
+    /// The size a new ring is formatted with, in MiB.
+    #[arg(long, default_value_t = 256)]
+    ring_mib: u64,
+    /// Build a snapshot (and write it next to the ring) every this many entries.
+    #[arg(long, default_value_t = 5000)]
+    snapshot_every: u64,
+    /// Entries kept in the log behind the last snapshot; older ones are purged.
+    #[arg(long, default_value_t = 1000)]
+    keep_logs: u64,
+}
+
 /// The members of `init --members`, in order.
 #[derive(Clone, Debug)]
 struct Members(Vec<(NodeId, String)>);
@@ -104,22 +115,7 @@ async fn main() -> ExitCode {
 async fn run(command: Command) -> Result<(), String> {
     let client = |addr: &str| KvClient::new([addr.to_string()]);
     match command {
-        Command::Node {
-            id,
-            listen,
-            ring,
-            store,
-            ring_mib,
-        } => {
-            let mut config = NodeConfig::new(id, listen, ring, store);
-            config.ring_bytes = ring_mib << 20;
-            let node = Node::start(config).await.map_err(|e| e.to_string())?;
-            eprintln!("sealog-kv: node {id} serving on {}", node.addr());
-            // Runs until killed: every write is durable in the log store before it is
-            // acknowledged, so there is nothing to flush on the way out.
-            std::future::pending::<()>().await;
-            Ok(())
-        }
+        Command::Node(args) => run_node(args).await,
         Command::Init { addr, members } => {
             client(&addr)
                 .init(&addr, &members.0)
@@ -153,6 +149,19 @@ async fn run(command: Command) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+async fn run_node(args: NodeArgs) -> Result<(), String> {
+    let mut config = NodeConfig::new(args.id, args.listen, args.ring, args.store);
+    config.ring_bytes = args.ring_mib << 20;
+    config.raft.snapshot_policy = SnapshotPolicy::LogsSinceLast(args.snapshot_every);
+    config.raft.max_in_snapshot_log_to_keep = args.keep_logs;
+    let node = Node::start(config).await.map_err(|e| e.to_string())?;
+    eprintln!("sealog-kv: node {} serving on {}", args.id, node.addr());
+    // Runs until killed: every write is durable in the log store before it is acknowledged,
+    // so there is nothing to flush on the way out.
+    std::future::pending::<()>().await;
+    Ok(())
 }
 
 fn print_status(s: &sealog_openraft::kv::pb::StatusReply) {

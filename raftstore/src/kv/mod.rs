@@ -16,7 +16,6 @@ pub mod node;
 pub mod pb;
 pub mod server;
 pub mod state_machine;
-mod temp_mem_store;
 
 use std::fmt;
 use std::io::Cursor;

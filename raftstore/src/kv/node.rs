@@ -20,8 +20,9 @@ use super::pb::kv_server::KvServer;
 use super::pb::raft_server::RaftServer;
 use super::server::{KvService, RaftService};
 use super::state_machine::{KvStateMachine, SnapshotFileError};
-use super::temp_mem_store::TempMemLogStore;
-use super::{KvRaft, NodeId};
+use super::{KvRaft, NodeId, TypeConfig};
+use crate::mem::MemLogStore;
+use crate::{GroupLogStore, RaftStoreOptions, SealogRaftStore};
 
 /// Which log store a node runs openraft on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +31,9 @@ pub enum StoreKind {
     Sealog,
     /// In memory: nothing survives a restart.
     Mem,
+    /// raft-engine (TiKV's log store), in a directory at the ring's path.
+    #[cfg(feature = "peers")]
+    RaftEngine,
 }
 
 impl std::str::FromStr for StoreKind {
@@ -39,6 +43,8 @@ impl std::str::FromStr for StoreKind {
         match s {
             "sealog" => Ok(StoreKind::Sealog),
             "mem" => Ok(StoreKind::Mem),
+            #[cfg(feature = "peers")]
+            "raft-engine" => Ok(StoreKind::RaftEngine),
             other => Err(format!("unknown store {other:?}: expected sealog or mem")),
         }
     }
@@ -51,7 +57,8 @@ pub struct NodeConfig {
     pub id: NodeId,
     /// The address to listen on; port 0 picks a free one ([`Node::addr`] tells which).
     pub listen: SocketAddr,
-    /// The ring file (sealog); its snapshot file is kept next to it, at `<ring>.snapshot`.
+    /// The ring (sealog) or directory (raft-engine); the snapshot file is kept next to it,
+    /// at `<ring>.snapshot`.
     pub ring: PathBuf,
     /// The log store.
     pub store: StoreKind,
@@ -139,6 +146,7 @@ pub struct Node {
     state_machine: KvStateMachine,
     stop_server: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+    store: Option<StoreHandle>,
 }
 
 impl Node {
@@ -156,7 +164,7 @@ impl Node {
             source,
         })?;
         let raft_config = Arc::new(config.raft.clone().validate()?);
-        let (raft, state_machine) = start_raft(&config, raft_config).await?;
+        let (raft, state_machine, store) = start_raft(&config, raft_config).await?;
         let (stop_server, stopped) = oneshot::channel::<()>();
         let raft_service = RaftServer::new(RaftService::new(raft.clone()))
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -170,8 +178,8 @@ impl Node {
                 // A dropped sender stops the server as a sent value does.
                 let _ = stopped.await;
             });
-        let server = tokio::spawn(server);
-        let (stop_server, server) = (Some(stop_server), Some(server));
+        let server = Some(tokio::spawn(server));
+        let (stop_server, store) = (Some(stop_server), Some(store));
         Ok(Node {
             id: config.id,
             addr,
@@ -179,6 +187,7 @@ impl Node {
             state_machine,
             stop_server,
             server,
+            store,
         })
     }
 
@@ -202,22 +211,52 @@ impl Node {
         &self.state_machine
     }
 
-    /// Stops serving, then stops openraft (which closes the log store it owns).
+    /// Stops serving, then stops openraft, then closes the log store.
     pub async fn shutdown(mut self) -> Result<(), NodeError> {
         if let Some(stop) = self.stop_server.take() {
             let _ = stop.send(());
         }
-        if let Some(server) = self.server.take() {
-            match server.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(NodeError::Raft(format!("gRPC server: {e}"))),
-                Err(e) => return Err(NodeError::Raft(format!("gRPC server task: {e}"))),
-            }
-        }
-        self.raft
+        // Every step runs even when one before it failed: the store must be closed last.
+        let served = match self.server.take() {
+            Some(server) => match server.await {
+                Ok(result) => result.map_err(|e| NodeError::Raft(format!("gRPC server: {e}"))),
+                Err(e) => Err(NodeError::Raft(format!("gRPC server task: {e}"))),
+            },
+            None => Ok(()),
+        };
+        let stopped = self
+            .raft
             .shutdown()
             .await
-            .map_err(|e| NodeError::Raft(e.to_string()))
+            .map_err(|e| NodeError::Raft(e.to_string()));
+        if let Some(store) = self.store.take() {
+            store.close();
+        }
+        served.and(stopped)
+    }
+}
+
+/// The group the example's one Raft group is on, in stores that hold many.
+pub const KV_GROUP: u64 = 1;
+
+/// What a node must close after openraft stops: the store under its log storage.
+enum StoreHandle {
+    Mem,
+    Sealog(SealogRaftStore<TypeConfig>),
+    #[cfg(feature = "peers")]
+    RaftEngine(crate::raft_engine::RaftEngineNode),
+}
+
+impl StoreHandle {
+    fn close(self) {
+        match self {
+            StoreHandle::Mem => {}
+            StoreHandle::Sealog(store) => store.close(),
+            // raft-engine closes when its last handle (openraft's log store's among them)
+            // is dropped: this one goes now.
+            #[cfg(feature = "peers")]
+            StoreHandle::RaftEngine(engine) => drop(engine),
+        }
     }
 }
 
@@ -225,20 +264,113 @@ impl Node {
 async fn start_raft(
     config: &NodeConfig,
     raft_config: Arc<Config>,
-) -> Result<(KvRaft, KvStateMachine), NodeError> {
+) -> Result<(KvRaft, KvStateMachine, StoreHandle), NodeError> {
     let network = KvNetwork::default();
     let raft_err = |e: openraft::error::Fatal<NodeId>| NodeError::Raft(e.to_string());
     match config.store {
         StoreKind::Mem => {
             let sm = KvStateMachine::in_memory();
-            let store = TempMemLogStore::default();
-            let raft = KvRaft::new(config.id, raft_config, network, store, sm.clone()).await;
-            Ok((raft.map_err(raft_err)?, sm))
+            let log = MemLogStore::<TypeConfig>::new();
+            let raft = KvRaft::new(config.id, raft_config, network, log, sm.clone()).await;
+            Ok((raft.map_err(raft_err)?, sm, StoreHandle::Mem))
         }
-        StoreKind::Sealog => Err(NodeError::Store {
-            kind: config.store,
-            path: config.ring.clone(),
-            message: "the sealog log store is not on main yet".into(),
-        }),
+        StoreKind::Sealog => {
+            let (store, log) = open_sealog(config).await?;
+            let sm = KvStateMachine::open(config.snapshot_path())?;
+            match KvRaft::new(config.id, raft_config, network, log, sm.clone()).await {
+                Ok(raft) => Ok((raft, sm, StoreHandle::Sealog(store))),
+                Err(e) => {
+                    store.close();
+                    Err(raft_err(e))
+                }
+            }
+        }
+        #[cfg(feature = "peers")]
+        StoreKind::RaftEngine => {
+            let (engine, log) = open_raft_engine(config).await?;
+            let sm = KvStateMachine::open(config.snapshot_path())?;
+            let raft = KvRaft::new(config.id, raft_config, network, log, sm.clone()).await;
+            Ok((raft.map_err(raft_err)?, sm, StoreHandle::RaftEngine(engine)))
+        }
     }
+}
+
+/// Runs the blocking `open` off the async runtime's threads.
+async fn blocking<T: Send + 'static>(
+    config: &NodeConfig,
+    open: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, NodeError> {
+    let error = |message| NodeError::Store {
+        kind: config.store,
+        path: config.ring.clone(),
+        message,
+    };
+    match tokio::task::spawn_blocking(open).await {
+        Ok(result) => result.map_err(error),
+        Err(e) => Err(error(format!("the opening task failed: {e}"))),
+    }
+}
+
+/// A snapshot left beside a ring that is not there any more belongs to a log that is gone:
+/// starting from it would claim entries the new log does not have.
+fn drop_stale_snapshot(config: &NodeConfig) -> Result<(), String> {
+    match std::fs::remove_file(config.snapshot_path()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot remove the stale snapshot: {e}")),
+    }
+}
+
+/// Formats the ring if it does not exist, opens it and the example's group in it.
+async fn open_sealog(
+    config: &NodeConfig,
+) -> Result<(SealogRaftStore<TypeConfig>, GroupLogStore<TypeConfig>), NodeError> {
+    let (ring, bytes, snapshot) = (config.ring.clone(), config.ring_bytes, config.clone());
+    blocking(config, move || {
+        if !ring.exists() {
+            drop_stale_snapshot(&snapshot)?;
+            SealogRaftStore::<TypeConfig>::format(&ring, bytes).map_err(|e| e.to_string())?;
+        }
+        let options = RaftStoreOptions::default();
+        let store =
+            SealogRaftStore::<TypeConfig>::open(&ring, options).map_err(|e| e.to_string())?;
+        match store.group(KV_GROUP) {
+            Ok(group) => Ok((store, group)),
+            Err(e) => {
+                store.close();
+                Err(e.to_string())
+            }
+        }
+    })
+    .await
+}
+
+/// Opens (creating it if new) the raft-engine directory at the ring's path, and the group.
+#[cfg(feature = "peers")]
+async fn open_raft_engine(
+    config: &NodeConfig,
+) -> Result<
+    (
+        crate::raft_engine::RaftEngineNode,
+        crate::raft_engine::RaftEngineLogStore<TypeConfig>,
+    ),
+    NodeError,
+> {
+    let (dir, snapshot) = (config.ring.clone(), config.clone());
+    blocking(config, move || {
+        if !dir.exists() {
+            drop_stale_snapshot(&snapshot)?;
+        }
+        let engine_config = raft_engine::Config {
+            dir: dir.display().to_string(),
+            ..Default::default()
+        };
+        let engine = crate::raft_engine::RaftEngineNode::open(engine_config, 1)
+            .map_err(|e| e.to_string())?;
+        let group = engine
+            .group::<TypeConfig>(KV_GROUP)
+            .map_err(|e| e.to_string())?;
+        Ok((engine, group))
+    })
+    .await
 }
