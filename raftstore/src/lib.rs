@@ -4,6 +4,8 @@
 //!
 //! From the top down (a module imports only modules below it):
 //!
+//! - [`kv`]: a replicated key-value example over openraft, with its gRPC network (tonic)
+//!   and a three-node cluster the tests and the bench start, on any of the stores below;
 //! - [`store`]: [`SealogRaftStore`], a node's groups on one ring: format, open, a group's
 //!   log storage, close;
 //! - [`log_store`]: [`GroupLogStore`], one group's `RaftLogStorage` and `RaftLogReader`;
@@ -23,6 +25,7 @@ mod control;
 pub mod error;
 mod group;
 mod ids;
+pub mod kv;
 pub mod log_store;
 pub mod mem;
 #[cfg(feature = "peers")]
