@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use common::{entry, format, log_id, open, payload, read_until, runtime, spawn_child, Config};
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
-use openraft::{CommittedLeaderId, RaftLogReader, Vote};
+use openraft::{RaftLogReader, Vote};
 use sealog_openraft::{GroupLogStore, SealogRaftStore};
 
 /// Groups the child runs at once.
