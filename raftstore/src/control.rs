@@ -85,8 +85,12 @@ impl<C: StoreTypes> Group<C> {
                 segment.drive.read(index - segment.first_index),
             )
         };
-        let entry = self.finish_read(index, read.0, read.1).await?;
-        Ok(Some(entry.get_log_id().clone()))
+        // An unwritten index before the log's first entry (a log that began past its purge
+        // point) leaves the purge point as the last log id.
+        match self.read_outcome(index, read.0, read.1).await? {
+            Ok(entry) => Ok(Some(entry.get_log_id().clone())),
+            Err(_) => Ok(self.lock().meta.last_purged.clone()),
+        }
     }
 
     /// Seals `sealed` at its length (ignoring an earlier, longer seal: the map already hides

@@ -326,7 +326,7 @@ impl<C: StoreTypes> Group<C> {
 
     /// The entry a read of `index` finds, or what the LogDrive answered when it found no
     /// value (unwritten, trimmed, damaged).
-    async fn read_outcome(
+    pub(crate) async fn read_outcome(
         &self,
         index: u64,
         drive: u64,

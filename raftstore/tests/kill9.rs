@@ -108,14 +108,17 @@ fn child() {
     let ring = std::env::var_os(common::RING_ENV).expect("a ring");
     let store = open(Path::new(&ring));
     let runtime = runtime();
+    let logs: Vec<_> = (1..=GROUPS)
+        .map(|group| store.group(group).expect("group"))
+        .collect();
+    // Printed before any group prints: the test harness's own words share its line.
+    say("STARTED".to_string());
     runtime.block_on(async {
         let mut tasks = Vec::new();
-        for group in 1..=GROUPS {
-            let log = store.group(group).expect("group");
+        for (log, group) in logs.into_iter().zip(1..) {
             let random = Random(seed.wrapping_mul(31).wrapping_add(group) | 1);
             tasks.push(tokio::spawn(run_group(group, log, random, seed)));
         }
-        println!("STARTED");
         for task in tasks {
             task.await.expect("the group's task");
         }
@@ -194,9 +197,10 @@ async fn read_term(log: &mut GroupLogStore<Config>, index: u64) -> u64 {
         .expect("the entry is there")
 }
 
-/// Each group's operations in the order issued, with whether each was acknowledged.
+/// Each group's operations in the order issued, with whether each was acknowledged (an
+/// acknowledgement names its operation's sequence number).
 fn parse(lines: &[String]) -> BTreeMap<u64, Vec<(Operation, bool)>> {
-    let mut groups: BTreeMap<u64, Vec<(Operation, bool)>> = BTreeMap::new();
+    let mut groups: BTreeMap<u64, Vec<(u64, Operation, bool)>> = BTreeMap::new();
     for line in lines {
         let fields: Vec<&str> = line.split(' ').collect();
         let number = |at: usize| -> u64 { fields[at].parse().expect("a number") };
@@ -220,16 +224,22 @@ fn parse(lines: &[String]) -> BTreeMap<u64, Vec<(Operation, bool)>> {
                 index: number(3),
             },
             _ => {
-                let last = operations
-                    .last_mut()
-                    .expect("an acknowledgement follows its issue");
-                last.1 = true;
+                let issued = operations.iter_mut().find(|(issued, ..)| *issued == seq);
+                issued
+                    .unwrap_or_else(|| panic!("an acknowledgement without its issue: {line}"))
+                    .2 = true;
                 continue;
             }
         };
-        operations.push((operation, false));
+        operations.push((seq, operation, false));
     }
     groups
+        .into_iter()
+        .map(|(group, operations)| {
+            let operations = operations.into_iter().map(|(_, op, acked)| (op, acked));
+            (group, operations.collect())
+        })
+        .collect()
 }
 
 /// The states the group may be in after a kill: the acknowledged operations applied to
