@@ -147,7 +147,28 @@ impl LocalLogDrive {
     pub fn submit_write(&self, address: u64, epoch: u64, payload: Bytes) -> PendingWrite {
         // The value's CRC summarises it in the index and is the entry's payload CRC too:
         // computed once, here, outside the LogDrive's mutex.
-        self.write_summed(address, epoch, SummedBytes::new(payload), None)
+        self.write_summed(
+            address,
+            epoch,
+            SummedBytes::new(payload),
+            (Class::Write, None),
+        )
+    }
+
+    /// A write that makes room: admitted as a trim or a deletion is, out of the room kept
+    /// for the records that release space, not behind clients' writes waiting for room. For
+    /// the small record an embedder must make durable before it may trim (a Raft store's
+    /// new purge point, without which trimming would lose track of its log's start): were
+    /// it admitted as a client write, a ring its clients filled would refuse the very
+    /// record that lets them free it. Anything else that takes this path eats the room
+    /// deletions and trims need.
+    pub fn submit_releasing_write(&self, address: u64, epoch: u64, payload: Bytes) -> PendingWrite {
+        self.write_summed(
+            address,
+            epoch,
+            SummedBytes::new(payload),
+            (Class::Release, None),
+        )
     }
 
     /// A write whose CRC is computed, with room already granted if it waited for it.
@@ -156,7 +177,7 @@ impl LocalLogDrive {
         address: u64,
         epoch: u64,
         summed: SummedBytes,
-        admission: Option<Admission>,
+        (class, admission): (Class, Option<Admission>),
     ) -> PendingWrite {
         let crc = summed.crc();
         let len = summed.len() as u64;
@@ -173,10 +194,10 @@ impl LocalLogDrive {
             // A new value, a damaged one's repair, or a rewrite of the first write's CRC and
             // length while that write is in flight.
             Ok(check @ (WriteCheck::Append | WriteCheck::Pending)) => {
-                let admitted = admission.or_else(|| self.inner.admit(len, Class::Write));
+                let admitted = admission.or_else(|| self.inner.admit(len, class));
                 let Some(admission) = admitted else {
                     drop(live);
-                    return self.park_write(address, epoch, summed);
+                    return self.park_write(address, epoch, summed, class);
                 };
                 // A rewrite keeps its own value to compare once durable (the first write's
                 // is not kept: see `confirm`), and where the first write's record may lie.
@@ -316,13 +337,21 @@ impl LocalLogDrive {
     /// Parks a write that found no room (outside the LogDrive's mutex): once room is
     /// granted it is checked again and queued; refused (its deadline passed, nothing left
     /// to reclaim, the store stopped), it answers that.
-    fn park_write(&self, address: u64, epoch: u64, summed: SummedBytes) -> PendingWrite {
+    fn park_write(
+        &self,
+        address: u64,
+        epoch: u64,
+        summed: SummedBytes,
+        class: Class,
+    ) -> PendingWrite {
         let handle = self.clone();
         let len = summed.len() as u64;
         let parked = self
             .inner
-            .park_with(len, Class::Write, move |admitted| match admitted {
-                Ok(admission) => handle.write_summed(address, epoch, summed, Some(admission)),
+            .park_with(len, class, move |admitted| match admitted {
+                Ok(admission) => {
+                    handle.write_summed(address, epoch, summed, (class, Some(admission)))
+                }
                 Err(error) => PendingWrite::done(Err(error)),
             });
         match parked {

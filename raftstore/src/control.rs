@@ -162,7 +162,7 @@ impl<C: StoreTypes> Group<C> {
                 let upto = (log_id.index + 1).saturating_sub(first.first_index);
                 (first.clone(), upto)
             });
-            (self.issue_meta(&mut state)?, dropped, trim)
+            (self.issue_releasing_meta(&mut state)?, dropped, trim)
         };
         self.finish_meta(meta).await?;
         self.seal_and_delete(None, dropped).await?;
@@ -225,38 +225,47 @@ fn open_segment<C: StoreTypes>(
     (dropped, sealed)
 }
 
-/// Creates group `group` in `store`, durably: its first segment, its metadata LogDrive and
-/// the metadata naming the segment, in that order (a crash before the last leaves a
+/// Creates `groups` in `store`, durably: each group's first segment and its metadata
+/// LogDrive, then the metadata naming the segment (a crash before the last leaves a
 /// metadata LogDrive with nothing written, which the next open deletes with its segment).
-pub(crate) async fn create_group<C: StoreTypes>(
+/// Every group's records are issued before any is waited for, so that creating a thousand
+/// groups takes a few group commits rather than three thousand.
+pub(crate) async fn create_groups<C: StoreTypes>(
     store: &LogDriveStore,
-    group: u64,
+    groups: &[u64],
     cache_entries: usize,
-) -> Result<Arc<Group<C>>, RaftStoreError> {
-    let data_id = segment_id(group, 1);
-    let create = |id: u64| {
-        let future = store.create(id, SEGMENT_CAPACITY);
-        async move {
-            future
-                .await
-                .map_err(|error| RaftStoreError::drive(group, id, "group creation", error))
-        }
-    };
-    let data = create(data_id).await?;
-    let meta_drive = create(meta_id(group)).await?;
-    let meta = GroupMeta::new(data_id);
-    let group = Group::new(
-        group,
-        store.clone(),
-        meta_drive,
-        meta,
-        0,
-        vec![data],
-        cache_entries,
-    );
-    let write = group.issue_meta(&mut group.lock())?;
-    group.finish_meta(write).await?;
-    Ok(Arc::new(group))
+) -> Result<Vec<Arc<Group<C>>>, RaftStoreError> {
+    let creations: Vec<_> = groups
+        .iter()
+        .map(|&group| {
+            let data = store.create(segment_id(group, 1), SEGMENT_CAPACITY);
+            (group, data, store.create(meta_id(group), SEGMENT_CAPACITY))
+        })
+        .collect();
+    let mut created = Vec::with_capacity(groups.len());
+    for (group, data, meta_drive) in creations {
+        let failed = |id: u64| move |e| RaftStoreError::drive(group, id, "group creation", e);
+        let data = data.await.map_err(failed(segment_id(group, 1)))?;
+        let meta_drive = meta_drive.await.map_err(failed(meta_id(group)))?;
+        let meta = GroupMeta::new(data.id());
+        let group = Group::new(
+            group,
+            store.clone(),
+            meta_drive,
+            meta,
+            0,
+            vec![data],
+            cache_entries,
+        );
+        let write = group.issue_meta(&mut group.lock())?;
+        created.push((Arc::new(group), write));
+    }
+    let mut groups = Vec::with_capacity(created.len());
+    for (group, write) in created {
+        group.finish_meta(write).await?;
+        groups.push(group);
+    }
+    Ok(groups)
 }
 
 impl<C: StoreTypes> Group<C> {

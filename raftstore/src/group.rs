@@ -112,11 +112,33 @@ impl<C: StoreTypes> Group<C> {
 
     /// Issues the metadata as it now stands in `state` at the next address.
     pub fn issue_meta(&self, state: &mut GroupState<C>) -> Result<MetaWrite, RaftStoreError> {
+        let (address, bytes) = self.next_meta(state)?;
+        let write = self.meta_drive.write(address, 0, Bytes::from(bytes));
+        Ok(MetaWrite { address, write })
+    }
+
+    /// [`Group::issue_meta`] for a new purge point: admitted like the trims it lets follow
+    /// (`submit_releasing_write`), so that a ring full of appends can still be purged.
+    pub fn issue_releasing_meta(
+        &self,
+        state: &mut GroupState<C>,
+    ) -> Result<MetaWrite, RaftStoreError> {
+        let (address, bytes) = self.next_meta(state)?;
+        let pending = self
+            .meta_drive
+            .submit_releasing_write(address, 0, Bytes::from(bytes));
+        Ok(MetaWrite {
+            address,
+            write: Box::pin(pending),
+        })
+    }
+
+    /// The metadata LogDrive's next address and the metadata's bytes for it.
+    fn next_meta(&self, state: &mut GroupState<C>) -> Result<(u64, Vec<u8>), RaftStoreError> {
         let address = state.meta_next;
         let bytes = encode(self.id, "metadata", address, &state.meta)?;
         state.meta_next += 1;
-        let write = self.meta_drive.write(address, 0, Bytes::from(bytes));
-        Ok(MetaWrite { address, write })
+        Ok((address, bytes))
     }
 
     /// Waits for a metadata write to be durable, then trims the metadata LogDrive below it

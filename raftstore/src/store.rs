@@ -14,7 +14,7 @@ use crate::StoreTypes;
 use sealog::DriveOptions;
 use sealog_logdrive::{geometry, wait, LogDriveStore, StoreOptions};
 
-use crate::control::create_group;
+use crate::control::create_groups;
 use crate::error::RaftStoreError;
 use crate::group::Group;
 use crate::ids::GROUP_ID_MAX;
@@ -102,7 +102,17 @@ impl<C: StoreTypes> SealogRaftStore<C> {
     /// The log storage of group `group`, created durably if the ring has none. Blocks while
     /// it creates one (three records made durable); it does not need an async runtime.
     pub fn group(&self, group: u64) -> Result<GroupLogStore<C>, RaftStoreError> {
-        if group > GROUP_ID_MAX {
+        let mut logs = self.groups_of(&[group])?;
+        logs.pop().ok_or(RaftStoreError::GroupId {
+            group,
+            max: GROUP_ID_MAX,
+        })
+    }
+
+    /// The log storage of each group in `ids`, in order, creating those the ring lacks in one
+    /// go (their records share group commits). Blocks while it creates them.
+    pub fn groups_of(&self, ids: &[u64]) -> Result<Vec<GroupLogStore<C>>, RaftStoreError> {
+        if let Some(&group) = ids.iter().find(|&&group| group > GROUP_ID_MAX) {
             return Err(RaftStoreError::GroupId {
                 group,
                 max: GROUP_ID_MAX,
@@ -112,12 +122,25 @@ impl<C: StoreTypes> SealogRaftStore<C> {
             .groups
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(existing) = groups.get(&group) {
-            return Ok(GroupLogStore::new(Arc::clone(existing)));
+        let mut missing: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|id| !groups.contains_key(id))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        let created = wait(create_groups::<C>(
+            &self.store,
+            &missing,
+            self.cache_entries,
+        ))?;
+        for group in created {
+            groups.insert(group.id, group);
         }
-        let created = wait(create_group::<C>(&self.store, group, self.cache_entries))?;
-        groups.insert(group, Arc::clone(&created));
-        Ok(GroupLogStore::new(created))
+        Ok(ids
+            .iter()
+            .map(|id| GroupLogStore::new(Arc::clone(&groups[id])))
+            .collect())
     }
 
     /// The ids of the groups on the ring.
