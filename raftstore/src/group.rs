@@ -23,6 +23,9 @@ use crate::error::RaftStoreError;
 /// durable one (each write holds the whole state, so older ones are garbage).
 const META_TRIM_EVERY: u64 = 64;
 
+/// A log id of `C`, or none.
+type MaybeLogId<C> = Option<LogId<<C as openraft::RaftTypeConfig>::NodeId>>;
+
 /// One segment of a group's log: a LogDrive holding indices from `first_index`.
 #[derive(Clone)]
 pub(crate) struct Segment {
@@ -93,7 +96,7 @@ impl<C: StoreTypes> Group<C> {
     }
 
     /// The last purged log id and the last log id, as openraft asks for them.
-    pub fn log_state(&self) -> (Option<LogId<C::NodeId>>, Option<LogId<C::NodeId>>) {
+    pub fn log_state(&self) -> (MaybeLogId<C>, MaybeLogId<C>) {
         let state = self.lock();
         let purged = state.meta.last_purged.clone();
         let last = match (state.last_log_id.clone(), purged.clone()) {
@@ -105,7 +108,7 @@ impl<C: StoreTypes> Group<C> {
     }
 
     /// The vote and the committed log id saved last.
-    pub fn vote_and_committed(&self) -> (Option<Vote<C::NodeId>>, Option<LogId<C::NodeId>>) {
+    pub fn vote_and_committed(&self) -> (Option<Vote<C::NodeId>>, MaybeLogId<C>) {
         let state = self.lock();
         (state.meta.vote.clone(), state.meta.committed.clone())
     }

@@ -2,6 +2,8 @@
 //! (src/kv/node.rs) on a ring; `init`, `put`, `get` and `status` are clients of a running
 //! cluster. Errors are one sentence on stderr and a non-zero exit.
 
+#![forbid(unsafe_code)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -16,7 +16,7 @@ use tonic::Code;
 use super::network::lazy_channel;
 use super::pb::kv_client::KvClient as GrpcKvClient;
 use super::pb::{self, read_reply, write_reply};
-use super::NodeId;
+use super::types::NodeId;
 
 /// Why a client call failed.
 #[derive(Debug, thiserror::Error)]

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use openraft::BasicNode;
 
+use super::client::KvClient;
 use super::node::{Node, NodeConfig, NodeError, StoreKind};
 use super::server::{init_cluster, InitError};
-use super::{KvClient, NodeId};
+use super::types::NodeId;
 
 /// Why the cluster could not start, initialize or stop.
 #[derive(Debug, thiserror::Error)]

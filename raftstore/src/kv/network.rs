@@ -26,7 +26,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use super::pb::raft_client::RaftClient;
 use super::pb::{RaftReply, RaftRequest};
-use super::{NodeId, TypeConfig};
+use super::types::{NodeId, TypeConfig};
 
 /// The largest gRPC message a node sends or accepts: snapshot chunks are 3 MiB by default
 /// and append batches of large values can pass tonic's 4 MiB default.

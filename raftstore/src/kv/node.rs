@@ -20,7 +20,7 @@ use super::pb::kv_server::KvServer;
 use super::pb::raft_server::RaftServer;
 use super::server::{KvService, RaftService};
 use super::state_machine::{KvStateMachine, SnapshotFileError};
-use super::{KvRaft, NodeId, TypeConfig};
+use super::types::{KvRaft, NodeId, TypeConfig};
 use crate::mem::MemLogStore;
 use crate::{GroupLogStore, RaftStoreOptions, SealogRaftStore};
 

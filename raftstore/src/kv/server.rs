@@ -17,7 +17,7 @@ use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
 use super::pb::{self, read_reply, write_reply};
 use super::state_machine::KvStateMachine;
-use super::{KvRaft, NodeId, Request, TypeConfig};
+use super::types::{KvRaft, NodeId, Request, TypeConfig};
 
 /// How long `init` waits for the first node to lead alone, and each learner to catch up.
 const INIT_STEP_TIMEOUT: Duration = Duration::from_secs(10);

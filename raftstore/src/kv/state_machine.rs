@@ -22,7 +22,7 @@ use openraft::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{Request, Response, TypeConfig};
+use super::types::{Request, Response, TypeConfig};
 
 /// Why the snapshot file could not be read or written.
 #[derive(Debug, thiserror::Error)]
