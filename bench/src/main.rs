@@ -1,5 +1,5 @@
 //! `sealog-bench`: sealog against what the device itself can do and against its peers, in one
-//! run on one file system, in five sections (`--section` runs some alone). Write: the built-in
+//! run on one file system, in six sections (`--section` runs some alone). Write: the built-in
 //! io_uring write+datasync ceilings (4 KiB and 1 MiB, queue depth 1), fio's when it is
 //! installed, the raw paths a lone append could take (write + linked fdatasync, RWF_DSYNC, at
 //! queue depth 1) and the raw write bandwidth (no sync), the sync method the run's ring chose
@@ -14,15 +14,17 @@
 //! and a stripe of two quorums, beside LogDrive writes and the raw engine's appends on the
 //! same three rings, in interleaved rounds.
 //! Open (`opens.rs`): the recovery of the full ring against the sequential read ceiling, and
-//! the open time of rings of 256 MiB, 1 GiB and 4 GiB holding the same small live region. Each
+//! the open time of rings of 256 MiB, 1 GiB and 4 GiB holding the same small live region.
+//! Raft (`raft_section.rs`): sealog as openraft's log store against raft-engine's and the
+//! in-memory store, through `RaftLogStorage` and as a three-node key-value cluster. Each
 //! figure with its ratio to the ceiling that bounds it, then the issues' targets with this
 //! run's figures. A table on the terminal, `--json PATH` with the machine description, `--plot
 //! PATH` an SVG of the write cells.
 //!
 //! This file parses the arguments and runs the sections in turn: `write_section.rs`,
-//! `logdrive_section.rs`, `compose_section.rs` and `restart_section.rs` (read and open) each
-//! run theirs and print its table, with what they share in `run_context.rs`; this file then
-//! judges the targets and writes the plot and the JSON.
+//! `logdrive_section.rs`, `compose_section.rs`, `restart_section.rs` (read and open) and
+//! `raft_section.rs` each run theirs and print its table, with what they share in
+//! `run_context.rs`; this file then judges the targets and writes the plot and the JSON.
 //!
 //! `cargo run --release -p sealog-bench -- --quick` is the README's main job (under three
 //! minutes).
@@ -48,6 +50,12 @@ mod opens;
 mod peers;
 mod plot;
 mod progress;
+mod raft_cluster;
+mod raft_figures;
+mod raft_report;
+mod raft_section;
+mod raft_store;
+mod raft_threads;
 mod random;
 mod read_plan;
 mod read_report;
@@ -73,6 +81,7 @@ use crate::cells::RingShape;
 use crate::compose_figures::ComposeFigures;
 use crate::logdrive_figures::LogDriveFigures;
 use crate::progress::progress;
+use crate::raft_figures::RaftFigures;
 use crate::restart_section::RestartFigures;
 use crate::run_context::{RunContext, Section, Sections};
 use crate::target::Target;
@@ -138,7 +147,8 @@ struct Args {
     /// engine's), `compose` (AtomicLogs over a LogDrive, a quorum and stripes beside LogDrive
     /// writes), `read` (tail, cold and catch-up reads with their ceilings), `open` (open
     /// times and the full ring's recovery). `--section read --section open` reruns the read
-    /// and restart figures alone.
+    /// and restart figures alone. `raft` (sealog as openraft's log store, at the store level
+    /// and as a three-node cluster, beside raft-engine's with `--features peers`).
     #[arg(long = "section", value_enum)]
     sections: Vec<Section>,
 }
@@ -257,6 +267,7 @@ struct RunFigures {
     logdrive: Option<LogDriveFigures>,
     compose: Option<ComposeFigures>,
     restart: Option<RestartFigures>,
+    raft: Option<RaftFigures>,
     /// The load average (1, 5, 15 minutes) before the first section and after the last.
     load_at_start: Option<[f64; 3]>,
     load_at_end: Option<[f64; 3]>,
@@ -268,6 +279,8 @@ struct RunFigures {
     compose_seconds: f64,
     /// Wall time of the read and open sections together, seconds.
     read_and_open_seconds: f64,
+    /// Wall time of the raft section, its stores' and clusters' setup included, seconds.
+    raft_seconds: f64,
     /// The process's peak resident memory before the peers ran, bytes.
     sealog_peak_rss_bytes: u64,
 }
@@ -309,6 +322,14 @@ fn measure(context: &RunContext<'_>, sections: Sections) -> Result<RunFigures, S
     if let Some(write) = write.as_mut() {
         write_section::peers_section(context, write)?;
     }
+    // Last, after the peers: it runs raft-engine too, and its clusters' memory should not
+    // count as sealog's own peak.
+    let raft = if sections.raft {
+        Some(raft_section::raft_section(context)?)
+    } else {
+        None
+    };
+    let raft_seconds = raft.as_ref().map_or(0.0, |figures| figures.seconds);
     progress("");
     eprintln!();
     Ok(RunFigures {
@@ -316,12 +337,14 @@ fn measure(context: &RunContext<'_>, sections: Sections) -> Result<RunFigures, S
         logdrive,
         compose,
         restart,
+        raft,
         load_at_start,
         load_at_end: machine::load_average(),
         write_seconds,
         logdrive_seconds,
         compose_seconds,
         read_and_open_seconds,
+        raft_seconds,
         sealog_peak_rss_bytes,
     })
 }
@@ -339,6 +362,9 @@ fn print_sections(context: &RunContext<'_>, figures: &RunFigures) {
     }
     if let Some(restart) = &figures.restart {
         restart_section::print_read_and_open_sections(context, restart);
+    }
+    if let Some(raft) = &figures.raft {
+        raft_section::print_raft_section(raft);
     }
 }
 
@@ -376,6 +402,9 @@ fn targets(figures: &RunFigures, sections: Sections) -> Vec<Target> {
             targets.extend(opens::targets(&restart.open_times));
         }
     }
+    if sections.raft {
+        targets.extend(raft_report::targets(figures.raft.as_ref()));
+    }
     targets
 }
 
@@ -390,13 +419,14 @@ fn load_line(figures: &RunFigures) -> String {
     format!(
         "load average (1, 5, 15 min) at the start: {}; at the end: {}; the write section took \
          {:.0} s, the logdrive section {:.0} s, the compose section {:.0} s, the read and open \
-         sections {:.0} s",
+         sections {:.0} s, the raft section {:.0} s",
         load(figures.load_at_start),
         load(figures.load_at_end),
         figures.write_seconds,
         figures.logdrive_seconds,
         figures.compose_seconds,
-        figures.read_and_open_seconds
+        figures.read_and_open_seconds,
+        figures.raft_seconds
     )
 }
 
@@ -458,6 +488,7 @@ fn json_document(
             "logdrive": figures.logdrive_seconds,
             "compose": figures.compose_seconds,
             "read_and_open": figures.read_and_open_seconds,
+            "raft": figures.raft_seconds,
         },
         "durability": args.durability,
         "spin_before_block_us": args.spin_us,
@@ -483,6 +514,9 @@ fn json_document(
     }
     if let Some(restart) = &figures.restart {
         restart_section::read_and_open_json(&mut document, restart);
+    }
+    if let Some(raft) = &figures.raft {
+        document["raft"] = raft_report::to_json(raft);
     }
     document
 }

@@ -76,6 +76,10 @@ pub enum Section {
     /// quorums, at 1 and 256 in flight, beside LogDrive writes and the raw engine's appends on
     /// the same three rings, in interleaved rounds.
     Compose,
+    /// sealog as openraft's log store: appends through `RaftLogStorage` (1, 16 and 256 in
+    /// flight over 1 and 1,000 groups) and a three-node key-value cluster's client writes,
+    /// beside raft-engine's store (`--features peers`) and the in-memory store.
+    Raft,
 }
 
 /// Which sections run.
@@ -91,6 +95,8 @@ pub struct Sections {
     pub open: bool,
     /// The composition section.
     pub compose: bool,
+    /// The raft section.
+    pub raft: bool,
 }
 
 impl Sections {
@@ -103,6 +109,7 @@ impl Sections {
             read: all || named.contains(&Section::Read),
             open: all || named.contains(&Section::Open),
             compose: all || named.contains(&Section::Compose),
+            raft: all || named.contains(&Section::Raft),
         }
     }
 
@@ -114,6 +121,7 @@ impl Sections {
             (self.compose, "compose"),
             (self.read, "read"),
             (self.open, "open"),
+            (self.raft, "raft"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))

@@ -154,6 +154,38 @@ fn the_quick_benchmark_writes_the_json_contract() {
     check_read_and_open_sections(&json);
     check_logdrive_section(&json);
     check_compose_section(&json);
+    check_raft_section(&json);
+}
+
+/// The raft section in the JSON: store-level cells for sealog and the mem store (and
+/// raft-engine with the peers), cluster-level cells, and its seven targets.
+fn check_raft_section(json: &serde_json::Value) {
+    let raft = &json["raft"];
+    let store = raft["store"].as_array().expect("raft.store");
+    let cluster = raft["cluster"].as_array().expect("raft.cluster");
+    for name in ["sealog", "mem"] {
+        assert!(store.iter().any(|cell| cell["store"] == name), "{store:?}");
+        assert!(
+            cluster.iter().any(|cell| cell["store"] == name),
+            "{cluster:?}"
+        );
+    }
+    for cell in store {
+        assert!(cell["appends_per_sec"].as_f64() > Some(0.0), "{cell}");
+    }
+    for cell in cluster {
+        assert!(cell["writes_per_sec"].is_number(), "{cell}");
+    }
+    let targets = json["targets"].as_array().expect("targets");
+    let count = targets
+        .iter()
+        .filter(|target| {
+            target["name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("raft "))
+        })
+        .count();
+    assert_eq!(count, 7, "{targets:?}");
 }
 
 /// Issue 13's section in the JSON: the write comparisons with every run and each engine's
@@ -295,7 +327,7 @@ fn check_compose_section(json: &serde_json::Value) {
 fn check_read_and_open_sections(json: &serde_json::Value) {
     assert_eq!(
         json["sections"],
-        serde_json::json!(["write", "logdrive", "compose", "read", "open"])
+        serde_json::json!(["write", "logdrive", "compose", "read", "open", "raft"])
     );
     let rows = json["reads"]["rows"].as_array().expect("reads.rows");
     let expected = [
