@@ -839,11 +839,15 @@ fn each_append_waits_for_room_its_own_time(backend: Backend) {
         }
         round += 1;
     }
-    let first = drive.append(payload(1, 30_000)).expect("queued");
+    // Each clock starts before its append is queued: the drive counts the wait from the
+    // queueing, so a clock read after `append` returned ran behind it by however long the
+    // call took (a loaded CI machine saw the second refusal a hair before `wait` had passed
+    // on a clock read afterwards).
     let first_at = std::time::Instant::now();
+    let first = drive.append(payload(1, 30_000)).expect("queued");
     std::thread::sleep(Duration::from_millis(300));
-    let second = drive.append(payload(2, 30_000)).expect("queued");
     let second_at = std::time::Instant::now();
+    let second = drive.append(payload(2, 30_000)).expect("queued");
     assert!(matches!(first.wait(), Err(AppendError::RingFull { .. })));
     assert!(first_at.elapsed() >= wait);
     assert_eq!(
