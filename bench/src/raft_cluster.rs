@@ -11,11 +11,10 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use sealog_openraft::kv::{Cluster, KvClient, StoreKind};
 
-use crate::cells::cpu_seconds;
 use crate::progress::progress;
 use crate::raft_figures::{RaftCell, RaftStore};
 use crate::raft_store::{cell_of, latency_histogram, Load};
-use crate::raft_threads::{cores_by_kind, thread_cpu};
+use crate::raft_threads::cpu_over_window;
 
 /// The example's store kind for `store`.
 fn store_kind(store: RaftStore) -> Result<StoreKind, String> {
@@ -87,15 +86,7 @@ async fn run_load(
             tokio::spawn(write)
         })
         .collect();
-    tokio::time::sleep_until(window_start.into()).await;
-    let (cpu_at_start, threads_at_start) = (cpu_seconds(), thread_cpu());
-    tokio::time::sleep_until(window_end.into()).await;
-    let cpu = cpu_seconds() - cpu_at_start;
-    let cores = cores_by_kind(
-        &threads_at_start,
-        &thread_cpu(),
-        load.duration.as_secs_f64(),
-    );
+    let (cpu, cores) = cpu_over_window(window_start, window_end).await;
     let mut latency_ns = latency_histogram()?;
     let mut errors = 0;
     for task in tasks {

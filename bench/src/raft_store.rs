@@ -21,9 +21,8 @@ use sealog_openraft::kv::{Request, TypeConfig};
 use sealog_openraft::mem::MemLogStore;
 use sealog_openraft::{GroupLogStore, RaftStoreOptions, SealogRaftStore};
 
-use crate::cells::cpu_seconds;
 use crate::raft_figures::{RaftCell, RaftStore};
-use crate::raft_threads::{cores_by_kind, thread_cpu};
+use crate::raft_threads::cpu_over_window;
 
 /// The example's type config: its entries are what the cluster level replicates too.
 type C = TypeConfig;
@@ -223,15 +222,7 @@ where
             tokio::spawn(task)
         })
         .collect();
-    tokio::time::sleep_until(window_start.into()).await;
-    let (cpu_at_start, threads_at_start) = (cpu_seconds(), thread_cpu());
-    tokio::time::sleep_until(window_end.into()).await;
-    let cpu = cpu_seconds() - cpu_at_start;
-    let cores = cores_by_kind(
-        &threads_at_start,
-        &thread_cpu(),
-        load.duration.as_secs_f64(),
-    );
+    let (cpu, cores) = cpu_over_window(window_start, window_end).await;
     let mut latency_ns = latency_histogram()?;
     for task in tasks {
         let tally = task.await.map_err(|error| error.to_string())??;

@@ -4,6 +4,9 @@
 //! (`getrusage`) says whether a cell was CPU-bound; this says whose CPU it was. A leaf.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::cells::cpu_seconds;
 
 /// Clock ticks per second of `/proc`'s times: USER_HZ, which Linux fixes at 100 for
 /// userspace on every architecture it exposes it on.
@@ -76,6 +79,20 @@ pub fn cores_by_kind(
         .collect();
     cores.sort_by(|a, b| b.1.total_cmp(&a.1));
     cores
+}
+
+/// Waits through the measured window `[start, end)` (the cell's tasks run meanwhile) and
+/// returns the process's CPU seconds in it and the CPUs each kind of thread used.
+pub async fn cpu_over_window(start: Instant, end: Instant) -> (f64, Vec<(String, f64)>) {
+    tokio::time::sleep_until(start.into()).await;
+    let (cpu_at_start, threads_at_start) = (cpu_seconds(), thread_cpu());
+    tokio::time::sleep_until(end.into()).await;
+    let cpu = cpu_seconds() - cpu_at_start;
+    let window_seconds = end.duration_since(start).as_secs_f64();
+    (
+        cpu,
+        cores_by_kind(&threads_at_start, &thread_cpu(), window_seconds),
+    )
 }
 
 #[cfg(test)]

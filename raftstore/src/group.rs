@@ -178,16 +178,13 @@ impl<C: StoreTypes> Group<C> {
     pub fn save_committed(
         &self,
         committed: Option<LogId<C::NodeId>>,
-    ) -> Result<MetaWrite, RaftStoreError> {
+    ) -> Result<Option<MetaWrite>, RaftStoreError> {
         let mut state = self.lock();
         if state.meta.committed == committed {
-            return Ok(MetaWrite {
-                address: 0,
-                write: Box::pin(std::future::ready(Ok(()))),
-            });
+            return Ok(None);
         }
         state.meta.committed = committed;
-        self.issue_meta(&mut state)
+        self.issue_meta(&mut state).map(Some)
     }
 
     /// Issues the writes of `entries` to the open segment and keeps them in memory, readable

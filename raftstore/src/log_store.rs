@@ -51,16 +51,21 @@ impl<C: StoreTypes> GroupLogStore<C> {
     {
         let appended = self.group.append(entries)?;
         let group = Arc::clone(&self.group);
-        let finish = async move { done(group.complete(appended).await) };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(finish);
-            }
-            Err(_) => {
-                std::thread::spawn(move || sealog_logdrive::wait(finish));
-            }
-        }
+        run_to_completion(async move { done(group.complete(appended).await) });
         Ok(())
+    }
+}
+
+/// Runs `finish` on a task of the current tokio runtime, or on a thread of its own outside
+/// one, so that a caller never has to hold a runtime to get its writes waited for.
+fn run_to_completion(finish: impl std::future::Future<Output = ()> + Send + 'static) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(finish);
+        }
+        Err(_) => {
+            std::thread::spawn(move || sealog_logdrive::wait(finish));
+        }
     }
 }
 
@@ -117,8 +122,11 @@ impl<C: StoreTypes> RaftLogStorage<C> for GroupLogStore<C> {
             .group
             .save_committed(committed)
             .map_err(|error| to_storage_error(ErrorSubject::Store, ErrorVerb::Write, &error))?;
+        let Some(write) = write else {
+            return Ok(());
+        };
         let group = Arc::clone(&self.group);
-        tokio::spawn(async move {
+        run_to_completion(async move {
             if let Err(error) = group.finish_meta(write).await {
                 tracing::warn!(group = group.id, %error, "saving the committed log id");
             }
