@@ -76,6 +76,9 @@ struct Nodes {
     dir: PathBuf,
     addrs: Vec<String>,
     children: Vec<Option<Child>>,
+    /// What the test was doing, printed after the node logs if it fails, where a truncated
+    /// CI log still shows it.
+    stage: Mutex<&'static str>,
 }
 
 impl Nodes {
@@ -85,6 +88,7 @@ impl Nodes {
             dir: dir.into(),
             addrs,
             children: Vec::new(),
+            stage: Mutex::new("starting the nodes"),
         };
         for id in 1..=n as NodeId {
             let child = nodes.spawn(id);
@@ -113,6 +117,10 @@ impl Nodes {
             .stderr(log)
             .spawn()
             .expect("spawn sealog-kv node")
+    }
+
+    fn at(&self, stage: &'static str) {
+        *self.stage.lock().unwrap() = stage;
     }
 
     fn addr(&self, id: NodeId) -> &str {
@@ -156,6 +164,8 @@ impl Drop for Nodes {
                     tail.join("\n")
                 );
             }
+            let stage = *self.stage.lock().unwrap_or_else(|e| e.into_inner());
+            eprintln!("--- the test failed while {stage} (its panic message is above)");
         }
     }
 }
@@ -234,6 +244,7 @@ async fn three_nodes_survive_a_killed_leader() {
         })
         .await;
     }
+    nodes.at("initializing the cluster");
     client
         .init(nodes.addr(1), &nodes.members())
         .await
@@ -244,11 +255,13 @@ async fn three_nodes_survive_a_killed_leader() {
     let writing = tokio::spawn(writer(client.clone(), acked.clone(), stop.clone()));
     tokio::time::sleep(Duration::from_secs(2)).await;
 
+    nodes.at("finding the leader");
     let leader = leader_of(&client, nodes.addr(1))
         .await
         .expect("a leader after init");
     let before_kill = acked_len(&acked);
     assert!(before_kill > 0, "no write acknowledged before the kill");
+    nodes.at("waiting for a new leader");
     nodes.kill(leader);
     let survivor = nodes.addr(if leader == 1 { 2 } else { 1 }).to_string();
     wait_for("a new leader", Duration::from_secs(10), || {
@@ -256,6 +269,7 @@ async fn three_nodes_survive_a_killed_leader() {
         async move { matches!(leader_of(&client, &survivor).await, Some(l) if l != leader) }
     })
     .await;
+    nodes.at("waiting for writes through the new leader");
     let at_new_leader = acked_len(&acked);
     wait_for(
         "writes after the new leader",
@@ -267,6 +281,7 @@ async fn three_nodes_survive_a_killed_leader() {
     )
     .await;
 
+    nodes.at("writing on after restarting the killed leader");
     nodes.restart(leader);
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -278,7 +293,7 @@ async fn three_nodes_survive_a_killed_leader() {
         .max()
         .expect("acked writes");
 
-    check_all(&client, nodes.addr(leader), &acked, last_index).await;
+    check_all(&nodes, &client, leader, &acked, last_index).await;
     eprintln!(
         "{} writes acknowledged ({before_kill} before the kill), all read back; {:?}",
         acked.len(),
@@ -289,15 +304,19 @@ async fn three_nodes_survive_a_killed_leader() {
 /// Every acknowledged write reads back through the leader, and the restarted node has
 /// applied past the last of them and holds every one in its own state machine.
 async fn check_all(
+    nodes: &Nodes,
     client: &KvClient,
-    restarted: &str,
+    restarted: NodeId,
     acked: &[(String, String, u64)],
     last_index: u64,
 ) {
+    let restarted = nodes.addr(restarted);
+    nodes.at("reading every acknowledged write through the leader");
     for (key, value, _) in acked {
         let read = client.read(key).await.expect("final read");
         assert_eq!(read.as_deref(), Some(value.as_str()), "final read of {key}");
     }
+    nodes.at("waiting for the restarted node to catch up");
     wait_for(
         "the restarted node to catch up",
         Duration::from_secs(15),
@@ -307,6 +326,7 @@ async fn check_all(
         },
     )
     .await;
+    nodes.at("reading every acknowledged write on the restarted node");
     for (key, value, _) in acked {
         let read = client.read_local(restarted, key).await.expect("local read");
         assert_eq!(

@@ -105,6 +105,7 @@ fn parse_members(s: &str) -> Result<Members, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    init_log();
     match run(Cli::parse().command).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -112,6 +113,18 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Warnings and errors of openraft and the store go to stderr, so that a node's log says why
+/// it stepped down or failed a write; `SEALOG_KV_LOG` raises or lowers the level.
+fn init_log() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SEALOG_KV_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
 }
 
 async fn run(command: Command) -> Result<(), String> {
@@ -161,9 +174,18 @@ async fn run_node(args: NodeArgs) -> Result<(), String> {
     let node = Node::start(config).await.map_err(|e| e.to_string())?;
     eprintln!("sealog-kv: node {} serving on {}", args.id, node.addr());
     // Runs until killed: every write is durable in the log store before it is acknowledged,
-    // so there is nothing to flush on the way out.
-    std::future::pending::<()>().await;
-    Ok(())
+    // so there is nothing to flush on the way out. A Raft core that stopped (a storage
+    // error is fatal to it) is fail-stop for the process: serving on without it would only
+    // answer every call with an error, and a supervisor restarting the node recovers it.
+    let mut metrics = node.raft().metrics();
+    loop {
+        if let Err(fatal) = &metrics.borrow().running_state {
+            return Err(format!("node {}: Raft stopped: {fatal}", args.id));
+        }
+        if metrics.changed().await.is_err() {
+            return Err(format!("node {}: Raft stopped", args.id));
+        }
+    }
 }
 
 fn print_status(s: &sealog_openraft::kv::pb::StatusReply) {
