@@ -222,6 +222,20 @@ pub enum LogDriveError {
         /// What failed.
         reason: String,
     },
+    /// A server had `in_flight_max` operations in flight and as many waiting, and refused
+    /// this one before issuing it: nothing was done; try again later (backpressure).
+    #[error("overloaded: {in_flight_max} operations in flight and as many waiting")]
+    Overloaded {
+        /// The server's bound on operations in flight.
+        in_flight_max: u64,
+    },
+    /// A server refused the caller before issuing the operation (no valid credentials, or
+    /// a role that may not do this): nothing was done.
+    #[error("refused: {reason}")]
+    Denied {
+        /// Who was refused what, and why.
+        reason: String,
+    },
     /// The operation failed for `cause`, and may or may not have taken effect all the same.
     #[error("{cause} (the operation may have taken effect)")]
     Indeterminate {

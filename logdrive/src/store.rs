@@ -179,6 +179,12 @@ impl LogDriveStore {
         Ok(LogDriveStore { inner })
     }
 
+    /// The options the store was opened with (its windows and waits; a server announces
+    /// them to its clients).
+    pub fn options(&self) -> &StoreOptions {
+        &self.inner.options
+    }
+
     /// The engine drive underneath (for its figures: only the store's reclaimer may trim
     /// it).
     pub fn drive(&self) -> &Drive {

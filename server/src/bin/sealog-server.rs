@@ -1,0 +1,179 @@
+//! `sealog-server`: `serve` runs a server on a ring (formatting it first if it does not
+//! exist); `certs` makes a test CA and certificates for a local cluster. Errors are one
+//! sentence on stderr and a non-zero exit.
+
+#![forbid(unsafe_code)]
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use sealog_logdrive::{geometry, LogDriveStore, StoreOptions};
+use sealog_server::{LogServer, Role, ServerOptions, TlsFiles};
+
+#[derive(Parser)]
+#[command(about = "A reference log server: LogDrives over gRPC with mutual TLS")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the LogDrives of the store on --ring until killed.
+    Serve(ServeArgs),
+    /// Make a test CA and certificates for a local cluster.
+    Certs(CertsArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The ring (a file or a block device).
+    #[arg(long)]
+    ring: PathBuf,
+    /// Format a ring of this many MiB when --ring does not exist.
+    #[arg(long, default_value_t = 256)]
+    ring_mib: u64,
+    /// The address to listen on.
+    #[arg(long)]
+    listen: SocketAddr,
+    /// The directory `certs` wrote (ca.pem, NAME.pem, NAME.key).
+    #[arg(long, required_unless_present = "no_tls")]
+    tls_dir: Option<PathBuf>,
+    /// This server's name in --tls-dir.
+    #[arg(long, default_value = "s1")]
+    name: String,
+    /// Serve plain HTTP/2 and trust every caller (a trusted network only).
+    #[arg(long)]
+    no_tls: bool,
+    /// Operations running at once (as many more may wait).
+    #[arg(long, default_value_t = 1024)]
+    in_flight_max: usize,
+}
+
+#[derive(clap::Args)]
+struct CertsArgs {
+    /// Where to write the files.
+    #[arg(long)]
+    dir: PathBuf,
+    /// A server: NAME or NAME=IP,IP (repeatable; default s1, s2 and s3).
+    #[arg(long = "server")]
+    servers: Vec<String>,
+    /// A client: NAME=ROLE, ROLE one of client, sequencer, operator (repeatable; default
+    /// client, sequencer and operator, each of its own role).
+    #[arg(long = "client")]
+    clients: Vec<String>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    init_log();
+    let outcome = match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+        Command::Certs(args) => certs(args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("sealog-server: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Warnings (refused handshakes and requests among them) on stderr; `SEALOG_SERVER_LOG`
+/// sets the level as an EnvFilter directive.
+fn init_log() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SEALOG_SERVER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    if !args.ring.exists() {
+        let size_bytes = args.ring_mib << 20;
+        let options = geometry::format_options(size_bytes, None, 4096)
+            .map_err(|e| format!("planning a ring of {size_bytes} bytes: {e}"))?;
+        sealog::format(&args.ring, &options)
+            .map_err(|e| format!("formatting {}: {e}", args.ring.display()))?;
+    }
+    let tls = match (&args.tls_dir, args.no_tls) {
+        (_, true) => None,
+        (Some(dir), false) => Some(
+            TlsFiles::in_dir(dir, &args.name)
+                .read()
+                .map_err(|e| e.to_string())?,
+        ),
+        (None, false) => return Err("--tls-dir or --no-tls is needed".into()),
+    };
+    let store = LogDriveStore::open_with_options(&args.ring, StoreOptions::default())
+        .map_err(|e| format!("opening {}: {e}", args.ring.display()))?;
+    let mut options = ServerOptions::new(args.listen, tls);
+    options.in_flight_max = args.in_flight_max;
+    let server = LogServer::start(store, options)
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!("sealog-server: {} serving on {}", args.name, server.addr());
+    // Runs until killed: every acknowledged operation is durable in the store already.
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
+fn certs(args: CertsArgs) -> Result<(), String> {
+    let servers = if args.servers.is_empty() {
+        ["s1", "s2", "s3"]
+            .map(|s| (s.to_string(), Vec::new()))
+            .to_vec()
+    } else {
+        args.servers
+            .iter()
+            .map(|s| parse_server(s))
+            .collect::<Result<_, _>>()?
+    };
+    let clients = if args.clients.is_empty() {
+        [Role::Client, Role::Sequencer, Role::Operator]
+            .map(|role| (role.name().to_string(), role))
+            .to_vec()
+    } else {
+        args.clients
+            .iter()
+            .map(|c| parse_client(c))
+            .collect::<Result<_, _>>()?
+    };
+    let written = sealog_server::certs::write_cluster(&args.dir, &servers, &clients)
+        .map_err(|e| e.to_string())?;
+    for path in written {
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
+fn parse_server(spec: &str) -> Result<(String, Vec<IpAddr>), String> {
+    let Some((name, addresses)) = spec.split_once('=') else {
+        return Ok((spec.to_string(), Vec::new()));
+    };
+    let addresses = addresses
+        .split(',')
+        .map(|a| {
+            a.trim()
+                .parse()
+                .map_err(|_| format!("{a:?} is not an IP address"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((name.to_string(), addresses))
+}
+
+fn parse_client(spec: &str) -> Result<(String, Role), String> {
+    let (name, role) = spec
+        .split_once('=')
+        .ok_or(format!("{spec:?} is not NAME=ROLE"))?;
+    let role = Role::parse(role).ok_or(format!(
+        "{role:?} is not a role (client, sequencer, operator)"
+    ))?;
+    Ok((name.to_string(), role))
+}

@@ -1,0 +1,187 @@
+//! A running server: the accept loop (`tls`), the gRPC server with its HTTP/2 and message
+//! limits, and the service over one store, until stopped.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sealog_logdrive::LogDriveStore;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::pb::log_drive_service_server::LogDriveServiceServer;
+use crate::service::{Limits, Service, ServiceStats};
+use crate::tls::{accept_loop, server_config, ConnectionStats, TlsError, TlsPem};
+
+/// Room in a request or reply beyond its payload: ids, addresses and framing.
+pub const MESSAGE_OVERHEAD_BYTES: usize = 4096;
+
+/// The longest a request may run on the server, whatever deadline its client asked for.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How a server is started.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Where it listens (port 0: the OS picks one).
+    pub listen: SocketAddr,
+    /// TLS material; `None` serves plain HTTP/2 to every caller (a trusted network only).
+    pub tls: Option<TlsPem>,
+    /// Operations running at once; as many more may wait.
+    pub in_flight_max: usize,
+}
+
+impl ServerOptions {
+    /// Listens on `listen` with `tls`, 1,024 operations in flight.
+    pub fn new(listen: SocketAddr, tls: Option<TlsPem>) -> ServerOptions {
+        ServerOptions {
+            listen,
+            tls,
+            in_flight_max: 1024,
+        }
+    }
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The address could not be bound.
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TLS material is unusable.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The store could not say its limits.
+    #[error("the store: {0}")]
+    Store(String),
+}
+
+/// What a server counts, read at one moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// TLS handshakes refused.
+    pub refused_handshakes: u64,
+    /// Requests refused for their caller.
+    pub refused_requests: u64,
+    /// Requests refused as `Overloaded`.
+    pub overloaded: u64,
+    /// Requests that ran on a LogDrive.
+    pub served: u64,
+}
+
+/// A server running on the current tokio runtime.
+pub struct LogServer {
+    addr: SocketAddr,
+    store: LogDriveStore,
+    connections: Arc<ConnectionStats>,
+    service: Arc<ServiceStats>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl LogServer {
+    /// Serves `store`'s LogDrives as `options` say. Must be called within a tokio runtime.
+    pub async fn start(
+        store: LogDriveStore,
+        options: ServerOptions,
+    ) -> Result<LogServer, ServerError> {
+        let tls = options.tls.as_ref().map(server_config).transpose()?;
+        let listener =
+            TcpListener::bind(options.listen)
+                .await
+                .map_err(|source| ServerError::Listen {
+                    addr: options.listen,
+                    source,
+                })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| ServerError::Listen {
+                addr: options.listen,
+                source,
+            })?;
+        let limits = limits(&store, options.in_flight_max);
+        let message_max = limits.payload_size_max_bytes as usize + MESSAGE_OVERHEAD_BYTES;
+        let connections = Arc::new(ConnectionStats::default());
+        let service_stats = Arc::new(ServiceStats::default());
+        let service = Service::new(store.clone(), limits, Arc::clone(&service_stats));
+        let service = LogDriveServiceServer::new(service)
+            .max_decoding_message_size(message_max)
+            .max_encoding_message_size(message_max);
+        let incoming = accept_loop(listener, tls, Arc::clone(&connections));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let router = tonic::transport::Server::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .max_concurrent_streams(Some(options.in_flight_max as u32))
+            .http2_keepalive_interval(Some(Duration::from_secs(10)))
+            .add_service(service);
+        let task = tokio::spawn(async move {
+            let serving =
+                router.serve_with_incoming_shutdown(ReceiverStream::new(incoming), async {
+                    let _ = stopped.await;
+                });
+            if let Err(error) = serving.await {
+                tracing::error!(%error, "the gRPC server stopped");
+            }
+        });
+        Ok(LogServer {
+            addr,
+            store,
+            connections,
+            service: service_stats,
+            stop: Some(stop),
+            task,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Its counters now.
+    pub fn stats(&self) -> ServerStats {
+        ServerStats {
+            accepted: self.connections.accepted.load(Ordering::Relaxed),
+            refused_handshakes: self.connections.refused_handshakes.load(Ordering::Relaxed),
+            refused_requests: self.service.refused_requests.load(Ordering::Relaxed),
+            overloaded: self.service.overloaded.load(Ordering::Relaxed),
+            served: self.service.served.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops serving (requests running finish first) and closes the store.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+        self.store.close();
+    }
+}
+
+impl Drop for LogServer {
+    fn drop(&mut self) {
+        // Dropped without `stop`: stop serving at once; the store closes with its last
+        // handle.
+        self.task.abort();
+    }
+}
+
+fn limits(store: &LogDriveStore, in_flight_max: usize) -> Limits {
+    let options = store.options();
+    Limits {
+        in_flight_max: in_flight_max.max(1),
+        payload_size_max_bytes: u64::from(store.drive().geometry().payload_size_max_bytes()),
+        write_window_max: options.write_window_max,
+        weak_tail_k_max: options.weak_tail_k_max,
+    }
+}
