@@ -7,7 +7,8 @@
 //!
 //! - [`serve`]: [`LogServer`], a running server; [`service`]: the gRPC handlers over a store,
 //!   their authorization and admission;
-//! - [`remote`]: [`RemoteStore`] and [`RemoteLogDrive`], the client;
+//! - [`remote`]: [`RemoteStore`] and [`RemoteLogDrive`], the client; [`etcd`]: the
+//!   VirtualLog's MetaStore in etcd; `runtime`: the client library's runtime;
 //! - [`tls`]: the server's accept loop and handshakes; [`certs`]: test certificates;
 //!   [`auth`]: roles and what each may do;
 //! - [`wire`]: the LogDrive trait's values as messages; `pb`: the generated messages.
@@ -16,8 +17,10 @@
 
 pub mod auth;
 pub mod certs;
+pub mod etcd;
 pub mod pb;
 pub mod remote;
+mod runtime;
 pub mod serve;
 pub mod service;
 pub mod tls;
@@ -25,6 +28,7 @@ pub mod wire;
 
 pub use auth::{Identity, Op, Role};
 pub use certs::{CertAuthority, Issued, Leaf};
+pub use etcd::{EtcdMetaStore, EtcdOptions};
 pub use remote::{ClientTls, RemoteLogDrive, RemoteOptions, RemoteStore, ServerLimits};
 pub use serve::{LogServer, ServerError, ServerOptions, ServerStats};
 pub use tls::{TlsError, TlsFiles, TlsPem};

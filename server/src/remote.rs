@@ -3,8 +3,8 @@
 //! and quorum compositions and the AtomicLog run over remote children unchanged.
 //!
 //! Operations are issued when called, like a local drive's: the call spawns the RPC on the
-//! client runtime (one per process, of its own, so that the futures can be awaited from any
-//! executor or waited on from a plain thread with `sealog_logdrive::wait`). Many operations
+//! client runtime (`runtime`), so that the futures can be awaited from any executor or
+//! waited on from a plain thread with `sealog_logdrive::wait`. Many operations
 //! share one HTTP/2 connection. A connection that fails is made again on the next try;
 //! idempotent operations (every LogDrive operation is: the same write, seal, fence or trim
 //! again changes nothing) are retried with backoff until their deadline, while the server
@@ -13,7 +13,7 @@
 //! and a quorum above decides.
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -77,27 +77,13 @@ impl Default for RemoteOptions {
     }
 }
 
-/// The runtime every remote call runs on: one per process, two threads, never shut down
-/// (it is never dropped inside another runtime that way).
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("sealog-remote")
-            .enable_all()
-            .build()
-            .expect("the remote client's runtime starts (threads and an epoll instance)")
-    })
-}
-
 /// Runs `task` on the client runtime now and returns its outcome's future.
 fn spawn<T: Send + 'static>(
     task: impl Future<Output = Result<T, LogDriveError>> + Send + 'static,
 ) -> OpFuture<T> {
-    let handle = runtime().spawn(task);
+    let task = crate::runtime::spawn(task);
     Box::pin(async move {
-        handle.await.unwrap_or_else(|error| {
+        task.await.unwrap_or_else(|error| {
             Err(LogDriveError::Io {
                 reason: format!("the remote call's task ended: {error}"),
             }

@@ -45,3 +45,97 @@ pub fn quick_options() -> RemoteOptions {
         ..RemoteOptions::default()
     }
 }
+
+/// An etcd server of the test's own (Debian's `etcd-server`, 3.4), on loopback ports the OS
+/// picked, its data in a temporary directory; killed when dropped.
+pub struct Etcd {
+    child: Option<std::process::Child>,
+    data: tempfile::TempDir,
+    client_url: String,
+    peer_url: String,
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("its address").port()
+}
+
+impl Etcd {
+    /// Starts etcd, or says why it cannot: `None` when the binary is missing outside CI
+    /// (with `CI=true` that is a failure: .ci/run installs it).
+    pub fn start() -> Option<Etcd> {
+        if std::process::Command::new("etcd")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            assert!(
+                std::env::var("CI").is_err(),
+                "etcd is not installed (apt-get install etcd-server)"
+            );
+            eprintln!("etcd is not installed: skipped (apt-get install etcd-server)");
+            return None;
+        }
+        let mut etcd = Etcd {
+            child: None,
+            data: tempfile::tempdir().expect("etcd's data directory"),
+            client_url: format!("http://127.0.0.1:{}", free_port()),
+            peer_url: format!("http://127.0.0.1:{}", free_port()),
+        };
+        etcd.run();
+        Some(etcd)
+    }
+
+    /// (Re)starts the process on the same data and ports.
+    pub fn run(&mut self) {
+        let log = std::fs::File::create(self.data.path().join("etcd.log")).expect("etcd log");
+        let child = std::process::Command::new("etcd")
+            .args(["--name", "test", "--data-dir"])
+            .arg(self.data.path().join("data"))
+            .args(["--listen-client-urls", &self.client_url])
+            .args(["--advertise-client-urls", &self.client_url])
+            .args(["--listen-peer-urls", &self.peer_url])
+            .args(["--initial-advertise-peer-urls", &self.peer_url])
+            .args(["--initial-cluster", &format!("test={}", self.peer_url)])
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn etcd");
+        self.child = Some(child);
+        let port = self
+            .client_url
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse::<u16>()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "etcd did not listen within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Its client URL.
+    pub fn url(&self) -> String {
+        self.client_url.clone()
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
