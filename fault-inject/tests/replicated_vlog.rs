@@ -170,7 +170,11 @@ impl SimLog for Handle {
             let factory = self.factory.clone();
             return Box::pin(async move {
                 if let Some(loglet) = active(&log, &factory).await? {
-                    let _ = loglet.sequencer().acquire().await;
+                    let _ = loglet
+                        .sequencer()
+                        .expect("a local sequencer")
+                        .acquire()
+                        .await;
                 }
                 Err(SimError::Indeterminate(
                     "the client died holding a slot".into(),
@@ -204,7 +208,7 @@ impl SimLog for Handle {
             let factory = self.factory.clone();
             return Box::pin(async move {
                 if let Some(loglet) = active(&log, &factory).await? {
-                    loglet.sequencer().fail();
+                    loglet.sequencer().expect("a local sequencer").fail();
                 }
                 Ok(())
             });

@@ -44,7 +44,7 @@ impl Role {
     /// Whether a caller of this role may do `op`.
     pub fn may(self, op: Op) -> bool {
         match op {
-            Op::Write | Op::Read | Op::WeakTail | Op::Length | Op::Limits => true,
+            Op::Write | Op::Read | Op::WeakTail | Op::Length | Op::Limits | Op::Sequence => true,
             Op::Seal | Op::Fence | Op::Trim | Op::Create | Op::Delete | Op::List => {
                 matches!(self, Role::Sequencer | Role::Operator)
             }
@@ -77,6 +77,9 @@ pub enum Op {
     List,
     /// The server's limits.
     Limits,
+    /// A sequencer's calls: slots, and installing a segment when the active one's sequencer
+    /// is gone (a client's appends depend on both).
+    Sequence,
 }
 
 impl fmt::Display for Op {
@@ -93,6 +96,7 @@ impl fmt::Display for Op {
             Op::Delete => "delete",
             Op::List => "list",
             Op::Limits => "limits",
+            Op::Sequence => "sequence",
         };
         f.write_str(name)
     }
@@ -181,11 +185,19 @@ mod tests {
             Op::Delete,
             Op::List,
             Op::Limits,
+            Op::Sequence,
         ];
         let client_may: Vec<Op> = all.into_iter().filter(|op| Role::Client.may(*op)).collect();
         assert_eq!(
             client_may,
-            [Op::Write, Op::Read, Op::WeakTail, Op::Length, Op::Limits]
+            [
+                Op::Write,
+                Op::Read,
+                Op::WeakTail,
+                Op::Length,
+                Op::Limits,
+                Op::Sequence
+            ]
         );
         assert!(all.iter().all(|op| Role::Sequencer.may(*op)));
         assert!(all.iter().all(|op| Role::Operator.may(*op)));

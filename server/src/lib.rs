@@ -18,9 +18,14 @@
 pub mod auth;
 pub mod certs;
 pub mod etcd;
+pub mod log_client;
+pub mod loglet_spec;
 pub mod pb;
 pub mod remote;
 mod runtime;
+pub mod sequencer_client;
+pub mod sequencer_host;
+pub mod sequencer_service;
 pub mod serve;
 pub mod service;
 pub mod tls;

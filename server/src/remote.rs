@@ -133,7 +133,7 @@ fn status_error(addr: &str, operation: &str, status: &Status) -> LogDriveError {
     }
 }
 
-fn endpoint(addr: &str, options: &RemoteOptions) -> Result<Endpoint, LogDriveError> {
+pub(crate) fn endpoint(addr: &str, options: &RemoteOptions) -> Result<Endpoint, LogDriveError> {
     let bad = |error: tonic::transport::Error| LogDriveError::Io {
         reason: format!("connecting to {addr}: {error}"),
     };

@@ -26,3 +26,10 @@ pub fn spawn<T: Send + 'static>(
     let handle = runtime().spawn(task);
     async move { handle.await.map_err(|error| error.to_string()) }
 }
+
+/// Runs `f` inside the client runtime's context (what tonic's lazy channels need to spawn
+/// their workers there).
+pub fn enter<T>(f: impl FnOnce() -> T) -> T {
+    let _guard = runtime().enter();
+    f()
+}

@@ -95,19 +95,7 @@ impl LogServer {
         options: ServerOptions,
     ) -> Result<LogServer, ServerError> {
         let tls = options.tls.as_ref().map(server_config).transpose()?;
-        let listener =
-            TcpListener::bind(options.listen)
-                .await
-                .map_err(|source| ServerError::Listen {
-                    addr: options.listen,
-                    source,
-                })?;
-        let addr = listener
-            .local_addr()
-            .map_err(|source| ServerError::Listen {
-                addr: options.listen,
-                source,
-            })?;
+        let (listener, addr) = bind(options.listen).await?;
         let limits = limits(&store, options.in_flight_max);
         let message_max = limits.payload_size_max_bytes as usize + MESSAGE_OVERHEAD_BYTES;
         let connections = Arc::new(ConnectionStats::default());
@@ -116,22 +104,8 @@ impl LogServer {
         let service = LogDriveServiceServer::new(service)
             .max_decoding_message_size(message_max)
             .max_encoding_message_size(message_max);
-        let incoming = accept_loop(listener, tls, Arc::clone(&connections));
-        let (stop, stopped) = oneshot::channel::<()>();
-        let router = tonic::transport::Server::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .max_concurrent_streams(Some(options.in_flight_max as u32))
-            .http2_keepalive_interval(Some(Duration::from_secs(10)))
-            .add_service(service);
-        let task = tokio::spawn(async move {
-            let serving =
-                router.serve_with_incoming_shutdown(ReceiverStream::new(incoming), async {
-                    let _ = stopped.await;
-                });
-            if let Err(error) = serving.await {
-                tracing::error!(%error, "the gRPC server stopped");
-            }
-        });
+        let router = builder(options.in_flight_max).add_service(service);
+        let (stop, task) = run(listener, tls, Arc::clone(&connections), router);
         Ok(LogServer {
             addr,
             store,
@@ -174,6 +148,47 @@ impl Drop for LogServer {
         // handle.
         self.task.abort();
     }
+}
+
+/// Binds `listen`: the listener and the address it got.
+pub(crate) async fn bind(listen: SocketAddr) -> Result<(TcpListener, SocketAddr), ServerError> {
+    let error = |source| ServerError::Listen {
+        addr: listen,
+        source,
+    };
+    let listener = TcpListener::bind(listen).await.map_err(error)?;
+    let addr = listener.local_addr().map_err(error)?;
+    Ok((listener, addr))
+}
+
+/// The gRPC server's settings: requests bounded in time, a connection to `in_flight_max`
+/// streams, keepalives that find dead peers.
+pub(crate) fn builder(in_flight_max: usize) -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .max_concurrent_streams(Some(in_flight_max as u32))
+        .http2_keepalive_interval(Some(Duration::from_secs(10)))
+}
+
+/// Serves `router` on the connections the accept loop hands on, until the sender is used
+/// or dropped.
+pub(crate) fn run(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    connections: Arc<ConnectionStats>,
+    router: tonic::transport::server::Router,
+) -> (oneshot::Sender<()>, JoinHandle<()>) {
+    let incoming = accept_loop(listener, tls, connections);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let serving = router.serve_with_incoming_shutdown(ReceiverStream::new(incoming), async {
+            let _ = stopped.await;
+        });
+        if let Err(error) = serving.await {
+            tracing::error!(%error, "the gRPC server stopped");
+        }
+    });
+    (stop, task)
 }
 
 fn limits(store: &LogDriveStore, in_flight_max: usize) -> Limits {

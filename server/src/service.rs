@@ -13,10 +13,10 @@ use sealog_logdrive::{LocalLogDrive, LogDrive, LogDriveError, LogDriveStore, OpF
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tonic::{Request, Response, Status};
 
-use crate::auth::{Caller, Op};
+use crate::auth::Op;
 use crate::pb::log_drive_service_server::LogDriveService;
 use crate::pb::{self, create_reply, list_reply};
-use crate::tls::ConnInfo;
+use crate::tls::authorize;
 use crate::wire;
 
 /// The limits a server announces and enforces.
@@ -82,17 +82,8 @@ impl Service {
         }
     }
 
-    /// Refuses a caller that may not do `op`, logging who and what. A request that did
-    /// not come through the server's own accept loop has no connection info and is
-    /// refused too (fail closed).
     fn authorize<T>(&self, request: &Request<T>, op: Op) -> Result<(), Status> {
-        let info = request.extensions().get::<ConnInfo>();
-        let caller = info.map_or(Caller::Anonymous, |info| info.caller.clone());
-        caller.authorize(op).inspect_err(|status| {
-            self.stats.refused_requests.fetch_add(1, Ordering::Relaxed);
-            let remote = info.map(|info| info.remote.to_string());
-            tracing::warn!(?remote, %op, reason = status.message(), "request refused");
-        })
+        authorize(request, op, &self.stats.refused_requests)
     }
 
     /// A slot to run in, waiting while fewer than `in_flight_max` others wait.

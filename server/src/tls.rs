@@ -296,3 +296,20 @@ async fn handshake(
     stats.accepted.fetch_add(1, Ordering::Relaxed);
     Some(Conn::Tls(Box::new(stream), ConnInfo { remote, caller }))
 }
+
+/// Refuses a caller that may not do `op`, logging who and what and counting it in
+/// `refused`. A request that did not come through the accept loop has no connection info
+/// and is refused too (fail closed).
+pub fn authorize<T>(
+    request: &tonic::Request<T>,
+    op: crate::auth::Op,
+    refused: &AtomicU64,
+) -> Result<(), tonic::Status> {
+    let info = request.extensions().get::<ConnInfo>();
+    let caller = info.map_or(Caller::Anonymous, |info| info.caller.clone());
+    caller.authorize(op).inspect_err(|status| {
+        refused.fetch_add(1, Ordering::Relaxed);
+        let remote = info.map(|info| info.remote.to_string());
+        tracing::warn!(?remote, %op, reason = status.message(), "request refused");
+    })
+}

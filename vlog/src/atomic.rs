@@ -29,6 +29,7 @@ use crate::deadline::within;
 use crate::error::LogError;
 use crate::seal_reads::SealReads;
 use crate::sequencer::Sequencer;
+use crate::slots::Slots;
 
 /// The seal bit's address in the seal LogDrive.
 pub const SEAL_ADDRESS: u64 = 0;
@@ -81,7 +82,9 @@ fn stalled(position: u64, written: bool) -> LogError {
 pub struct AtomicLog {
     data: Arc<dyn LogDrive>,
     seal: Arc<dyn LogDrive>,
-    sequencer: Sequencer,
+    /// Where slots come from: `local` in this process, or a sequencer elsewhere.
+    slots: Arc<dyn Slots>,
+    local: Option<Arc<Sequencer>>,
     options: AtomicOptions,
     /// The seal bit once seen set (it is never unset).
     sealed_seen: AtomicBool,
@@ -135,10 +138,26 @@ impl AtomicLog {
         first: u64,
         options: AtomicOptions,
     ) -> AtomicLog {
+        let sequencer = Arc::new(Sequencer::new(first, options.window));
+        let mut log = AtomicLog::with_slots(data, seal, sequencer.clone(), options);
+        log.local = Some(sequencer);
+        log
+    }
+
+    /// An AtomicLog whose slots come from `slots` (a sequencer in another process), without
+    /// the window check of [`AtomicLog::open`]. The window in `options` must be the one that
+    /// sequencer keeps.
+    pub fn with_slots(
+        data: Arc<dyn LogDrive>,
+        seal: Arc<dyn LogDrive>,
+        slots: Arc<dyn Slots>,
+        options: AtomicOptions,
+    ) -> AtomicLog {
         AtomicLog {
             data,
             seal,
-            sequencer: Sequencer::new(first, options.window),
+            slots,
+            local: None,
             options,
             sealed_seen: AtomicBool::new(false),
             seal_reads: SealReads::default(),
@@ -150,9 +169,9 @@ impl AtomicLog {
         &self.data
     }
 
-    /// The sequencer.
-    pub fn sequencer(&self) -> &Sequencer {
-        &self.sequencer
+    /// The sequencer, when it lives in this process.
+    pub fn sequencer(&self) -> Option<&Sequencer> {
+        self.local.as_deref()
     }
 
     /// The options.
@@ -171,11 +190,11 @@ impl AtomicLog {
         }
         let clock = self.options.clock.clone();
         let deadline = self.options.slot_deadline;
-        let slot = match within(clock.as_ref(), deadline, self.sequencer.acquire()).await {
+        let slot = match within(clock.as_ref(), deadline, self.slots.acquire()).await {
             Some(slot) => slot?,
             None => {
                 return Err(LogError::WindowFull {
-                    tail: self.sequencer.first_incomplete(),
+                    tail: self.slots.first_incomplete(),
                 })
             }
         };
@@ -185,7 +204,7 @@ impl AtomicLog {
         let steps = async {
             self.write_slot(slot, payload).await?;
             written.store(true, Ordering::Relaxed);
-            match self.sequencer.complete(slot).await {
+            match self.slots.complete(slot).await {
                 Ok(()) => {}
                 Err(LogError::SequencerDown) => return Err(stalled(slot, true)),
                 Err(other) => return Err(other),
@@ -264,7 +283,7 @@ impl AtomicLog {
     /// for room in the window fails at once rather than at its deadline).
     fn saw_seal(&self) {
         self.sealed_seen.store(true, Ordering::Release);
-        self.sequencer.refuse_slots();
+        self.slots.refuse_slots();
     }
 
     /// Reads the seal bit: whether the log is sealed.
@@ -307,7 +326,7 @@ impl AtomicLog {
     /// appends that held slots before the seal (zombies); a VirtualLog hides them behind its
     /// recorded stop.
     pub async fn check_tail(&self) -> Result<Tail, LogError> {
-        match self.sequencer.tail() {
+        match self.slots.tail().await {
             Ok(fast) => {
                 if !self.read_seal().await? {
                     return Ok(Tail {

@@ -42,6 +42,13 @@ pub enum LogError {
     /// reconfiguration; reads, `check_tail` and `seal` still work.
     #[error("the sequencer is unavailable")]
     SequencerDown,
+    /// The sequencer had `waiting_max` calls waiting and refused this one: nothing was done
+    /// (no slot was handed out); try again later.
+    #[error("the sequencer is overloaded ({waiting_max} calls waiting)")]
+    Overloaded {
+        /// Its bound on waiting calls.
+        waiting_max: u64,
+    },
     /// The data or seal LogDrive failed.
     #[error("LogDrive at slot {position:?}: {error}")]
     Drive {
@@ -99,7 +106,9 @@ impl LogError {
         match self {
             LogError::Sealed { position, .. } => position.is_none(),
             LogError::Stalled { .. } => false,
-            LogError::SequencerDown | LogError::WindowFull { .. } => true,
+            LogError::SequencerDown | LogError::WindowFull { .. } | LogError::Overloaded { .. } => {
+                true
+            }
             LogError::Drive { error, .. } => error.is_definite(),
             LogError::Meta(error) => error.is_definite(),
             LogError::InvalidConfig { .. }

@@ -10,28 +10,33 @@
 //! - [`chain`]: the chain of segments and its encoding; [`loglet`]: how a segment's
 //!   configuration becomes an AtomicLog;
 //! - [`meta`]: the [`MetaStore`] trait and [`LogDriveMetaStore`], a durable one on a LogDrive;
-//! - [`atomic`]: [`AtomicLog`]; [`sequencer`]: its [`Sequencer`]; `seal_reads`: the seal-bit
-//!   reads its appends share;
-//! - `deadline`: waiting with a deadline on the compositions' clock; [`error`]: the errors.
+//! - [`atomic`]: [`AtomicLog`]; [`slots`]: where its slots come from; [`sequencer`]: the
+//!   in-process [`Sequencer`]; `seal_reads`: the seal-bit reads its appends share;
+//! - [`delegate`]: reconfiguring on a handle's behalf; `deadline`: waiting with a deadline
+//!   on the compositions' clock; [`error`]: the errors.
 
 #![forbid(unsafe_code)]
 
 pub mod atomic;
 pub mod chain;
 mod deadline;
+pub mod delegate;
 pub mod error;
 pub mod loglet;
 pub mod meta;
 mod reconfig;
 mod seal_reads;
 pub mod sequencer;
+pub mod slots;
 pub mod virtual_log;
 
 pub use atomic::{AtomicLog, AtomicOptions, Tail};
 pub use chain::{Chain, LogletConfig, Segment};
+pub use delegate::{ReconfigFuture, Reconfigurer};
 pub use error::{LogError, MetaError};
 pub use loglet::{DriveLogletFactory, LogletDrives, LogletFactory};
 pub use meta::{LogDriveMetaStore, MetaStore, Versioned};
 pub use reconfig::Reconfigured;
 pub use sequencer::Sequencer;
+pub use slots::{SlotFuture, Slots};
 pub use virtual_log::{VirtualLog, VirtualOptions};

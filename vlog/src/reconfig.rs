@@ -44,6 +44,16 @@ impl VirtualLog {
     }
 
     /// Seals the segment on loglet `from` if it is still the active one, and installs a new
+    /// one on `next` after it; as [`VirtualLog::reconfig_extend`] otherwise.
+    pub async fn reconfig_extend_from(
+        &self,
+        from: u64,
+        next: LogletConfig,
+    ) -> Result<Reconfigured, LogError> {
+        self.extend_from(from, Some(next)).await
+    }
+
+    /// Seals the segment on loglet `from` if it is still the active one, and installs a new
     /// one after it (on `next`, or the factory's successor of it). Waiting for another
     /// coordinator's claim costs no attempt; each claim and install does.
     pub(crate) async fn extend_from(
@@ -51,6 +61,12 @@ impl VirtualLog {
         from: u64,
         next: Option<LogletConfig>,
     ) -> Result<Reconfigured, LogError> {
+        if let Some(delegate) = &self.delegate {
+            // The delegate chooses the next segment; this handle only learns of it.
+            delegate.extend_from(from).await?;
+            let chain = self.refresh().await?;
+            return Ok(Reconfigured { chain, won: false });
+        }
         let mut attempts = 0;
         let mut last = None;
         // Our claim, when one was won and its sealing failed on the way: taken up again.

@@ -20,6 +20,7 @@ use sealog_logdrive::{Clock, LogDriveError, ReadOutcome, SystemClock};
 
 use crate::atomic::AtomicLog;
 use crate::chain::{Chain, LogletConfig, Segment};
+use crate::delegate::Reconfigurer;
 use crate::error::{LogError, MetaError};
 use crate::loglet::LogletFactory;
 use crate::meta::MetaStore;
@@ -59,6 +60,8 @@ pub struct VirtualLog {
     pub(crate) chain: Mutex<Option<Chain>>,
     /// A claimed segment seen under way: its chain version and when it was first seen.
     pub(crate) under_way: Mutex<Option<(u64, Duration)>>,
+    /// Who reconfigures for this handle, when it may not itself (see [`Reconfigurer`]).
+    pub(crate) delegate: Option<Arc<dyn Reconfigurer>>,
 }
 
 impl VirtualLog {
@@ -109,7 +112,15 @@ impl VirtualLog {
             options,
             chain: Mutex::new(None),
             under_way: Mutex::new(None),
+            delegate: None,
         }
+    }
+
+    /// The same handle, asking `delegate` to reconfigure wherever it would reconfigure
+    /// itself (a client whose credentials may not seal or fence, asking a sequencer).
+    pub fn with_reconfigurer(mut self, delegate: Arc<dyn Reconfigurer>) -> VirtualLog {
+        self.delegate = Some(delegate);
+        self
     }
 
     /// The chain read afresh from the MetaStore (and kept as the handle's).

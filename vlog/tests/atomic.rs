@@ -29,7 +29,7 @@ fn prefill(data: &MemLogDrive, first: u64) {
 /// Writes and completes `slot` by hand, as its appender would.
 fn finish(log: &AtomicLog, slot: u64) {
     wait(log.data().write(slot, 0, payload(slot))).unwrap();
-    wait(log.sequencer().complete(slot)).unwrap();
+    wait(log.sequencer().expect("a local sequencer").complete(slot)).unwrap();
 }
 
 fn pause() {
@@ -41,7 +41,10 @@ fn al_1_the_fifth_append_waits_for_the_first_slot() {
     let data = Arc::new(MemLogDrive::new());
     let log = Arc::new(log_on(&data, Arc::new(MemLogDrive::new()), 0, 4));
     for expected in 0..4 {
-        assert_eq!(wait(log.sequencer().acquire()).unwrap(), expected);
+        assert_eq!(
+            wait(log.sequencer().expect("a local sequencer").acquire()).unwrap(),
+            expected
+        );
     }
     let fifth = {
         let log = log.clone();
@@ -63,15 +66,15 @@ fn al_1_figure_3_slot_13_waits_while_slot_5_is_unwritten() {
     let data = Arc::new(MemLogDrive::new());
     let log = Arc::new(log_on(&data, Arc::new(MemLogDrive::new()), 0, 8));
     for slot in 0..5 {
-        wait(log.sequencer().acquire()).unwrap();
+        wait(log.sequencer().expect("a local sequencer").acquire()).unwrap();
         finish(&log, slot);
     }
     for _ in 5..13 {
-        wait(log.sequencer().acquire()).unwrap();
+        wait(log.sequencer().expect("a local sequencer").acquire()).unwrap();
     }
     let thirteenth = {
         let log = log.clone();
-        thread::spawn(move || wait(log.sequencer().acquire()))
+        thread::spawn(move || wait(log.sequencer().expect("a local sequencer").acquire()))
     };
     pause();
     assert!(
@@ -86,7 +89,10 @@ fn al_1_figure_3_slot_13_waits_while_slot_5_is_unwritten() {
 fn al_2_completions_are_acknowledged_in_slot_order() {
     let data = Arc::new(MemLogDrive::new());
     let log = Arc::new(log_on(&data, Arc::new(MemLogDrive::new()), 3, 8));
-    assert_eq!(wait(log.sequencer().acquire()).unwrap(), 3);
+    assert_eq!(
+        wait(log.sequencer().expect("a local sequencer").acquire()).unwrap(),
+        3
+    );
     let appends: Vec<_> = (4..6)
         .map(|i| {
             let log = log.clone();
@@ -130,9 +136,15 @@ fn al_3_after_a_seal_no_tail_falls_back_to_the_sequencers() {
         assert_eq!(wait(log.append(payload(i))).unwrap(), i);
     }
     // The writer of slot 9 writes, then stalls before completing.
-    assert_eq!(wait(log.sequencer().acquire()).unwrap(), 9);
+    assert_eq!(
+        wait(log.sequencer().expect("a local sequencer").acquire()).unwrap(),
+        9
+    );
     wait(data.write(9, 0, payload(9))).unwrap();
-    assert_eq!(log.sequencer().tail().unwrap(), 9);
+    assert_eq!(
+        log.sequencer().expect("a local sequencer").tail().unwrap(),
+        9
+    );
     wait(log.seal(1)).unwrap();
     let sealed = Tail {
         position: 10,
@@ -178,11 +190,14 @@ fn al_5_a_zombie_append_raises_a_sealed_logs_tail() {
         wait(log.append(payload(i))).unwrap();
     }
     // B takes slot 11 before the seal and writes it after the sealed tail was taken.
-    assert_eq!(wait(log.sequencer().acquire()).unwrap(), 11);
+    assert_eq!(
+        wait(log.sequencer().expect("a local sequencer").acquire()).unwrap(),
+        11
+    );
     wait(log.seal(1)).unwrap();
     assert_eq!(wait(log.check_tail()).unwrap().position, 11);
     wait(data.write(11, 0, payload(11))).unwrap();
-    wait(log.sequencer().complete(11)).unwrap();
+    wait(log.sequencer().expect("a local sequencer").complete(11)).unwrap();
     let later = wait(log.check_tail()).unwrap();
     assert_eq!((later.position, later.sealed), (12, true));
     // Its append fails at the seal check.
@@ -202,7 +217,10 @@ fn al_6_a_slot_held_by_a_dead_client_stalls_the_slots_after_it() {
         options,
     ));
     // Slot 7 is acquired by a client that dies.
-    assert_eq!(wait(log.sequencer().acquire()).unwrap(), 7);
+    assert_eq!(
+        wait(log.sequencer().expect("a local sequencer").acquire()).unwrap(),
+        7
+    );
     let later: Vec<_> = (8..10)
         .map(|i| {
             let log = log.clone();
@@ -241,7 +259,7 @@ fn with_the_sequencer_gone_check_tail_seals_first() {
     for i in 0..3 {
         wait(log.append(payload(i))).unwrap();
     }
-    log.sequencer().fail();
+    log.sequencer().expect("a local sequencer").fail();
     let tail = wait(log.check_tail()).unwrap();
     assert_eq!((tail.position, tail.sealed), (3, true));
     assert_eq!(
@@ -293,7 +311,10 @@ fn an_append_behind_a_full_window_gives_up_at_its_deadline_holding_nothing() {
         options,
     ));
     // Slot 0's client dies; slot 1's append stalls behind it; a third finds no room.
-    assert_eq!(wait(log.sequencer().acquire()).unwrap(), 0);
+    assert_eq!(
+        wait(log.sequencer().expect("a local sequencer").acquire()).unwrap(),
+        0
+    );
     let second = {
         let log = log.clone();
         thread::spawn(move || wait(log.append(payload(1))))
@@ -313,7 +334,10 @@ fn an_append_behind_a_full_window_gives_up_at_its_deadline_holding_nothing() {
 fn once_the_seal_is_seen_no_slot_is_handed_out() {
     let data = Arc::new(MemLogDrive::new());
     let log = Arc::new(log_on(&data, Arc::new(MemLogDrive::new()), 0, 1));
-    assert_eq!(wait(log.sequencer().acquire()).unwrap(), 0);
+    assert_eq!(
+        wait(log.sequencer().expect("a local sequencer").acquire()).unwrap(),
+        0
+    );
     let waiting = {
         let log = log.clone();
         thread::spawn(move || wait(log.append(payload(1))))

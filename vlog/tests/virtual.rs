@@ -136,7 +136,10 @@ fn al_6_a_dead_clients_slot_leads_to_a_reconfiguration_and_later_appends_move_on
     append_all(&log, 0..7);
     let loglet = world.factory.opened(1).unwrap();
     // Slot 7 is acquired by a client that dies.
-    assert_eq!(wait(loglet.sequencer().acquire()).unwrap(), 7);
+    assert_eq!(
+        wait(loglet.sequencer().expect("a local sequencer").acquire()).unwrap(),
+        7
+    );
     let later: Vec<_> = (8..10)
         .map(|i| {
             let log = log.clone();
@@ -165,7 +168,10 @@ fn al_5_zombies_past_a_recorded_stop_never_appear() {
     append_all(&log, 0..11);
     let loglet = world.factory.opened(1).unwrap();
     // B holds slot 11 from before the reconfiguration.
-    assert_eq!(wait(loglet.sequencer().acquire()).unwrap(), 11);
+    assert_eq!(
+        wait(loglet.sequencer().expect("a local sequencer").acquire()).unwrap(),
+        11
+    );
     wait(log.reconfig_extend(config(2))).unwrap();
     // Its write, stamped with the old segment's epoch, meets the fence.
     let zombie = wait(loglet.data().write(11, 1, payload(999)));

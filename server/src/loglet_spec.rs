@@ -1,0 +1,205 @@
+//! What a segment of a replicated log is made of, as its chain entry describes it: the
+//! sequencer that hosts its slots, and its data and seal LogDrives on LogDrive servers, in
+//! quorum groups of replicas, striped when there are several groups. The description is
+//! JSON in the chain (`LogletConfig::spec`), so an operator can read it with etcdctl, and
+//! [`Pool`] turns it into drives: one connection per server, shared by every drive there.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use sealog_logdrive::{
+    Length, LogDrive, LogDriveError, OpFuture, QuorumLogDrive, QuorumOptions, ReadOutcome,
+    StripedLogDrive, TailDesc,
+};
+use sealog_vlog::{LogError, LogletConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::remote::{RemoteLogDrive, RemoteOptions, RemoteStore};
+
+/// A LogDrive on one server: its id and generation there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriveName {
+    /// The id.
+    pub id: u64,
+    /// The generation.
+    pub generation: u64,
+}
+
+/// One replica of a quorum group: a server and the loglet's drives on it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replica {
+    /// The server's `host:port`.
+    pub addr: String,
+    /// The data LogDrive.
+    pub data: DriveName,
+    /// The seal LogDrive (only group 0's replicas hold one).
+    pub seal: Option<DriveName>,
+}
+
+/// A segment's loglet, as the chain holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogletSpec {
+    /// The sequencer that hosts its slots: its `host:port`.
+    pub sequencer: String,
+    /// K, the window of slots in flight.
+    pub window: u64,
+    /// Replicas of each group that must take a write.
+    pub write_quorum: usize,
+    /// The quorum groups, striped in this order.
+    pub groups: Vec<Vec<Replica>>,
+}
+
+impl LogletSpec {
+    /// The spec `config` carries.
+    pub fn decode(config: &LogletConfig) -> Result<LogletSpec, LogError> {
+        serde_json::from_slice(&config.spec).map_err(|error| LogError::InvalidConfig {
+            reason: format!("loglet {}'s description: {error}", config.id),
+        })
+    }
+
+    /// The configuration of loglet `id` with this spec.
+    pub fn config(&self, id: u64) -> LogletConfig {
+        let spec = serde_json::to_vec(self).expect("a spec of strings and numbers encodes");
+        LogletConfig {
+            id,
+            spec: Bytes::from(spec),
+        }
+    }
+}
+
+/// Connections to LogDrive servers, one per address, made on first use.
+pub struct Pool {
+    options: RemoteOptions,
+    stores: Mutex<HashMap<String, RemoteStore>>,
+}
+
+impl Pool {
+    /// A pool whose connections use `options` (TLS and deadlines).
+    pub fn new(options: RemoteOptions) -> Pool {
+        Pool {
+            options,
+            stores: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The connection to `addr`.
+    pub async fn store(&self, addr: &str) -> Result<RemoteStore, LogDriveError> {
+        if let Some(store) = self.lock().get(addr) {
+            return Ok(store.clone());
+        }
+        let store = RemoteStore::connect(addr, self.options.clone()).await?;
+        Ok(self.lock().entry(addr.into()).or_insert(store).clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RemoteStore>> {
+        self.stores.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The data and seal LogDrives of `spec`: a quorum per group, striped over the groups;
+    /// the seal bit on group 0's quorum. A server that cannot be reached now is a child that
+    /// answers every operation with an indeterminate error (the quorum decides).
+    pub async fn drives(
+        self: &Arc<Self>,
+        spec: &LogletSpec,
+    ) -> Result<(Arc<dyn LogDrive>, Arc<dyn LogDrive>), LogError> {
+        let invalid = |reason: String| LogError::InvalidConfig { reason };
+        let mut groups: Vec<Arc<dyn LogDrive>> = Vec::new();
+        let mut seal = None;
+        for (index, group) in spec.groups.iter().enumerate() {
+            let mut data_children: Vec<Arc<dyn LogDrive>> = Vec::new();
+            let mut seal_children: Vec<Arc<dyn LogDrive>> = Vec::new();
+            for replica in group {
+                data_children.push(self.child(&replica.addr, replica.data).await);
+                if let Some(name) = replica.seal.filter(|_| index == 0) {
+                    seal_children.push(self.child(&replica.addr, name).await);
+                }
+            }
+            let quorum = |children| {
+                QuorumLogDrive::new(children, spec.write_quorum, QuorumOptions::default())
+                    .map_err(|e| invalid(format!("group {index}: {e}")))
+            };
+            groups.push(Arc::new(quorum(data_children)?));
+            if index == 0 {
+                seal = Some(Arc::new(quorum(seal_children)?) as Arc<dyn LogDrive>);
+            }
+        }
+        let seal = seal.ok_or_else(|| invalid("a loglet with no group".into()))?;
+        let data: Arc<dyn LogDrive> = match groups.len() {
+            1 => groups.remove(0),
+            _ => Arc::new(StripedLogDrive::new(groups).map_err(|e| invalid(e.to_string()))?),
+        };
+        Ok((data, seal))
+    }
+
+    /// A replica's drive. A server not connected to yet is connected to on the drive's
+    /// first operation, so that opening a loglet never waits on a server that is down.
+    async fn child(self: &Arc<Self>, addr: &str, name: DriveName) -> Arc<dyn LogDrive> {
+        match self.lock().get(addr) {
+            Some(store) => Arc::new(store.drive(name.id, name.generation)),
+            None => Arc::new(Lazy {
+                pool: Arc::clone(self),
+                addr: addr.into(),
+                name,
+            }),
+        }
+    }
+}
+
+/// A replica on a server not connected to when the loglet was opened: each operation
+/// connects first (and fails, indeterminate, while the server stays unreachable, so that a
+/// quorum counts it as a replica that did not answer).
+struct Lazy {
+    pool: Arc<Pool>,
+    addr: String,
+    name: DriveName,
+}
+
+impl Lazy {
+    fn op<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(RemoteLogDrive) -> OpFuture<T> + Send + 'static,
+    ) -> OpFuture<T> {
+        let (pool, addr, name) = (Arc::clone(&self.pool), self.addr.clone(), self.name);
+        let task = crate::runtime::spawn(async move {
+            let store = pool
+                .store(&addr)
+                .await
+                .map_err(LogDriveError::indeterminate)?;
+            op(store.drive(name.id, name.generation)).await
+        });
+        Box::pin(async move {
+            task.await
+                .unwrap_or_else(|error| Err(LogDriveError::Io { reason: error }.indeterminate()))
+        })
+    }
+}
+
+impl LogDrive for Lazy {
+    fn write(&self, address: u64, epoch: u64, payload: Bytes) -> OpFuture<()> {
+        self.op(move |d| d.write(address, epoch, payload))
+    }
+    fn read(&self, address: u64) -> OpFuture<ReadOutcome> {
+        self.op(move |d| d.read(address))
+    }
+    fn weak_tail(&self, k: u64) -> OpFuture<TailDesc> {
+        self.op(move |d| d.weak_tail(k))
+    }
+    fn seal(&self, length: u64, epoch: u64) -> OpFuture<()> {
+        self.op(move |d| d.seal(length, epoch))
+    }
+    fn fence(&self, epoch: u64) -> OpFuture<()> {
+        self.op(move |d| d.fence(epoch))
+    }
+    fn trim(&self, upto: u64) -> OpFuture<()> {
+        self.op(move |d| d.trim(upto))
+    }
+    fn length(&self) -> OpFuture<Length> {
+        self.op(|d| d.length())
+    }
+    /// Unknown until the server answers: no bound from this replica (the sequencer's window
+    /// was checked against the servers when the loglet was made).
+    fn write_window_max(&self) -> u64 {
+        u64::MAX
+    }
+}
