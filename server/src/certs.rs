@@ -96,6 +96,17 @@ impl Leaf {
     }
 }
 
+impl Leaf {
+    /// A sequencer's certificate: a server's (clients reach it) that is also a client's of
+    /// the sequencer role (it creates, seals and fences LogDrives).
+    pub fn sequencer(name: &str, addresses: &[IpAddr]) -> Leaf {
+        Leaf {
+            role: Some(Role::Sequencer),
+            ..Leaf::server(name, addresses)
+        }
+    }
+}
+
 fn make_error(name: &str) -> impl Fn(rcgen::Error) -> CertError + '_ {
     move |error| CertError::Make {
         name: name.into(),
@@ -188,11 +199,13 @@ pub fn write_issued(dir: &Path, name: &str, issued: &Issued) -> Result<(), CertE
     write(&dir.join(format!("{name}.key")), &issued.key_pem, true)
 }
 
-/// Makes a CA and certificates for `servers` and `clients` (name and role) in `dir`:
-/// `ca.pem`, and `NAME.pem` with `NAME.key` for each. Returns the files written.
+/// Makes a CA and certificates for `servers`, `sequencers` (name and addresses) and
+/// `clients` (name and role) in `dir`: `ca.pem`, and `NAME.pem` with `NAME.key` for each.
+/// Returns the files written.
 pub fn write_cluster(
     dir: &Path,
     servers: &[(String, Vec<IpAddr>)],
+    sequencers: &[(String, Vec<IpAddr>)],
     clients: &[(String, Role)],
 ) -> Result<Vec<PathBuf>, CertError> {
     std::fs::create_dir_all(dir).map_err(|source| CertError::Write {
@@ -205,6 +218,11 @@ pub fn write_cluster(
     let leaves = servers
         .iter()
         .map(|(name, addresses)| Leaf::server(name, addresses))
+        .chain(
+            sequencers
+                .iter()
+                .map(|(name, addresses)| Leaf::sequencer(name, addresses)),
+        )
         .chain(clients.iter().map(|(name, role)| Leaf::client(name, *role)));
     for leaf in leaves {
         write_issued(dir, &leaf.name, &ca.issue(&leaf)?)?;

@@ -17,9 +17,11 @@
 
 pub mod auth;
 pub mod certs;
+pub mod commands;
 pub mod etcd;
 pub mod log_client;
 pub mod loglet_spec;
+pub mod meta_url;
 pub mod pb;
 pub mod remote;
 mod runtime;

@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use sealog_vlog::{AtomicOptions, Chain, LogError, MetaStore, VirtualLog, VirtualOptions};
+use sealog_vlog::{
+    AtomicOptions, Chain, LogError, LogletFactory, MetaStore, VirtualLog, VirtualOptions,
+};
 
 use crate::loglet_spec::Pool;
 use crate::remote::RemoteOptions;
@@ -31,6 +33,7 @@ pub struct LogClientOptions {
 /// A client of the replicated log: see the module doc.
 pub struct LogClient {
     log: VirtualLog,
+    factory: Arc<ClientFactory>,
     reconfigurer: Arc<SequencerReconfigurer>,
 }
 
@@ -69,9 +72,13 @@ impl LogClient {
                 return Err(last);
             }
         }
-        let log = VirtualLog::open(meta, factory, options.virtual_options.clone()).await?;
+        let log = VirtualLog::open(meta, factory.clone(), options.virtual_options.clone()).await?;
         let log = log.with_reconfigurer(reconfigurer.clone());
-        Ok(LogClient { log, reconfigurer })
+        Ok(LogClient {
+            log,
+            factory,
+            reconfigurer,
+        })
     }
 
     /// Appends `payload`: its position in the log.
@@ -92,6 +99,16 @@ impl LogClient {
     /// The chain, read afresh.
     pub async fn chain(&self) -> Result<Chain, LogError> {
         self.log.refresh().await
+    }
+
+    /// Sets the active segment's seal bit: appends that complete after it fail, and the next
+    /// append moves the log to a new segment (which a sequencer installs). The sealed
+    /// loglet and its epoch.
+    pub async fn seal(&self) -> Result<(u64, u64), LogError> {
+        let segment = self.log.refresh().await?.active().clone();
+        let loglet = self.factory.open(&segment).await?;
+        loglet.seal(segment.epoch).await?;
+        Ok((segment.loglet.id, segment.epoch))
     }
 
     /// Asks the sequencers to seal the active segment and install a new one: the loglet

@@ -274,8 +274,14 @@ async fn handshake(
     };
     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(stream)) => stream,
-        Ok(Err(error)) => {
+        // rustls reports what it refused (a certificate, a protocol) as invalid data; any
+        // other error is the peer going away mid-handshake, which refuses nothing.
+        Ok(Err(error)) if error.kind() == std::io::ErrorKind::InvalidData => {
             refused(error.to_string());
+            return None;
+        }
+        Ok(Err(error)) => {
+            tracing::debug!(%remote, %error, "TLS handshake abandoned by the peer");
             return None;
         }
         Err(_) => {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{loopback, quick_options, server};
+use common::{append_acked, loopback, quick_options, server};
 use sealog_logdrive::{LogDriveError, MemLogDrive};
 use sealog_server::log_client::{LogClient, LogClientOptions};
 use sealog_server::loglet_spec::{LogletSpec, Pool};
@@ -94,15 +94,7 @@ async fn sequencer(
 
 async fn append_all(client: &LogClient, from: u64, count: u64, acked: &mut BTreeMap<u64, Bytes>) {
     for i in from..from + count {
-        let value = Bytes::from(format!("value {i}"));
-        let position = client
-            .append(value.clone())
-            .await
-            .unwrap_or_else(|e| panic!("append {i}: {e}"));
-        assert!(
-            acked.insert(position, value).is_none(),
-            "position {position} acknowledged twice"
-        );
+        append_acked(client, Bytes::from(format!("value {i}")), acked).await;
     }
 }
 

@@ -139,3 +139,20 @@ impl Drop for Etcd {
         self.kill();
     }
 }
+
+/// Appends `value` through `client`, recording its position in `acked`; a position
+/// acknowledged twice fails the test.
+pub async fn append_acked(
+    client: &sealog_server::log_client::LogClient,
+    value: bytes::Bytes,
+    acked: &mut std::collections::BTreeMap<u64, bytes::Bytes>,
+) {
+    let position = client
+        .append(value.clone())
+        .await
+        .unwrap_or_else(|e| panic!("append {value:?}: {e}"));
+    assert!(
+        acked.insert(position, value).is_none(),
+        "position {position} acknowledged twice"
+    );
+}
