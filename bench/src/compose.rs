@@ -138,11 +138,11 @@ fn comparison(
 }
 
 /// A run's cell and its busiest polling thread's share of a CPU.
-type Run = (Cell, f64);
+pub(crate) type Run = (Cell, f64);
 
 /// One run: the rings opened (as an Engine, or a store on each), `engine` measured under
 /// `load`, the rings left empty and closed.
-fn run(plan: &Plan, engine: ComposeEngine, load: Load) -> Result<Run, String> {
+pub(crate) fn run(plan: &Plan, engine: ComposeEngine, load: Load) -> Result<Run, String> {
     let options = cell_options(plan.options.clone());
     let paths: Vec<&Path> = plan.rings.iter().map(PathBuf::as_path).collect();
     if engine == ComposeEngine::Raw {
@@ -152,7 +152,7 @@ fn run(plan: &Plan, engine: ComposeEngine, load: Load) -> Result<Run, String> {
             drive,
             payload: payload(),
         };
-        let cell = measured_cell(&ops, engine, load, drive);
+        let cell = measured_cell(&ops, engine.name(), load, drive);
         let trimmed = opened
             .drives()
             .iter()
@@ -179,15 +179,15 @@ fn logdrive_run(
     let shape = match engine {
         ComposeEngine::LogDrive => {
             let ops = WriteOps::new(created(stores, 0, &[0])?, false);
-            return measured_cell(&ops, engine, load, drive);
+            return measured_cell(&ops, engine.name(), load, drive);
         }
         ComposeEngine::Together3 => {
             let ops = WriteOps::new(created(stores, 0, &[0, 1, 2])?, true);
-            return measured_cell(&ops, engine, load, drive);
+            return measured_cell(&ops, engine.name(), load, drive);
         }
         ComposeEngine::AtOnce2 => {
             let ops = WriteOps::new(created(stores, 0, &[0, 1])?, false);
-            return measured_cell(&ops, engine, load, drive);
+            return measured_cell(&ops, engine.name(), load, drive);
         }
         ComposeEngine::Raw => return Err("the raw engine runs on an Engine".to_string()),
         ComposeEngine::AtomicOne => Shape::One,
@@ -208,20 +208,20 @@ fn logdrive_run(
         payload: payload(),
         issued: AtomicU64::new(0),
     };
-    measured_cell(&ops, engine, load, drive)
+    measured_cell(&ops, engine.name(), load, drive)
 }
 
 /// The 4 KiB payload every operation writes (shared bytes: each write hands on a reference).
-fn payload() -> Bytes {
+pub(crate) fn payload() -> Bytes {
     Bytes::from(vec![0x5a; PAYLOAD_BYTES])
 }
 
-/// Measures `ops` under `load` as a cell named for `engine` (with its busiest polling
+/// Measures `ops` under `load` as a cell named `name` (with its busiest polling
 /// thread's share of a CPU), releasing behind it to keep a quarter of a ring (`drive`'s,
 /// whose batches it counts).
-fn measured_cell<O: Ops>(
+pub(crate) fn measured_cell<O: Ops>(
     ops: &O,
-    engine: ComposeEngine,
+    name: &str,
     load: Load,
     drive: &Drive,
 ) -> Result<Run, String> {
@@ -240,7 +240,7 @@ fn measured_cell<O: Ops>(
     );
     let measured = measure(ops, load, keep, drive)?;
     let mut cell = Cell::measured(
-        engine.name(),
+        name,
         PAYLOAD_BYTES as u64,
         load.threads as u64,
         load.in_flight as u64,
@@ -313,7 +313,7 @@ fn created(
 
 /// Opens `ring` as a LogDrive store whose writers may keep a window of [`WINDOW_K`], its
 /// reclaimer on the default policy.
-fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, String> {
+pub(crate) fn open_store(ring: &Path, options: DriveOptions) -> Result<LogDriveStore, String> {
     let options = StoreOptions::default()
         .drive(options.when_full(sealog::WhenFull::Fail))
         .write_window_max(WINDOW_K)

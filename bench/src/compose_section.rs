@@ -20,12 +20,28 @@ pub fn compose_section(
     context: &RunContext<'_>,
     sync_method: Option<SyncMethod>,
 ) -> Result<ComposeFigures, String> {
-    let rings: Vec<_> = (0..RINGS)
-        .map(|ring| context.scratch.join(format!("compose-{ring}")))
-        .collect();
+    let plan = plan(context, sync_method, "compose");
+    let figures = compose::compose_section(&plan);
+    for ring in &plan.rings {
+        let _ = std::fs::remove_dir_all(ring);
+    }
+    figures
+}
+
+/// The plan of a section on three rings named `name-N` in the scratch directory, of the
+/// cells' shape with `sync_method`: runs a tenth of a cell's, a fifth of that to warm up,
+/// one rotation of the engines in the quick run and two otherwise (the server section
+/// shares it).
+pub fn plan(
+    context: &RunContext<'_>,
+    sync_method: Option<SyncMethod>,
+    name: &str,
+) -> compose::Plan {
     let run = context.duration / 10;
-    let plan = compose::Plan {
-        rings: rings.clone(),
+    compose::Plan {
+        rings: (0..RINGS)
+            .map(|ring| context.scratch.join(format!("{name}-{ring}")))
+            .collect(),
         shape: RingShape {
             sync_method,
             ..context.shape
@@ -34,12 +50,7 @@ pub fn compose_section(
         run,
         warmup: run / 5,
         rotations: if context.quick { 1 } else { 2 },
-    };
-    let figures = compose::compose_section(&plan);
-    for ring in &rings {
-        let _ = std::fs::remove_dir_all(ring);
     }
-    figures
 }
 
 /// The section's table and lines on the terminal.

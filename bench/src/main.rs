@@ -16,18 +16,21 @@
 //! Open (`opens.rs`): the recovery of the full ring against the sequential read ceiling, and
 //! the open time of rings of 256 MiB, 1 GiB and 4 GiB holding the same small live region.
 //! Raft (`raft_section.rs`): sealog as openraft's log store against raft-engine's and the
-//! in-memory store, through `RaftLogStorage` and as a three-node key-value cluster. Each
+//! in-memory store, through `RaftLogStorage` and as a three-node key-value cluster. Server
+//! (`server_section.rs`): the replicated log of `sealog-server` beside the AtomicLog over a
+//! local quorum and the raw engine's append. Each
 //! figure with its ratio to the ceiling that bounds it, then the issues' targets with this
 //! run's figures. A table on the terminal, `--json PATH` with the machine description, `--plot
 //! PATH` an SVG of the write cells.
 //!
 //! This file parses the arguments and runs the sections in turn: `write_section.rs`,
-//! `logdrive_section.rs`, `compose_section.rs`, `restart_section.rs` (read and open) and
-//! `raft_section.rs` each run theirs and print its table, with what they share in
-//! `run_context.rs`; this file then judges the targets and writes the plot and the JSON.
+//! `logdrive_section.rs`, `compose_section.rs`, `restart_section.rs` (read and open),
+//! `raft_section.rs` and `server_section.rs` each run theirs and print its table, with what
+//! they share in `run_context.rs`; this file then judges the targets and writes the plot and
+//! the JSON.
 //!
-//! `cargo run --release -p sealog-bench -- --quick` is the README's main job (under three
-//! minutes).
+//! `cargo run --release -p sealog-bench -- --quick` is the README's main job (about three
+//! and a half minutes).
 
 #![forbid(unsafe_code)]
 
@@ -65,6 +68,8 @@ mod report;
 mod restart_section;
 mod rounds;
 mod run_context;
+mod server_report;
+mod server_section;
 mod tail_reads;
 mod target;
 mod write_section;
@@ -84,6 +89,7 @@ use crate::progress::progress;
 use crate::raft_figures::RaftFigures;
 use crate::restart_section::RestartFigures;
 use crate::run_context::{RunContext, Section, Sections};
+use crate::server_report::ServerFigures;
 use crate::target::Target;
 use crate::write_section::WriteFigures;
 
@@ -148,7 +154,8 @@ struct Args {
     /// writes), `read` (tail, cold and catch-up reads with their ceilings), `open` (open
     /// times and the full ring's recovery). `--section read --section open` reruns the read
     /// and restart figures alone. `raft` (sealog as openraft's log store, at the store level
-    /// and as a three-node cluster, beside raft-engine's with `--features peers`).
+    /// and as a three-node cluster, beside raft-engine's with `--features peers`). `server`
+    /// (the replicated log of sealog-server over gRPC, TLS on and off, one and two groups).
     #[arg(long = "section", value_enum)]
     sections: Vec<Section>,
 }
@@ -268,6 +275,7 @@ struct RunFigures {
     compose: Option<ComposeFigures>,
     restart: Option<RestartFigures>,
     raft: Option<RaftFigures>,
+    server: Option<ServerFigures>,
     /// The load average (1, 5, 15 minutes) before the first section and after the last.
     load_at_start: Option<[f64; 3]>,
     load_at_end: Option<[f64; 3]>,
@@ -281,6 +289,8 @@ struct RunFigures {
     read_and_open_seconds: f64,
     /// Wall time of the raft section, its stores' and clusters' setup included, seconds.
     raft_seconds: f64,
+    /// Wall time of the server section, its servers' setup included, seconds.
+    server_seconds: f64,
     /// The process's peak resident memory before the peers ran, bytes.
     sealog_peak_rss_bytes: u64,
 }
@@ -330,6 +340,12 @@ fn measure(context: &RunContext<'_>, sections: Sections) -> Result<RunFigures, S
         None
     };
     let raft_seconds = raft.as_ref().map_or(0.0, |figures| figures.seconds);
+    let server = if sections.server {
+        Some(server_section::server_section(context, sync_method)?)
+    } else {
+        None
+    };
+    let server_seconds = server.as_ref().map_or(0.0, |figures| figures.seconds);
     progress("");
     eprintln!();
     Ok(RunFigures {
@@ -338,6 +354,7 @@ fn measure(context: &RunContext<'_>, sections: Sections) -> Result<RunFigures, S
         compose,
         restart,
         raft,
+        server,
         load_at_start,
         load_at_end: machine::load_average(),
         write_seconds,
@@ -345,6 +362,7 @@ fn measure(context: &RunContext<'_>, sections: Sections) -> Result<RunFigures, S
         compose_seconds,
         read_and_open_seconds,
         raft_seconds,
+        server_seconds,
         sealog_peak_rss_bytes,
     })
 }
@@ -365,6 +383,12 @@ fn print_sections(context: &RunContext<'_>, figures: &RunFigures) {
     }
     if let Some(raft) = &figures.raft {
         raft_section::print_raft_section(raft);
+    }
+    if let Some(server) = &figures.server {
+        println!();
+        server_report::lines(server)
+            .iter()
+            .for_each(|line| println!("{line}"));
     }
 }
 
@@ -419,14 +443,15 @@ fn load_line(figures: &RunFigures) -> String {
     format!(
         "load average (1, 5, 15 min) at the start: {}; at the end: {}; the write section took \
          {:.0} s, the logdrive section {:.0} s, the compose section {:.0} s, the read and open \
-         sections {:.0} s, the raft section {:.0} s",
+         sections {:.0} s, the raft section {:.0} s, the server section {:.0} s",
         load(figures.load_at_start),
         load(figures.load_at_end),
         figures.write_seconds,
         figures.logdrive_seconds,
         figures.compose_seconds,
         figures.read_and_open_seconds,
-        figures.raft_seconds
+        figures.raft_seconds,
+        figures.server_seconds
     )
 }
 
@@ -489,6 +514,7 @@ fn json_document(
             "compose": figures.compose_seconds,
             "read_and_open": figures.read_and_open_seconds,
             "raft": figures.raft_seconds,
+            "server": figures.server_seconds,
         },
         "durability": args.durability,
         "spin_before_block_us": args.spin_us,
@@ -517,6 +543,9 @@ fn json_document(
     }
     if let Some(raft) = &figures.raft {
         document["raft"] = raft_report::to_json(raft);
+    }
+    if let Some(server) = &figures.server {
+        document["server"] = server_report::to_json(server);
     }
     document
 }

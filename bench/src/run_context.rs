@@ -80,6 +80,10 @@ pub enum Section {
     /// flight over 1 and 1,000 groups) and a three-node key-value cluster's client writes,
     /// beside raft-engine's store (`--features peers`) and the in-memory store.
     Raft,
+    /// The replicated log of `sealog-server` (a sequencer and three LogDrive servers over
+    /// gRPC on loopback), with TLS and without, one and two quorum groups, beside the
+    /// AtomicLog over a local quorum and the raw engine's append, at 1 and 256 in flight.
+    Server,
 }
 
 /// Which sections run.
@@ -97,6 +101,8 @@ pub struct Sections {
     pub compose: bool,
     /// The raft section.
     pub raft: bool,
+    /// The server section.
+    pub server: bool,
 }
 
 impl Sections {
@@ -110,6 +116,7 @@ impl Sections {
             open: all || named.contains(&Section::Open),
             compose: all || named.contains(&Section::Compose),
             raft: all || named.contains(&Section::Raft),
+            server: all || named.contains(&Section::Server),
         }
     }
 
@@ -122,6 +129,7 @@ impl Sections {
             (self.read, "read"),
             (self.open, "open"),
             (self.raft, "raft"),
+            (self.server, "server"),
         ]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))

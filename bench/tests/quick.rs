@@ -6,7 +6,8 @@
 //! is reported with its figures; the machine description and the targets are in the JSON, with
 //! CPU per append and the single-writer rounds against the peers (with `--features peers`); the
 //! plot is an SVG. Issue 11's read and open sections are in the JSON (`reads`, `open_times`),
-//! so is the composition section (`compose`), and `--section` runs a section alone.
+//! so is the composition section (`compose`), and the server section (`server`), and
+//! `--section` runs a section alone.
 
 use std::process::Command;
 
@@ -155,6 +156,30 @@ fn the_quick_benchmark_writes_the_json_contract() {
     check_logdrive_section(&json);
     check_compose_section(&json);
     check_raft_section(&json);
+    check_server_section(&json);
+}
+
+/// The server section in the JSON: every engine at 1 and 256 in flight, with appends
+/// measured and its ratios to the engine append and to the AtomicLog over a local quorum.
+fn check_server_section(json: &serde_json::Value) {
+    let rows = json["server"]["rows"].as_array().expect("server.rows");
+    for engine in [
+        "engine append",
+        "AtomicLog, local quorum",
+        "replicated log, no TLS",
+        "replicated log, TLS",
+        "replicated log, TLS, 2 groups",
+    ] {
+        for in_flight in [1, 256] {
+            let row = rows
+                .iter()
+                .find(|row| row["engine"] == engine && row["in_flight"] == in_flight)
+                .unwrap_or_else(|| panic!("no {engine} at {in_flight} in {rows:?}"));
+            assert!(row["appends_per_sec"].as_f64() > Some(0.0), "{row}");
+            assert!(row["ratio_to_engine_append"].as_f64() > Some(0.0), "{row}");
+            assert!(row["ratio_to_local_quorum"].as_f64() > Some(0.0), "{row}");
+        }
+    }
 }
 
 /// The raft section in the JSON: store-level cells for sealog and the mem store (and
@@ -327,7 +352,7 @@ fn check_compose_section(json: &serde_json::Value) {
 fn check_read_and_open_sections(json: &serde_json::Value) {
     assert_eq!(
         json["sections"],
-        serde_json::json!(["write", "logdrive", "compose", "read", "open", "raft"])
+        serde_json::json!(["write", "logdrive", "compose", "read", "open", "raft", "server"])
     );
     let rows = json["reads"]["rows"].as_array().expect("reads.rows");
     let expected = [

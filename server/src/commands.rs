@@ -1,6 +1,6 @@
 //! What `sealog-server`'s log commands do, apart from parsing their arguments: run a
 //! sequencer until killed, and the client's `create`, `append`, `read`, `tail`, `seal`,
-//! `reconfigure` and `status`, each printing one JSON object on stdout.
+//! `reconfigure`, `status` and `repair`, each printing one JSON object on stdout.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,7 +15,7 @@ use crate::log_client::{LogClient, LogClientOptions};
 use crate::loglet_spec::{LogletSpec, Pool, Replica};
 use crate::meta_url::MetaUrl;
 use crate::remote::{ClientTls, RemoteOptions};
-use crate::sequencer_client::Sequencers;
+use crate::repair::repair_sealed;
 use crate::sequencer_host::{Host, HostConfig};
 use crate::sequencer_service::SequencerServer;
 use crate::tls::{TlsFiles, TlsPem};
@@ -90,13 +90,7 @@ pub async fn run_sequencer(
         .open(&remote)
         .await
         .map_err(|e| format!("the MetaStore {}: {e}", reach.meta))?;
-    let pool = Arc::new(Pool::new(remote.clone()));
-    let host = Arc::new(Host::new(
-        config,
-        meta,
-        pool,
-        Arc::new(Sequencers::new(remote)),
-    ));
+    let host = Arc::new(Host::reaching(config, meta, remote));
     let server = SequencerServer::start(host, listen, reach.server_tls()?)
         .await
         .map_err(|e| e.to_string())?;
@@ -126,6 +120,8 @@ pub enum LogCommand {
     Reconfigure,
     /// The chain.
     Status,
+    /// Bring every replica of every sealed segment to its sealed length.
+    Repair,
 }
 
 /// Runs `command`: the JSON object to print.
@@ -173,6 +169,21 @@ pub async fn run_log_command(reach: &Reach, command: LogCommand) -> Result<Value
             json!({ "loglet": loglet })
         }
         LogCommand::Status => chain_json(&client.chain().await.map_err(|e| failed("status", e))?),
+        LogCommand::Repair => {
+            let chain = client.chain().await.map_err(|e| failed("repair", e))?;
+            let pool = Arc::new(Pool::new(reach.remote()?));
+            let done = repair_sealed(&pool, &chain)
+                .await
+                .map_err(|e| failed("repair", e))?;
+            json!({
+                "segments": done.segments,
+                "replicas_repaired": done.replicas_repaired,
+                "slots_written": done.slots_written,
+                "unrepairable": done.unrepairable,
+                "unreachable": done.unreachable,
+                "absent": done.absent,
+            })
+        }
     })
 }
 

@@ -24,6 +24,7 @@ pub mod loglet_spec;
 pub mod meta_url;
 pub mod pb;
 pub mod remote;
+pub mod repair;
 mod runtime;
 pub mod sequencer_client;
 pub mod sequencer_host;

@@ -68,11 +68,20 @@ impl LogletSpec {
     }
 }
 
-/// Connections to LogDrive servers, one per address, made on first use.
+/// Connections to LogDrive servers, one per address, made on first use: callers that find
+/// one being made wait for it rather than making their own (a loglet's first 256 appends
+/// make one TLS handshake per server, not 256).
 pub struct Pool {
     options: RemoteOptions,
-    stores: Mutex<HashMap<String, RemoteStore>>,
+    stores: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<RemoteStore>>>>,
+    /// When a connection to each address last failed: for [`RETRY_CONNECT_AFTER`] after
+    /// that, operations on a replica there fail at once rather than each waiting out a
+    /// connection attempt of its own.
+    failed: Mutex<HashMap<String, std::time::Instant>>,
 }
+
+/// How long after a failed connection the pool tries that server again.
+pub const RETRY_CONNECT_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Pool {
     /// A pool whose connections use `options` (TLS and deadlines).
@@ -80,19 +89,42 @@ impl Pool {
         Pool {
             options,
             stores: Mutex::new(HashMap::new()),
+            failed: Mutex::new(HashMap::new()),
         }
     }
 
     /// The connection to `addr`.
     pub async fn store(&self, addr: &str) -> Result<RemoteStore, LogDriveError> {
-        if let Some(store) = self.lock().get(addr) {
+        let cell = Arc::clone(self.lock().entry(addr.into()).or_default());
+        if let Some(store) = cell.get() {
             return Ok(store.clone());
         }
-        let store = RemoteStore::connect(addr, self.options.clone()).await?;
-        Ok(self.lock().entry(addr.into()).or_insert(store).clone())
+        let failed = |failed: &mut HashMap<String, std::time::Instant>| {
+            let at = failed.get(addr)?;
+            (at.elapsed() < RETRY_CONNECT_AFTER).then_some(*at)
+        };
+        if failed(&mut self.failed.lock().unwrap_or_else(|p| p.into_inner())).is_some() {
+            return Err(LogDriveError::Io {
+                reason: format!("{addr} was unreachable less than {RETRY_CONNECT_AFTER:?} ago"),
+            });
+        }
+        let connect = || RemoteStore::connect(addr, self.options.clone());
+        let connected = cell.get_or_try_init(connect).await.cloned();
+        if connected.is_err() {
+            let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            failed.insert(addr.into(), std::time::Instant::now());
+        }
+        connected
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, RemoteStore>> {
+    /// The connection to `addr` if one is made already.
+    fn connected(&self, addr: &str) -> Option<RemoteStore> {
+        self.lock().get(addr).and_then(|cell| cell.get().cloned())
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<tokio::sync::OnceCell<RemoteStore>>>> {
         self.stores.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -132,10 +164,24 @@ impl Pool {
         Ok((data, seal))
     }
 
+    /// The data LogDrives of group `group` of `spec`, a replica each (none for a group
+    /// the spec does not have).
+    pub async fn group(
+        self: &Arc<Self>,
+        spec: &LogletSpec,
+        group: usize,
+    ) -> Vec<Arc<dyn LogDrive>> {
+        let mut children = Vec::new();
+        for replica in spec.groups.get(group).into_iter().flatten() {
+            children.push(self.child(&replica.addr, replica.data).await);
+        }
+        children
+    }
+
     /// A replica's drive. A server not connected to yet is connected to on the drive's
     /// first operation, so that opening a loglet never waits on a server that is down.
     async fn child(self: &Arc<Self>, addr: &str, name: DriveName) -> Arc<dyn LogDrive> {
-        match self.lock().get(addr) {
+        match self.connected(addr) {
             Some(store) => Arc::new(store.drive(name.id, name.generation)),
             None => Arc::new(Lazy {
                 pool: Arc::clone(self),

@@ -98,7 +98,7 @@ impl RemoteSlots {
     }
 
     /// Sends one call; a transport failure or timeout is `SequencerDown`.
-    fn call<F, Fut>(&self, send: F) -> SlotFuture<'static, u64>
+    fn call<F, Fut>(&self, what: &'static str, send: F) -> SlotFuture<'static, u64>
     where
         F: FnOnce(SequencerClient<Channel>, pb::LogletRef) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<tonic::Response<pb::SlotReply>, tonic::Status>>
@@ -115,10 +115,13 @@ impl RemoteSlots {
                     None => Err(from_pb(None)),
                 },
                 Ok(Err(status)) => {
-                    tracing::debug!(%status, "a sequencer call failed");
+                    tracing::debug!(what, %status, "a sequencer call failed");
                     Err(LogError::SequencerDown)
                 }
-                Err(_) => Err(LogError::SequencerDown),
+                Err(_) => {
+                    tracing::debug!(what, "a sequencer call timed out");
+                    Err(LogError::SequencerDown)
+                }
             }
         });
         Box::pin(async move { task.await.unwrap_or(Err(LogError::SequencerDown)) })
@@ -133,11 +136,13 @@ impl Slots for RemoteSlots {
                 written: false,
             })));
         }
-        self.call(|mut client, loglet| async move { client.acquire(loglet).await })
+        self.call("acquire", |mut client, loglet| async move {
+            client.acquire(loglet).await
+        })
     }
 
     fn complete(&self, slot: u64) -> SlotFuture<'_, ()> {
-        let done = self.call(move |mut client, loglet| async move {
+        let done = self.call("complete", move |mut client, loglet| async move {
             let request = pb::CompleteRequest {
                 loglet: Some(loglet),
                 slot,
@@ -152,7 +157,9 @@ impl Slots for RemoteSlots {
     }
 
     fn tail(&self) -> SlotFuture<'_, u64> {
-        let tail = self.call(|mut client, loglet| async move { client.tail(loglet).await });
+        let tail = self.call("tail", |mut client, loglet| async move {
+            client.tail(loglet).await
+        });
         Box::pin(async move {
             let tail = tail.await?;
             self.tail.fetch_max(tail, Ordering::AcqRel);
@@ -166,7 +173,9 @@ impl Slots for RemoteSlots {
         }
         // Best effort: a sequencer that misses it refuses slots anyway once its own reads
         // of the seal bit see it, and every append reads the seal bit after completing.
-        drop(self.call(|mut client, loglet| async move { client.refuse(loglet).await }));
+        drop(self.call("refuse", |mut client, loglet| async move {
+            client.refuse(loglet).await
+        }));
     }
 
     fn first_incomplete(&self) -> u64 {
@@ -208,6 +217,11 @@ impl SequencerReconfigurer {
         match task.await {
             Ok(Ok(Ok(reply))) => match reply.into_inner().result {
                 Some(install_reply::Result::Loglet(loglet)) => Ok(loglet),
+                // What went wrong, as the sequencer said it: an install that failed on its
+                // way may have claimed or sealed, so it is indeterminate.
+                Some(install_reply::Result::Error(SequencerError {
+                    kind: Some(sequencer_error::Kind::Failed(reason)),
+                })) => Err(failed(format!("sequencer {addr}: {reason}"))),
                 Some(install_reply::Result::Error(error)) => Err(from_pb(Some(error))),
                 None => Err(failed(format!("sequencer {addr} sent an empty reply"))),
             },

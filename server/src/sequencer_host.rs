@@ -71,10 +71,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The id of loglet `loglet`'s data (`seal` false) or seal LogDrive made by sequencer
-/// `index`.
-pub fn drive_id(loglet: u64, index: u64, seal: bool) -> u64 {
-    (loglet << 9) | ((index & 0xff) << 1) | u64::from(seal)
+/// The id of loglet `loglet`'s data (`seal` false) or seal LogDrive in quorum group
+/// `group`, made by sequencer `index`: distinct per group, so that groups striped over the
+/// same servers never share a LogDrive, and per sequencer, so that two racing never do.
+pub fn drive_id(loglet: u64, index: u64, group: usize, seal: bool) -> u64 {
+    (loglet << 13) | ((group as u64 & 0xf) << 9) | ((index & 0xff) << 1) | u64::from(seal)
 }
 
 impl Host {
@@ -109,6 +110,17 @@ impl Host {
             waiting: AtomicUsize::new(0),
             installing: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// A host over `meta` reaching servers and other sequencers with `remote` (its TLS
+    /// material and deadlines).
+    pub fn reaching(
+        config: HostConfig,
+        meta: Arc<dyn MetaStore>,
+        remote: crate::remote::RemoteOptions,
+    ) -> Host {
+        let pool = Arc::new(Pool::new(remote.clone()));
+        Host::new(config, meta, pool, Arc::new(Sequencers::new(remote)))
     }
 
     /// The configuration.
@@ -206,6 +218,15 @@ impl Host {
         let active = installed.active().clone();
         if active.loglet.id == id {
             self.host(&active).await?;
+            // The segment just sealed, and any before it, brought whole on every replica
+            // (one that was down when it was sealed missed writes and the seal).
+            let (pool, chain) = (Arc::clone(&self.pool), installed.clone());
+            tokio::spawn(async move {
+                match crate::repair::repair_sealed(&pool, &chain).await {
+                    Ok(repaired) => tracing::info!(?repaired, "repaired sealed segments"),
+                    Err(error) => tracing::warn!(%error, "repairing sealed segments"),
+                }
+            });
         } else {
             self.delete_loglet(id).await;
         }
@@ -269,8 +290,8 @@ impl Host {
             };
             let replicas = replicas.into_iter().map(|(addr, data, seal)| Replica {
                 addr,
-                data: data.unwrap_or(unnamed(drive_id(id, index, false))),
-                seal: seal.map(|s| s.unwrap_or(unnamed(drive_id(id, index, true)))),
+                data: data.unwrap_or(unnamed(drive_id(id, index, group, false))),
+                seal: seal.map(|s| s.unwrap_or(unnamed(drive_id(id, index, group, true)))),
             });
             groups.push(replicas.collect());
         }
@@ -298,9 +319,10 @@ impl Host {
             let (pool, addr) = (Arc::clone(&self.pool), addr.clone());
             let capacity = self.config.capacity;
             creating.spawn(async move {
-                let data = create_drive(&pool, &addr, drive_id(id, index, false), capacity).await;
+                let data = drive_id(id, index, group, false);
+                let data = create_drive(&pool, &addr, data, capacity).await;
                 let seal = match group {
-                    0 => Some(create_drive(&pool, &addr, drive_id(id, index, true), 16).await),
+                    0 => Some(create_drive(&pool, &addr, drive_id(id, index, 0, true), 16).await),
                     _ => None,
                 };
                 (position, (addr, data, seal))
@@ -319,7 +341,7 @@ impl Host {
     /// Deletes what `create_loglet(id)` made, as far as it can (a loglet that lost the race
     /// to be installed).
     async fn delete_loglet(&self, id: u64) {
-        for addrs in &self.config.groups {
+        for (group, addrs) in self.config.groups.iter().enumerate() {
             for addr in addrs {
                 let Ok(store) = self.pool.store(addr).await else {
                     continue;
@@ -328,7 +350,7 @@ impl Host {
                     continue;
                 };
                 for seal in [false, true] {
-                    let drive = drive_id(id, self.config.index, seal);
+                    let drive = drive_id(id, self.config.index, group, seal);
                     if let Some((_, generation)) = live.iter().find(|(i, _)| *i == drive) {
                         let _ = store.delete(drive, *generation).await;
                     }

@@ -399,6 +399,7 @@ async fn round(seed: u64, etcd: &Etcd, dir: &Path) {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writing.await.expect("the writer");
     check(&client, &acked, seed).await;
+    sealed_prefix_everywhere(&client, dir, seed).await;
 
     // ZW-1: the first segment's loglet refuses its own epoch's writes now.
     let pool = Arc::new(Pool::new(remote));
@@ -454,6 +455,45 @@ async fn disturb(round: &mut Round, rng: &mut Rng, acked: &Acked) {
     progress(&acked, stalled, 10, "a server came back").await;
     round.serve(killed);
     tokio::time::sleep(rng.pause()).await;
+    // Back and serving before the checks, which read every replica.
+    listening(&round.servers[killed - 1]);
+}
+
+/// After a repair pass (what `sealog-server repair` runs, as an operator), every replica of every
+/// sealed segment, the ones that were killed or cut off while it was written among them,
+/// holds the segment's whole prefix and is sealed at its stop.
+async fn sealed_prefix_everywhere(client: &LogClient, dir: &Path, seed: u64) {
+    let chain = client.chain().await.unwrap();
+    let operator = RemoteOptions {
+        op_deadline: Duration::from_secs(2),
+        tls: Some(ClientTls::from_dir(&dir.join("certs"), "operator").unwrap()),
+        ..RemoteOptions::default()
+    };
+    let pool = Arc::new(Pool::new(operator));
+    let repaired = sealog_server::repair::repair_sealed(&pool, &chain)
+        .await
+        .unwrap();
+    assert_eq!(repaired.unreachable, 0, "seed {seed}: {repaired:?}");
+    for segment in chain.segments.iter().filter(|s| s.stop.is_some()) {
+        let length = segment.stop.unwrap() - segment.start;
+        let spec = LogletSpec::decode(&segment.loglet).unwrap();
+        for replica in pool.group(&spec, 0).await {
+            let found = match replica.length().await {
+                // A replica the segment was made without: its server was down then.
+                Err(sealog_logdrive::LogDriveError::Missing { .. }) => continue,
+                found => found.unwrap(),
+            };
+            assert_eq!(found.sealed, Some(length), "seed {seed}: {found:?}");
+            for slot in found.first..length {
+                let held = replica.read(slot).await.unwrap();
+                assert!(
+                    matches!(held, sealog_logdrive::ReadOutcome::Value(_)),
+                    "seed {seed}: loglet {} slot {slot}: {held:?}",
+                    segment.loglet.id
+                );
+            }
+        }
+    }
 }
 
 /// Every acknowledged append at its position; no value at two positions.

@@ -1,8 +1,8 @@
 //! `sealog-server`: `serve` runs a LogDrive server on a ring (formatting it first if it does
 //! not exist); `sequencer` runs a sequencer of a replicated log; `certs` makes a test CA and
 //! certificates for a local cluster; `create`, `append`, `read`, `tail`, `seal`,
-//! `reconfigure` and `status` are clients of a log (docs/server.md), each printing one JSON
-//! object. Errors are one sentence on stderr and a non-zero exit.
+//! `reconfigure`, `status` and `repair` are clients of a log (docs/server.md), each printing
+//! one JSON object. Errors are one sentence on stderr and a non-zero exit.
 
 #![forbid(unsafe_code)]
 
@@ -64,6 +64,8 @@ enum Command {
     Reconfigure(ReachArgs),
     /// The chain: each segment with its epoch and sequencer.
     Status(ReachArgs),
+    /// Bring every replica of every sealed segment to its sealed length from its peers.
+    Repair(ReachArgs),
 }
 
 #[derive(clap::Args)]
@@ -188,6 +190,7 @@ async fn main() -> ExitCode {
         Command::Seal(reach) => log(&reach, LogCommand::Seal).await,
         Command::Reconfigure(reach) => log(&reach, LogCommand::Reconfigure).await,
         Command::Status(reach) => log(&reach, LogCommand::Status).await,
+        Command::Repair(reach) => log(&reach, LogCommand::Repair).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
