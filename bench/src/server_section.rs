@@ -30,6 +30,11 @@ use crate::rounds::interleave;
 use crate::run_context::RunContext;
 use crate::server_report::{ServerFigures, ServerRow, ENGINES};
 
+/// The shortest measured window of a run: at 256 in flight an append of the replicated log
+/// takes some 50 ms, so a window of a few tens of milliseconds (a run with `--seconds 0.3`)
+/// would see none complete.
+const RUN_MIN: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// One engine of the section.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ServerEngine {
@@ -80,8 +85,8 @@ pub fn server_section(
         let load = Load {
             threads,
             in_flight,
-            duration: plan.run,
-            warmup: plan.warmup,
+            duration: plan.run.max(RUN_MIN),
+            warmup: plan.warmup.max(RUN_MIN / 4),
             spin: std::time::Duration::from_micros(plan.options.client_spin_us),
         };
         rows.extend(comparison(&plan, &runtime, load)?);
