@@ -67,6 +67,15 @@ pub struct Host {
     installing: tokio::sync::Mutex<()>,
 }
 
+/// One call counted among those waiting, until dropped.
+struct Counted<'a>(&'a AtomicUsize);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -159,9 +168,10 @@ impl Host {
                 waiting_max: max as u64,
             });
         }
-        let outcome = call.await;
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
-        outcome
+        // Counted out however the call ends: a caller that goes away mid-call drops this
+        // future, and the count must not keep its place (it would refuse calls for good).
+        let _counted = Counted(&self.waiting);
+        call.await
     }
 
     /// Calls waiting now, and the most that may.
@@ -423,5 +433,66 @@ impl LogletFactory for HostFactory {
             id: config.id + 1,
             spec: bytes::Bytes::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sealog_logdrive::MemLogDrive;
+    use sealog_vlog::LogDriveMetaStore;
+
+    use crate::remote::RemoteOptions;
+
+    fn host(waiting_max: usize) -> Host {
+        let config = HostConfig {
+            name: "q".into(),
+            advertise: "127.0.0.1:1".into(),
+            index: 0,
+            groups: vec![vec!["127.0.0.1:1".into()]],
+            write_quorum: 1,
+            window: 4,
+            waiting_max,
+            capacity: 1 << 20,
+            virtual_options: VirtualOptions::default(),
+            atomic: AtomicOptions::default(),
+        };
+        let meta = Arc::new(LogDriveMetaStore::new(Arc::new(MemLogDrive::new()), 1));
+        Host::reaching(config, meta, RemoteOptions::default())
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_goes_away_gives_its_place_back() {
+        let host = host(1);
+        let gone = tokio::time::timeout(
+            std::time::Duration::from_millis(10),
+            host.waiting(std::future::pending::<Result<(), LogError>>()),
+        )
+        .await;
+        assert!(gone.is_err(), "the pending call timed out");
+        assert_eq!(host.waiting_now(), (0, 1));
+        host.waiting(async { Ok(()) })
+            .await
+            .expect("its place was given back");
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_a_call_is_refused_definitely() {
+        let host = Arc::new(host(1));
+        let holder = {
+            let host = Arc::clone(&host);
+            tokio::spawn(async move {
+                host.waiting(async {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    Ok(())
+                })
+                .await
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let refused = host.waiting(async { Ok(()) }).await.unwrap_err();
+        assert_eq!(refused, LogError::Overloaded { waiting_max: 1 });
+        assert!(refused.is_definite());
+        holder.await.unwrap().unwrap();
     }
 }
