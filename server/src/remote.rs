@@ -103,10 +103,16 @@ pub struct ServerLimits {
     pub weak_tail_k_max: u64,
 }
 
-struct Remote {
+/// One server's connection: its address, the gRPC client and how calls are made.
+struct Link {
     addr: String,
     grpc: LogDriveServiceClient<Channel>,
     options: RemoteOptions,
+}
+
+/// A connection and the limits the server announced on it.
+struct Remote {
+    link: Link,
     limits: ServerLimits,
 }
 
@@ -163,7 +169,7 @@ pub(crate) fn endpoint(addr: &str, options: &RemoteOptions) -> Result<Endpoint, 
 impl std::fmt::Debug for RemoteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteStore")
-            .field("addr", &self.remote.addr)
+            .field("addr", &self.remote.link.addr)
             .field("limits", &self.remote.limits)
             .finish()
     }
@@ -172,7 +178,7 @@ impl std::fmt::Debug for RemoteStore {
 impl std::fmt::Debug for RemoteLogDrive {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteLogDrive")
-            .field("addr", &self.remote.addr)
+            .field("addr", &self.remote.link.addr)
             .field("id", &self.drive.id)
             .field("generation", &self.drive.generation)
             .finish()
@@ -188,38 +194,32 @@ impl RemoteStore {
             let grpc = LogDriveServiceClient::new(endpoint(&addr, &options)?.connect_lazy())
                 .max_decoding_message_size(usize::MAX)
                 .max_encoding_message_size(usize::MAX);
-            let placeholder = ServerLimits {
-                payload_size_max_bytes: 0,
-                write_window_max: 0,
-                weak_tail_k_max: 0,
-            };
-            let mut remote = Remote {
+            let link = Link {
                 addr,
                 grpc,
                 options,
-                limits: placeholder,
             };
-            let reply = remote
+            let reply = link
                 .call(
                     "limits",
                     |mut grpc, request| async move { grpc.limits(request).await },
                     pb::LimitsRequest {},
                 )
                 .await?;
-            remote.limits = ServerLimits {
+            let limits = ServerLimits {
                 payload_size_max_bytes: reply.payload_size_max_bytes,
                 write_window_max: reply.write_window_max,
                 weak_tail_k_max: reply.weak_tail_k_max,
             };
             Ok(RemoteStore {
-                remote: Arc::new(remote),
+                remote: Arc::new(Remote { link, limits }),
             })
         })
     }
 
     /// The server's address.
     pub fn addr(&self) -> &str {
-        &self.remote.addr
+        &self.remote.link.addr
     }
 
     /// The limits the server announced.
@@ -243,6 +243,7 @@ impl RemoteStore {
         spawn(async move {
             let request = pb::CreateRequest { id, capacity };
             let reply = remote
+                .link
                 .call_once("create", request, |mut grpc, request| async move {
                     grpc.create(request).await
                 })
@@ -261,6 +262,7 @@ impl RemoteStore {
         spawn(async move {
             let request = pb::DriveRef { id, generation };
             let reply = remote
+                .link
                 .call_once("delete", request, |mut grpc, request| async move {
                     grpc.delete(request).await
                 })
@@ -274,6 +276,7 @@ impl RemoteStore {
         let remote = Arc::clone(&self.remote);
         spawn(async move {
             let reply = remote
+                .link
                 .call(
                     "list",
                     |mut grpc, request| async move { grpc.list(request).await },
@@ -293,7 +296,7 @@ impl RemoteStore {
     }
 }
 
-impl Remote {
+impl Link {
     /// Sends `message` once, within the deadline.
     async fn call_once<M, R, F, Fut>(
         &self,
@@ -379,7 +382,7 @@ impl RemoteLogDrive {
 
     /// The server's address.
     pub fn addr(&self) -> &str {
-        &self.remote.addr
+        &self.remote.link.addr
     }
 
     /// Runs an idempotent operation on the client runtime.
@@ -398,7 +401,7 @@ impl RemoteLogDrive {
         Fut: Future<Output = Result<tonic::Response<R>, Status>> + Send,
     {
         let remote = Arc::clone(&self.remote);
-        spawn(async move { decode(remote.call(operation, send, message).await?) })
+        spawn(async move { decode(remote.link.call(operation, send, message).await?) })
     }
 }
 

@@ -8,10 +8,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use common::{append_acked, free_port, Etcd};
@@ -21,56 +21,7 @@ use sealog_server::{ClientTls, RemoteOptions};
 use sealog_vlog::{AtomicOptions, VirtualOptions};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_sealog-server");
-
-/// The processes, SIGKILLed when the test ends however it ends.
-struct Procs {
-    dir: PathBuf,
-    children: BTreeMap<String, Child>,
-}
-
-impl Procs {
-    fn spawn(&mut self, name: &str, args: &[String]) {
-        let log = std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(format!("{name}.log")))
-            .unwrap();
-        let child = Command::new(BIN)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn sealog-server");
-        self.children.insert(name.into(), child);
-    }
-
-    fn kill(&mut self, name: &str) {
-        if let Some(mut child) = self.children.remove(name) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-        }
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        let names: Vec<String> = self.children.keys().cloned().collect();
-        for name in &names {
-            self.kill(name);
-        }
-        if std::thread::panicking() {
-            for entry in std::fs::read_dir(&self.dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.extension().is_some_and(|e| e == "log") {
-                    let text = std::fs::read_to_string(&path).unwrap_or_default();
-                    let tail: Vec<&str> = text.lines().rev().take(15).collect();
-                    eprintln!("--- {} (newest first)\n{}", path.display(), tail.join("\n"));
-                }
-            }
-        }
-    }
-}
+use common::procs::{listening, Procs, BIN};
 
 fn addr() -> String {
     format!("127.0.0.1:{}", free_port())
@@ -114,18 +65,6 @@ fn cli(dir: &Path, reach: &[String], name: &str, args: &[&str]) -> Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}"))
 }
 
-/// Waits until something listens on `addr`.
-fn listening(addr: &str) {
-    let started = Instant::now();
-    while std::net::TcpStream::connect(addr).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "nothing listens on {addr}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 async fn append(client: &LogClient, i: u64, acked: &mut BTreeMap<u64, Bytes>) {
     append_acked(client, Bytes::from(format!("entry {i}")), acked).await;
 }
@@ -135,10 +74,7 @@ async fn a_log_of_processes_survives_a_killed_server_and_a_killed_sequencer() {
     let Some(etcd) = Etcd::start() else { return };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path();
-    let mut procs = Procs {
-        dir: path.into(),
-        children: BTreeMap::new(),
-    };
+    let mut procs = Procs::new(path);
     let certs = path.join("certs").display().to_string();
     let made = Command::new(BIN)
         .args(["certs", "--dir", &certs])
@@ -150,6 +86,7 @@ async fn a_log_of_processes_survives_a_killed_server_and_a_killed_sequencer() {
     for (i, server) in servers.iter().enumerate() {
         procs.spawn(
             &format!("s{}", i + 1),
+            None,
             &serve_args(path, &format!("s{}", i + 1), server),
         );
     }
@@ -176,7 +113,7 @@ async fn a_log_of_processes_survives_a_killed_server_and_a_killed_sequencer() {
         args.extend([index.to_string(), "--group".into(), servers.join(",")]);
         args.extend(reach.iter().cloned());
         args.extend(["--name".into(), name.clone()]);
-        procs.spawn(&name, &args);
+        procs.spawn(&name, None, &args);
     }
     for listener in servers.iter().chain(&sequencers) {
         listening(listener);
@@ -208,7 +145,7 @@ async fn a_log_of_processes_survives_a_killed_server_and_a_killed_sequencer() {
     for i in 40..60 {
         append(&client, i, &mut acked).await;
     }
-    procs.spawn("s2", &serve_args(path, "s2", &servers[1]));
+    procs.spawn("s2", None, &serve_args(path, "s2", &servers[1]));
     listening(&servers[1]);
     for i in 60..80 {
         append(&client, i, &mut acked).await;

@@ -17,7 +17,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,7 @@ use sealog_server::meta_url::MetaUrl;
 use sealog_server::{ClientTls, RemoteOptions};
 use sealog_vlog::{AtomicOptions, VirtualOptions};
 
-const BIN: &str = env!("CARGO_BIN_EXE_sealog-server");
+use common::procs::{listening, Procs, BIN};
 
 /// Runs `ip` with `args`; its failure fails the test.
 fn ip(args: &[&str]) {
@@ -155,52 +155,6 @@ fn can_run() -> bool {
     false
 }
 
-/// The processes of a round, SIGKILLed when it ends.
-struct Procs {
-    dir: PathBuf,
-    children: BTreeMap<String, Child>,
-}
-
-impl Procs {
-    fn spawn(&mut self, name: &str, netns: Option<&str>, args: &[String]) {
-        let log = std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(format!("{name}.log")))
-            .unwrap();
-        let mut command = match netns {
-            Some(ns) => {
-                let mut command = Command::new("ip");
-                command.args(["netns", "exec", ns, BIN]);
-                command
-            }
-            None => Command::new(BIN),
-        };
-        let child = command
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.children.insert(name.into(), child);
-    }
-
-    fn kill(&mut self, name: &str) {
-        if let Some(mut child) = self.children.remove(name) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for name in self.children.keys().cloned().collect::<Vec<_>>() {
-            self.kill(&name);
-        }
-    }
-}
-
 /// splitmix64: the round's timing and choices from its seed.
 struct Rng(u64);
 
@@ -293,19 +247,6 @@ impl Round {
     }
 }
 
-fn listening(addr: &str) {
-    let started = Instant::now();
-    while std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(200))
-        .is_err()
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "nothing listens on {addr}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Starts a round's processes (servers in their namespaces, two sequencers) and a client
 /// that created the log: the round, the client, and its connection options.
 async fn start(seed: u64, etcd: &Etcd, dir: &Path) -> (Round, Arc<LogClient>, RemoteOptions) {
@@ -317,10 +258,7 @@ async fn start(seed: u64, etcd: &Etcd, dir: &Path) -> (Round, Arc<LogClient>, Re
         .stdout(Stdio::null())
         .status();
     assert!(made.unwrap().success());
-    let procs = Procs {
-        dir: dir.into(),
-        children: BTreeMap::new(),
-    };
+    let procs = Procs::new(dir);
     let mut round = Round {
         net,
         procs,
