@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use sealog_fault::replicated::{
-    payload, run_seeds, seeds, value_of, HeldLogDrive, LocalBoxFuture, Network, SimClock,
+    payload, read_value, run_seeds, seeds, HeldLogDrive, LocalBoxFuture, Network, SimClock,
     SimConfig, SimContext, SimError, SimLog,
 };
 use sealog_logdrive::{wait, LogDrive, MemLogDrive, QuorumLogDrive, QuorumOptions};
@@ -156,11 +156,7 @@ async fn active(
 }
 
 fn sim_error(error: LogError) -> SimError {
-    if error.is_definite() {
-        SimError::Definite(error.to_string())
-    } else {
-        SimError::Indeterminate(error.to_string())
-    }
+    SimError::of(error.is_definite(), error)
 }
 
 impl SimLog for Handle {
@@ -191,14 +187,7 @@ impl SimLog for Handle {
 
     fn read(&self, position: u64) -> LocalBoxFuture<Result<Option<u64>, SimError>> {
         let log = self.log.clone();
-        Box::pin(async move {
-            match log.read(position).await.map_err(sim_error)? {
-                None => Ok(None),
-                Some(bytes) => value_of(&bytes)
-                    .map(Some)
-                    .ok_or_else(|| SimError::Definite(format!("{position} holds {bytes:?}"))),
-            }
-        })
+        Box::pin(async move { read_value(position, log.read(position).await.map_err(sim_error)?) })
     }
 
     fn reconfigure(&self) -> LocalBoxFuture<Result<(), SimError>> {

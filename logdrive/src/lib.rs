@@ -63,7 +63,7 @@ pub use api::{Length, LogDrive, LogDriveError, OpFuture, ReadOutcome, TailDesc};
 pub use clock::{Clock, Sleep, SystemClock};
 pub use geometry::GeometryError;
 pub use handle::{LocalLogDrive, PendingWrite};
-pub use mem::MemLogDrive;
+pub use mem::{MemLogDrive, MEM_WEAK_TAIL_K_MAX};
 pub use quorum::{QuorumLogDrive, QuorumOptions, ScrubStats};
 pub use reclaim::{ReclaimPolicy, ReclaimStats};
 pub use replay::DamageFound;

@@ -6,7 +6,8 @@
 //! From the top down (a module imports only modules below it):
 //!
 //! - [`serve`]: [`LogServer`], a running server; [`service`]: the gRPC handlers over a store,
-//!   their authorization and admission;
+//!   their authorization and admission; [`drives`]: the stores a server serves (the
+//!   engine's, or one in memory for simulations);
 //! - [`remote`]: [`RemoteStore`] and [`RemoteLogDrive`], the client; [`etcd`]: the
 //!   VirtualLog's MetaStore in etcd; `runtime`: the client library's runtime;
 //! - [`tls`]: the server's accept loop and handshakes; [`certs`]: test certificates;
@@ -18,6 +19,7 @@
 pub mod auth;
 pub mod certs;
 pub mod commands;
+pub mod drives;
 pub mod etcd;
 pub mod log_client;
 pub mod loglet_spec;

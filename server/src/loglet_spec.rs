@@ -128,40 +128,13 @@ impl Pool {
         self.stores.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The data and seal LogDrives of `spec`: a quorum per group, striped over the groups;
-    /// the seal bit on group 0's quorum. A server that cannot be reached now is a child that
-    /// answers every operation with an indeterminate error (the quorum decides).
-    pub async fn drives(
-        self: &Arc<Self>,
-        spec: &LogletSpec,
-    ) -> Result<(Arc<dyn LogDrive>, Arc<dyn LogDrive>), LogError> {
-        let invalid = |reason: String| LogError::InvalidConfig { reason };
-        let mut groups: Vec<Arc<dyn LogDrive>> = Vec::new();
-        let mut seal = None;
-        for (index, group) in spec.groups.iter().enumerate() {
-            let mut data_children: Vec<Arc<dyn LogDrive>> = Vec::new();
-            let mut seal_children: Vec<Arc<dyn LogDrive>> = Vec::new();
-            for replica in group {
-                data_children.push(self.child(&replica.addr, replica.data).await);
-                if let Some(name) = replica.seal.filter(|_| index == 0) {
-                    seal_children.push(self.child(&replica.addr, name).await);
-                }
-            }
-            let quorum = |children| {
-                QuorumLogDrive::new(children, spec.write_quorum, QuorumOptions::default())
-                    .map_err(|e| invalid(format!("group {index}: {e}")))
-            };
-            groups.push(Arc::new(quorum(data_children)?));
-            if index == 0 {
-                seal = Some(Arc::new(quorum(seal_children)?) as Arc<dyn LogDrive>);
-            }
-        }
-        let seal = seal.ok_or_else(|| invalid("a loglet with no group".into()))?;
-        let data: Arc<dyn LogDrive> = match groups.len() {
-            1 => groups.remove(0),
-            _ => Arc::new(StripedLogDrive::new(groups).map_err(|e| invalid(e.to_string()))?),
-        };
-        Ok((data, seal))
+    /// The data and seal LogDrives of `spec` (see [`compose`]). A server that cannot be
+    /// reached now is a child that answers every operation with an indeterminate error (the
+    /// quorum decides).
+    pub async fn drives(self: &Arc<Self>, spec: &LogletSpec) -> Result<DataAndSeal, LogError> {
+        compose(spec, &QuorumOptions::default(), |addr, name| {
+            self.child(addr, name)
+        })
     }
 
     /// The data LogDrives of group `group` of `spec`, a replica each (none for a group
@@ -173,14 +146,14 @@ impl Pool {
     ) -> Vec<Arc<dyn LogDrive>> {
         let mut children = Vec::new();
         for replica in spec.groups.get(group).into_iter().flatten() {
-            children.push(self.child(&replica.addr, replica.data).await);
+            children.push(self.child(&replica.addr, replica.data));
         }
         children
     }
 
     /// A replica's drive. A server not connected to yet is connected to on the drive's
     /// first operation, so that opening a loglet never waits on a server that is down.
-    async fn child(self: &Arc<Self>, addr: &str, name: DriveName) -> Arc<dyn LogDrive> {
+    fn child(self: &Arc<Self>, addr: &str, name: DriveName) -> Arc<dyn LogDrive> {
         match self.connected(addr) {
             Some(store) => Arc::new(store.drive(name.id, name.generation)),
             None => Arc::new(Lazy {
@@ -190,6 +163,46 @@ impl Pool {
             }),
         }
     }
+}
+
+/// A segment's data LogDrive and its seal LogDrive.
+pub type DataAndSeal = (Arc<dyn LogDrive>, Arc<dyn LogDrive>);
+
+/// The data and seal LogDrives `spec` describes, each replica's drive made by `child`: a
+/// quorum of `spec.write_quorum` per group (with `quorum`'s hedging and clock), striped
+/// over the groups; the seal bit on group 0's quorum.
+pub fn compose(
+    spec: &LogletSpec,
+    quorum: &QuorumOptions,
+    mut child: impl FnMut(&str, DriveName) -> Arc<dyn LogDrive>,
+) -> Result<DataAndSeal, LogError> {
+    let invalid = |reason: String| LogError::InvalidConfig { reason };
+    let mut groups: Vec<Arc<dyn LogDrive>> = Vec::new();
+    let mut seal = None;
+    for (index, group) in spec.groups.iter().enumerate() {
+        let mut data_children: Vec<Arc<dyn LogDrive>> = Vec::new();
+        let mut seal_children: Vec<Arc<dyn LogDrive>> = Vec::new();
+        for replica in group {
+            data_children.push(child(&replica.addr, replica.data));
+            if let Some(name) = replica.seal.filter(|_| index == 0) {
+                seal_children.push(child(&replica.addr, name));
+            }
+        }
+        let quorum = |children| {
+            QuorumLogDrive::new(children, spec.write_quorum, quorum.clone())
+                .map_err(|e| invalid(format!("group {index}: {e}")))
+        };
+        groups.push(Arc::new(quorum(data_children)?));
+        if index == 0 {
+            seal = Some(Arc::new(quorum(seal_children)?) as Arc<dyn LogDrive>);
+        }
+    }
+    let seal = seal.ok_or_else(|| invalid("a loglet with no group".into()))?;
+    let data: Arc<dyn LogDrive> = match groups.len() {
+        1 => groups.remove(0),
+        _ => Arc::new(StripedLogDrive::new(groups).map_err(|e| invalid(e.to_string()))?),
+    };
+    Ok((data, seal))
 }
 
 /// A replica on a server not connected to when the loglet was opened: each operation

@@ -122,8 +122,9 @@ pub struct RemoteStore {
     remote: Arc<Remote>,
 }
 
-/// The error for a status the server (or the transport) answered with.
-fn status_error(addr: &str, operation: &str, status: &Status) -> LogDriveError {
+/// The error for a status the server (or the transport) answered with `operation` at
+/// `addr`: definite when the request was refused before it ran, indeterminate otherwise.
+pub fn status_error(addr: &str, operation: &str, status: &Status) -> LogDriveError {
     let what = format!("{operation} at {addr}: {}", status.message());
     match status.code() {
         // Refused before it ran: nothing was done.

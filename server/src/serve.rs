@@ -100,7 +100,7 @@ impl LogServer {
         let message_max = limits.payload_size_max_bytes as usize + MESSAGE_OVERHEAD_BYTES;
         let connections = Arc::new(ConnectionStats::default());
         let service_stats = Arc::new(ServiceStats::default());
-        let service = Service::new(store.clone(), limits, Arc::clone(&service_stats));
+        let service = Service::new(Arc::new(store.clone()), limits, Arc::clone(&service_stats));
         let service = LogDriveServiceServer::new(service)
             .max_decoding_message_size(message_max)
             .max_encoding_message_size(message_max);

@@ -1,4 +1,4 @@
-//! The LogDrive service: the gRPC handlers over one [`LogDriveStore`]. Every request is
+//! The LogDrive service: the gRPC handlers over one store ([`Drives`]). Every request is
 //! authorized from its connection's certificate before anything else, then admitted under
 //! the server's bound on operations in flight (a bounded number wait for a slot; past that
 //! the answer is a definite `Overloaded`), then run on the LogDrive its id and generation
@@ -9,11 +9,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use sealog_logdrive::{LocalLogDrive, LogDrive, LogDriveError, LogDriveStore, OpFuture};
+use sealog_logdrive::{LogDriveError, OpFuture};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tonic::{Request, Response, Status};
 
 use crate::auth::Op;
+use crate::drives::{Drives, Hosted};
 use crate::pb::log_drive_service_server::LogDriveService;
 use crate::pb::{self, create_reply, list_reply};
 use crate::tls::authorize;
@@ -45,9 +46,9 @@ pub struct ServiceStats {
 
 /// The service over one store.
 pub struct Service {
-    store: LogDriveStore,
+    store: Arc<dyn Drives>,
     /// Handles of the LogDrives asked for so far, by id (a handle names its generation).
-    drives: Mutex<HashMap<u64, LocalLogDrive>>,
+    drives: Mutex<HashMap<u64, Hosted>>,
     slots: Semaphore,
     waiting: AtomicUsize,
     limits: Limits,
@@ -71,7 +72,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Service {
     /// A service over `store` with `limits`.
-    pub fn new(store: LogDriveStore, limits: Limits, stats: Arc<ServiceStats>) -> Service {
+    pub fn new(store: Arc<dyn Drives>, limits: Limits, stats: Arc<ServiceStats>) -> Service {
         Service {
             store,
             drives: Mutex::new(HashMap::new()),
@@ -105,19 +106,19 @@ impl Service {
     }
 
     /// The handle of the LogDrive `drive` names, if that generation is live.
-    fn drive(&self, drive: &pb::DriveRef) -> Result<LocalLogDrive, LogDriveError> {
+    fn drive(&self, drive: &pb::DriveRef) -> Result<Hosted, LogDriveError> {
         let missing = LogDriveError::Missing {
             id: drive.id,
             generation: drive.generation,
         };
         let mut drives = lock(&self.drives);
         if let Some(handle) = drives.get(&drive.id) {
-            if handle.generation() == drive.generation {
+            if handle.generation == drive.generation {
                 return Ok(handle.clone());
             }
         }
         let handle = self.store.get(drive.id).map_err(|_| missing.clone())?;
-        let generation = handle.generation();
+        let generation = handle.generation;
         drives.insert(drive.id, handle.clone());
         if generation == drive.generation {
             Ok(handle)
@@ -130,7 +131,7 @@ impl Service {
     async fn run<T>(
         &self,
         drive: Option<pb::DriveRef>,
-        op: impl FnOnce(&LocalLogDrive) -> OpFuture<T>,
+        op: impl FnOnce(&Hosted) -> OpFuture<T>,
     ) -> Result<Result<T, LogDriveError>, Status> {
         let drive = drive.ok_or_else(|| Status::invalid_argument("the request names no drive"))?;
         let _slot = match self.admit().await {
@@ -148,11 +149,11 @@ impl Service {
     /// Admits a store operation and runs it.
     async fn run_store<T>(
         &self,
-        op: impl FnOnce(&LogDriveStore) -> OpFuture<T>,
+        op: impl FnOnce(&dyn Drives) -> OpFuture<T>,
     ) -> Result<T, LogDriveError> {
         let _slot = self.admit().await?;
         self.stats.served.fetch_add(1, Ordering::Relaxed);
-        op(&self.store).await
+        op(&*self.store).await
     }
 
     fn list(&self) -> Result<Vec<pb::DriveRef>, LogDriveError> {
@@ -162,7 +163,7 @@ impl Service {
             if let Ok(handle) = self.store.get(id) {
                 drives.push(pb::DriveRef {
                     id,
-                    generation: handle.generation(),
+                    generation: handle.generation,
                 });
             }
         }
@@ -179,7 +180,7 @@ impl LogDriveService for Service {
         self.authorize(&request, Op::Write)?;
         let r = request.into_inner();
         let outcome = self
-            .run(r.drive, |d| d.write(r.address, r.epoch, r.payload))
+            .run(r.drive, |d| d.drive.write(r.address, r.epoch, r.payload))
             .await?;
         Ok(Response::new(wire::unit_to_pb(outcome)))
     }
@@ -190,7 +191,7 @@ impl LogDriveService for Service {
     ) -> Result<Response<pb::ReadReply>, Status> {
         self.authorize(&request, Op::Read)?;
         let r = request.into_inner();
-        let outcome = self.run(r.drive, |d| d.read(r.address)).await?;
+        let outcome = self.run(r.drive, |d| d.drive.read(r.address)).await?;
         Ok(Response::new(wire::read_to_pb(outcome)))
     }
 
@@ -201,7 +202,7 @@ impl LogDriveService for Service {
         use pb::weak_tail_reply::Result as R;
         self.authorize(&request, Op::WeakTail)?;
         let r = request.into_inner();
-        let outcome = self.run(r.drive, |d| d.weak_tail(r.k)).await?;
+        let outcome = self.run(r.drive, |d| d.drive.weak_tail(r.k)).await?;
         let result = match outcome {
             Ok(tail) => R::Tail(wire::tail_to_pb(&tail)),
             Err(error) => R::Error(wire::error_to_pb(&error)),
@@ -217,7 +218,9 @@ impl LogDriveService for Service {
     ) -> Result<Response<pb::UnitReply>, Status> {
         self.authorize(&request, Op::Seal)?;
         let r = request.into_inner();
-        let outcome = self.run(r.drive, |d| d.seal(r.length, r.epoch)).await?;
+        let outcome = self
+            .run(r.drive, |d| d.drive.seal(r.length, r.epoch))
+            .await?;
         Ok(Response::new(wire::unit_to_pb(outcome)))
     }
 
@@ -227,7 +230,7 @@ impl LogDriveService for Service {
     ) -> Result<Response<pb::UnitReply>, Status> {
         self.authorize(&request, Op::Fence)?;
         let r = request.into_inner();
-        let outcome = self.run(r.drive, |d| d.fence(r.epoch)).await?;
+        let outcome = self.run(r.drive, |d| d.drive.fence(r.epoch)).await?;
         Ok(Response::new(wire::unit_to_pb(outcome)))
     }
 
@@ -237,7 +240,7 @@ impl LogDriveService for Service {
     ) -> Result<Response<pb::UnitReply>, Status> {
         self.authorize(&request, Op::Trim)?;
         let r = request.into_inner();
-        let outcome = self.run(r.drive, |d| d.trim(r.upto)).await?;
+        let outcome = self.run(r.drive, |d| d.drive.trim(r.upto)).await?;
         Ok(Response::new(wire::unit_to_pb(outcome)))
     }
 
@@ -248,7 +251,7 @@ impl LogDriveService for Service {
         use pb::length_reply::Result as R;
         self.authorize(&request, Op::Length)?;
         let drive = request.into_inner();
-        let outcome = self.run(Some(drive), |d| d.length()).await?;
+        let outcome = self.run(Some(drive), |d| d.drive.length()).await?;
         let result = match outcome {
             Ok(length) => R::Length(wire::length_to_pb(&length)),
             Err(error) => R::Error(wire::error_to_pb(&error)),
@@ -268,10 +271,10 @@ impl LogDriveService for Service {
         let result = match outcome {
             Ok(handle) => {
                 let drive = pb::DriveRef {
-                    id: handle.id(),
-                    generation: handle.generation(),
+                    id: handle.id,
+                    generation: handle.generation,
                 };
-                lock(&self.drives).insert(handle.id(), handle);
+                lock(&self.drives).insert(handle.id, handle);
                 create_reply::Result::Drive(drive)
             }
             Err(error) => create_reply::Result::Error(wire::error_to_pb(&error)),

@@ -32,6 +32,8 @@ use crate::replicated::workload::{spawn_clients, OpMix, Recorder};
 /// How a simulation test runs its seeds.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
+    /// The package whose integration test runs the simulation, for the replay command.
+    pub package: String,
     /// The integration test target and the test's name, for the replay command.
     pub target: String,
     /// The test's name.
@@ -51,11 +53,13 @@ pub struct SimConfig {
 }
 
 impl SimConfig {
-    /// The defaults for the test `test` of the integration test `target`: 4 clients, 200
+    /// The defaults for the test `test` of the integration test `target` of sealog-fault
+    /// (set `package` for another's): 4 clients, 200
     /// operations, appends, check_tails and reads alike and no reconfiguration, the
     /// standard faults.
     pub fn new(target: &str, test: &str) -> SimConfig {
         SimConfig {
+            package: "sealog-fault".to_owned(),
             target: target.to_owned(),
             test: test.to_owned(),
             clients: 4,
@@ -174,7 +178,7 @@ where
 }
 
 fn failure(config: &SimConfig, seed: u64, message: String, history: &History) -> SimFailure {
-    let replay = replay_command(&config.target, &config.test, seed);
+    let replay = replay_command(&config.package, &config.target, &config.test, seed);
     let text = format!("{message}\nreplay: {replay}\n\n{}", history.render());
     SimFailure {
         seed,

@@ -37,5 +37,5 @@ pub use model::{LogInput, LogOutput, LogState};
 pub use network::Network;
 pub use report::{SimFailure, SimReport};
 pub use seeds::{replay_command, seeds};
-pub use sim_log::{payload, value_of, LocalBoxFuture, SimError, SimLog};
+pub use sim_log::{payload, read_value, value_of, LocalBoxFuture, SimError, SimLog};
 pub use workload::OpMix;

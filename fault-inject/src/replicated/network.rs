@@ -157,6 +157,38 @@ impl Network {
         }
     }
 
+    /// Crashes every replica of `children` that is up, together (a server holding them all
+    /// dies), until `until`: their pending operations fail, and they restart holding what
+    /// they held. Counted as one crash.
+    pub fn crash_together(&self, children: &[usize], until: Duration) {
+        let mut state = self.lock();
+        let mut failed = Vec::new();
+        for &crashed in children {
+            let child = &mut state.children[crashed];
+            if child.down_until.is_some_and(|down| down >= until) {
+                continue;
+            }
+            failed.extend(state.take_down(crashed, until, "the server is down"));
+        }
+        state.counts.crashes += 1;
+        drop(state);
+        for (pending, drive) in failed {
+            (pending.run)(&drive, Fate::Fail("the server crashed"));
+        }
+    }
+
+    /// Delivers nothing to `children` before `until` (a server cut off from the network
+    /// whose requests wait, as TCP's retransmissions do, until the link is back). Counted
+    /// as one slow spell.
+    pub fn hold_back(&self, children: &[usize], until: Duration) {
+        let mut state = self.lock();
+        for &child in children {
+            let child = &mut state.children[child];
+            child.slow_until = child.slow_until.max(until);
+        }
+        state.counts.slowed += 1;
+    }
+
     /// How many of each fault were injected so far.
     pub fn counts(&self) -> FaultCounts {
         self.lock().counts
@@ -314,11 +346,22 @@ impl NetState {
         }
         let crashed = up[rng.gen_range(0..up.len())];
         let down_for = random_duration(rng, faults.down_for_max);
-        let child = &mut self.children[crashed];
-        child.down_until = Some(now + down_for);
-        child.drive.set_down(Some("the replica is down"));
-        let drive = Arc::clone(&child.drive);
         self.counts.crashes += 1;
+        self.take_down(crashed, now + down_for, "the replica is down")
+    }
+
+    /// Takes `crashed` down until `until`: its pending operations, to fail once the lock
+    /// is released.
+    fn take_down(
+        &mut self,
+        crashed: usize,
+        until: Duration,
+        reason: &str,
+    ) -> Vec<(Pending, Arc<MemLogDrive>)> {
+        let child = &mut self.children[crashed];
+        child.down_until = Some(until);
+        child.drive.set_down(Some(reason));
+        let drive = Arc::clone(&child.drive);
         let ids: Vec<u64> = self
             .pending
             .iter()

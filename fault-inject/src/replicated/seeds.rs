@@ -25,9 +25,9 @@ fn env_number(name: &str) -> Option<u64> {
 }
 
 /// The command that replays `seed` of the test `test` in the integration test `target` of
-/// this crate.
-pub fn replay_command(target: &str, test: &str, seed: u64) -> String {
-    format!("SEALOG_SIM_SEED={seed} cargo test -p sealog-fault --test {target} -- {test} --exact")
+/// the package `package`.
+pub fn replay_command(package: &str, target: &str, test: &str, seed: u64) -> String {
+    format!("SEALOG_SIM_SEED={seed} cargo test -p {package} --test {target} -- {test} --exact")
 }
 
 /// Saves a failing seed's history (as text) under the temporary directory: its path, or

@@ -31,6 +31,17 @@ impl fmt::Display for SimError {
     }
 }
 
+impl SimError {
+    /// The error for a failure that is `definite` or not, for `reason`.
+    pub fn of(definite: bool, reason: impl fmt::Display) -> SimError {
+        if definite {
+            SimError::Definite(reason.to_string())
+        } else {
+            SimError::Indeterminate(reason.to_string())
+        }
+    }
+}
+
 /// A log under simulation: one client's handle on it. Several clients may each hold a
 /// handle on one shared log; each runs one operation at a time.
 pub trait SimLog {
@@ -50,6 +61,17 @@ pub trait SimLog {
 /// The payload a log appends for the value id `value`: its 8 little-endian bytes.
 pub fn payload(value: u64) -> Bytes {
     Bytes::copy_from_slice(&value.to_le_bytes())
+}
+
+/// What a read of `position` answers when the log gave `read`: the value id it holds, or
+/// a definite error when it holds bytes no [`payload`] makes.
+pub fn read_value(position: u64, read: Option<Bytes>) -> Result<Option<u64>, SimError> {
+    match read {
+        None => Ok(None),
+        Some(bytes) => value_of(&bytes)
+            .map(Some)
+            .ok_or_else(|| SimError::Definite(format!("{position} holds {bytes:?}"))),
+    }
 }
 
 /// The value id of a payload made by [`payload`]; `None` for any other bytes.
