@@ -1,9 +1,12 @@
 //! Repair of sealed segments: every replica of a segment whose stop the chain records is
 //! brought to its sealed length from its peers. A replica that was down or cut off when the
-//! segment was sealed missed writes and the seal itself; one whose ring lost records holds
-//! them damaged. For each replica the quorum's scrub writes back, from a peer's value, every
-//! slot the replica lacks or holds damaged below the stop, and the replica is then sealed at
-//! its share of the stop, which drops anything it held past it. A replica that cannot be
+//! segment was sealed missed writes and the seal itself; one whose ring was torn under it
+//! holds some records damaged (its server serves the rest in quarantine), and looks whole by
+//! its length and seal. So every replica is scrubbed, slot by slot: the quorum's scrub writes
+//! back, from a peer's value, every slot the replica lacks or holds damaged below the stop,
+//! and a replica not sealed at its share of the stop is then sealed there, which drops
+//! anything it held past it. A pass thus reads every slot of every sealed segment once per
+//! replica, as a scrubber does. A replica that cannot be
 //! reached is counted and left for the next pass; one the segment was made without (its
 //! server was down when the segment's LogDrives were created) is counted as absent.
 
@@ -20,7 +23,8 @@ use crate::loglet_spec::{LogletSpec, Pool};
 pub struct Repaired {
     /// Sealed segments looked at.
     pub segments: u64,
-    /// Replicas found short of their sealed length, or unsealed, and repaired.
+    /// Replicas found short of their sealed length, unsealed, or holding damaged slots,
+    /// and repaired.
     pub replicas_repaired: u64,
     /// Slots written back from peers.
     pub slots_written: u64,
@@ -96,10 +100,6 @@ async fn repair_group(
                 continue;
             }
         };
-        let whole = found.sealed == Some(length) && found.t >= length;
-        if whole {
-            continue;
-        }
         let pace = ScrubPace::default();
         let scrubbed = match quorum
             .scrub(child, found.first.min(length)..length, pace)
@@ -114,6 +114,11 @@ async fn repair_group(
         };
         repaired.slots_written += scrubbed.repaired;
         repaired.unrepairable += scrubbed.unrepairable;
+        let sealed = found.sealed == Some(length) && found.t >= length;
+        if sealed {
+            repaired.replicas_repaired += u64::from(scrubbed.repaired > 0);
+            continue;
+        }
         match drive.seal(length, epoch).await {
             Ok(()) => repaired.replicas_repaired += 1,
             Err(error) => {

@@ -1,12 +1,14 @@
 //! A running server: the accept loop (`tls`), the gRPC server with its HTTP/2 and message
-//! limits, and the service over one store, until stopped.
+//! limits, and the service over one store, until stopped; and how a server opens its ring
+//! ([`open_store`]), damaged or not.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sealog_logdrive::LogDriveStore;
+use sealog::{DriveOptions, RecoveryMode};
+use sealog_logdrive::{LogDriveStore, StoreOpenError, StoreOptions};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -42,6 +44,41 @@ impl ServerOptions {
             in_flight_max: 1024,
         }
     }
+}
+
+/// How a server opens a ring that holds damaged records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recovery {
+    /// The open fails, and the server does not start.
+    Strict,
+    /// The damage is reported and its addresses answer `Damaged`; everything else is
+    /// served. A replica's peers hold what it lost, and a repair writes it back: a server
+    /// that refused to start would instead take its whole ring out of every quorum, and
+    /// one that started without the damaged records would answer them as never written.
+    Quarantine,
+}
+
+/// Opens the store on `ring` with `recovery`, logging each damaged range a quarantined
+/// open found (its LSNs, and the LogDrive address it held where its header survived).
+pub fn open_store(
+    ring: &std::path::Path,
+    recovery: Recovery,
+) -> Result<LogDriveStore, StoreOpenError> {
+    let mode = match recovery {
+        Recovery::Strict => RecoveryMode::Strict,
+        Recovery::Quarantine => RecoveryMode::Quarantine,
+    };
+    let options = StoreOptions::default().drive(DriveOptions::default().recovery(mode));
+    let store = LogDriveStore::open_with_options(ring, options)?;
+    for damage in store.quarantine_report() {
+        tracing::warn!(
+            ring = %ring.display(),
+            lsns = ?damage.lsns,
+            address = ?damage.address,
+            "damaged records: served as Damaged until a repair writes them back from peers"
+        );
+    }
+    Ok(store)
 }
 
 /// Why a server could not start.

@@ -4,7 +4,10 @@
 //! finds it gone, asks the other sequencer to install a segment, and goes on. Afterwards
 //! every acknowledged append reads back at its position, no two share one, the old
 //! segment's data drive refuses the old epoch's writes (ZW-1), and the chain names each
-//! segment's sequencer.
+//! segment's sequencer. Then a replica whose ring is corrupted under it (seed 002's torn
+//! records): its server refuses a strict open, serves the rest of the ring in quarantine,
+//! the log reads every value through the quorum, and once the segment is sealed a repair
+//! writes the damaged slots back from the replica's peers, durably.
 
 mod common;
 
@@ -13,14 +16,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{append_acked, loopback, quick_options, server};
-use sealog_logdrive::{LogDriveError, MemLogDrive};
+use common::{append_acked, loopback, quick_options, ring_path, server};
+use sealog_logdrive::{LogDrive, LogDriveError, MemLogDrive, ReadOutcome};
 use sealog_server::log_client::{LogClient, LogClientOptions};
 use sealog_server::loglet_spec::{LogletSpec, Pool};
+use sealog_server::repair::repair_sealed;
 use sealog_server::sequencer_client::Sequencers;
 use sealog_server::sequencer_host::{Host, HostConfig};
 use sealog_server::sequencer_service::SequencerServer;
-use sealog_server::{CertAuthority, ClientTls, Leaf, RemoteOptions, Role, TlsPem};
+use sealog_server::serve::{open_store, Recovery};
+use sealog_server::{
+    CertAuthority, ClientTls, Leaf, LogServer, RemoteOptions, Role, ServerOptions, TlsPem,
+};
 use sealog_vlog::{AtomicOptions, LogDriveMetaStore, MetaStore, VirtualOptions};
 
 struct Pki(CertAuthority);
@@ -98,29 +105,53 @@ async fn append_all(client: &LogClient, from: u64, count: u64, acked: &mut BTree
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn appends_go_on_through_a_dead_replica_and_a_dead_sequencer() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki(CertAuthority::new("test CA").unwrap());
+/// Three servers on rings in `dir`, `sequencers` sequencers, and a client that created the
+/// log.
+struct Cluster {
+    servers: Vec<LogServer>,
+    sequencers: Vec<SequencerServer>,
+    client: LogClient,
+}
+
+async fn cluster(dir: &std::path::Path, pki: &Pki, sequencers: u64) -> Cluster {
     let mut servers = Vec::new();
     for name in ["s1", "s2", "s3"] {
         let tls = pki.pem(Leaf::server(name, &[]));
-        servers.push(server(dir.path(), name, loopback(), Some(tls)).await);
+        servers.push(server(dir, name, loopback(), Some(tls)).await);
     }
     let group: Vec<String> = servers.iter().map(|s| s.addr().to_string()).collect();
     let meta: Arc<dyn MetaStore> =
         Arc::new(LogDriveMetaStore::new(Arc::new(MemLogDrive::new()), 1));
-    let first = sequencer(&pki, 0, vec![group.clone()], Arc::clone(&meta)).await;
-    let second = sequencer(&pki, 1, vec![group.clone()], Arc::clone(&meta)).await;
+    let mut hosts = Vec::new();
+    for index in 0..sequencers {
+        hosts.push(sequencer(pki, index, vec![group.clone()], Arc::clone(&meta)).await);
+    }
     let options = LogClientOptions {
-        sequencers: vec![first.addr().to_string(), second.addr().to_string()],
+        sequencers: hosts.iter().map(|host| host.addr().to_string()).collect(),
         remote: pki.remote("app", Role::Client),
         atomic: atomic(),
         virtual_options: virtual_options(),
     };
-    let client = LogClient::open(Arc::clone(&meta), options, true)
+    let client = LogClient::open(meta, options, true)
         .await
         .expect("create the log");
+    Cluster {
+        servers,
+        sequencers: hosts,
+        client,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_go_on_through_a_dead_replica_and_a_dead_sequencer() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki(CertAuthority::new("test CA").unwrap());
+    let Cluster {
+        mut servers,
+        mut sequencers,
+        client,
+    } = cluster(dir.path(), &pki, 2).await;
+    let (first, second) = (sequencers.remove(0), sequencers.remove(0));
     let mut acked = BTreeMap::new();
     append_all(&client, 0, 30, &mut acked).await;
 
@@ -168,6 +199,149 @@ async fn appends_go_on_through_a_dead_replica_and_a_dead_sequencer() {
         "{zombie}"
     );
     second.stop().await;
+    for server in servers {
+        server.stop().await;
+    }
+}
+
+/// A value of 256 bytes whose first 64 no other value shares.
+fn page(i: u64) -> Bytes {
+    Bytes::from(format!("{i:05}-").repeat(43)[..256].to_string())
+}
+
+/// Flips a byte inside every copy of each of the first `count` of `values` found in the
+/// ring at `ring` (a torn record: its checksum fails): how many values were.
+fn corrupt(ring: &std::path::Path, values: &[Bytes], count: usize) -> usize {
+    let files: Vec<std::path::PathBuf> = if ring.is_dir() {
+        let mut files: Vec<_> = std::fs::read_dir(ring)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.file_name().is_some_and(|name| name != "control"))
+            .collect();
+        files.sort();
+        files
+    } else {
+        vec![ring.to_path_buf()]
+    };
+    let mut flipped = 0;
+    for value in values {
+        let mut found = false;
+        // Every copy: a record the reclaimer relocated is in the ring twice.
+        for file in &files {
+            let mut bytes = std::fs::read(file).unwrap();
+            let needle = &value[..64];
+            let copies: Vec<usize> = bytes
+                .windows(needle.len())
+                .enumerate()
+                .filter(|(_, w)| *w == needle)
+                .map(|(at, _)| at)
+                .collect();
+            for at in &copies {
+                bytes[at + 100] ^= 0x40;
+            }
+            found |= !copies.is_empty();
+            std::fs::write(file, &bytes).unwrap();
+        }
+        flipped += usize::from(found);
+        if flipped == count {
+            break;
+        }
+    }
+    flipped
+}
+
+/// Reads every slot below `length` of LogDrive `name` on the server at `addr` straight.
+async fn slots(pki: &Pki, addr: &str, id: u64, generation: u64, length: u64) -> Vec<ReadOutcome> {
+    let store = sealog_server::RemoteStore::connect(addr, pki.remote("check", Role::Client))
+        .await
+        .unwrap();
+    let drive = store.drive(id, generation);
+    let mut found = Vec::new();
+    for address in 0..length {
+        found.push(drive.read(address).await.unwrap());
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupted_replica_is_served_around_and_repaired_from_its_peers() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki(CertAuthority::new("test CA").unwrap());
+    let Cluster {
+        mut servers,
+        mut sequencers,
+        client,
+    } = cluster(dir.path(), &pki, 1).await;
+    let host = sequencers.remove(0);
+    let values: Vec<Bytes> = (0..40).map(page).collect();
+    for (position, value) in values.iter().enumerate() {
+        assert_eq!(client.append(value.clone()).await.unwrap(), position as u64);
+    }
+
+    // s1 stops; three of its records are torn on disk. A strict open refuses the ring; a
+    // quarantined one reports the damage and serves the rest.
+    let addr = servers[0].addr();
+    servers.remove(0).stop().await;
+    let ring = ring_path(dir.path(), "s1");
+    let spread: Vec<Bytes> = values.iter().skip(5).step_by(7).cloned().collect();
+    assert_eq!(corrupt(&ring, &spread, 3), 3);
+    assert!(open_store(&ring, Recovery::Strict).is_err());
+    let store = open_store(&ring, Recovery::Quarantine).unwrap();
+    assert!(!store.quarantine_report().is_empty());
+    let tls = pki.pem(Leaf::server("s1", &[]));
+    let s1 = LogServer::start(store, ServerOptions::new(addr, Some(tls)))
+        .await
+        .unwrap();
+    let segment = client.chain().await.unwrap().active().clone();
+    let data = LogletSpec::decode(&segment.loglet).unwrap().groups[0][0].data;
+    let length = values.len() as u64;
+    let s1_addr = addr.to_string();
+    let torn = |slots: &[ReadOutcome]| -> Vec<usize> {
+        let damaged = slots.iter().enumerate();
+        damaged
+            .filter(|(_, slot)| **slot == ReadOutcome::Damaged)
+            .map(|(address, _)| address)
+            .collect()
+    };
+    let found = slots(&pki, &s1_addr, data.id, data.generation, length).await;
+    assert_eq!(torn(&found), [5, 12, 19]);
+    for (position, value) in values.iter().enumerate() {
+        let read = client.read(position as u64).await.unwrap();
+        assert_eq!(read.as_ref(), Some(value), "at {position}");
+    }
+
+    // Sealing the segment repairs it from the peers (the sequencer that installs the next
+    // segment starts a repair pass; the quorum's reads may have filled some slots already);
+    // an operator's pass finds nothing it cannot repair.
+    client.reconfigure().await.unwrap();
+    let pool = Arc::new(Pool::new(pki.remote("operator", Role::Operator)));
+    let repaired = repair_sealed(&pool, &client.chain().await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!((repaired.unrepairable, repaired.unreachable), (0, 0));
+
+    // The repair is durable: s1 restarted reads every value back.
+    s1.stop().await;
+    let store = open_store(&ring, Recovery::Quarantine).unwrap();
+    let tls = pki.pem(Leaf::server("s1", &[]));
+    let s1 = LogServer::start(store, ServerOptions::new(addr, Some(tls)))
+        .await
+        .unwrap();
+    let healed = slots(&pki, &s1_addr, data.id, data.generation, length).await;
+    for (address, slot) in healed.iter().enumerate() {
+        match slot {
+            ReadOutcome::Value(bytes) => {
+                let value = &values[address];
+                assert!(
+                    bytes.windows(value.len()).any(|w| w == value),
+                    "slot {address}"
+                );
+            }
+            other => panic!("slot {address} of s1 after the repair: {other:?}"),
+        }
+    }
+    host.stop().await;
+    s1.stop().await;
     for server in servers {
         server.stop().await;
     }

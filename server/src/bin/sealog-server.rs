@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use clap::{Parser, Subcommand};
-use sealog_logdrive::{geometry, LogDriveStore, StoreOptions};
+use sealog_logdrive::geometry;
 use sealog_server::commands::{run_log_command, run_sequencer, LogCommand, Reach};
 use sealog_server::sequencer_host::HostConfig;
+use sealog_server::serve::{open_store, Recovery};
 use sealog_server::{LogServer, Role, ServerOptions, TlsFiles};
 
 #[derive(Parser)]
@@ -154,6 +155,10 @@ struct ServeArgs {
     /// Operations running at once (as many more may wait).
     #[arg(long, default_value_t = 1024)]
     in_flight_max: usize,
+    /// A ring with damaged records: serve around them until peers repair them
+    /// (quarantine), or refuse to start (strict).
+    #[arg(long, value_enum, default_value_t = Recovery::Quarantine)]
+    recovery: Recovery,
 }
 
 #[derive(clap::Args)]
@@ -230,8 +235,16 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         ),
         (None, false) => return Err("--tls-dir or --no-tls is needed".into()),
     };
-    let store = LogDriveStore::open_with_options(&args.ring, StoreOptions::default())
+    let store = open_store(&args.ring, args.recovery)
         .map_err(|e| format!("opening {}: {e}", args.ring.display()))?;
+    let damaged = store.quarantine_report().len();
+    if damaged > 0 {
+        eprintln!(
+            "sealog-server: {} holds {damaged} damaged ranges, answered as Damaged until \
+             `sealog-server repair` writes them back from peers",
+            args.ring.display()
+        );
+    }
     let mut options = ServerOptions::new(args.listen, tls);
     options.in_flight_max = args.in_flight_max;
     let server = LogServer::start(store, options)
