@@ -181,6 +181,7 @@ pub async fn run_log_command(reach: &Reach, command: LogCommand) -> Result<Value
                 "slots_written": done.slots_written,
                 "unrepairable": done.unrepairable,
                 "unreachable": done.unreachable,
+                "created": done.created,
                 "absent": done.absent,
             })
         }

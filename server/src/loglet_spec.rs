@@ -78,6 +78,9 @@ pub struct Pool {
     /// that, operations on a replica there fail at once rather than each waiting out a
     /// connection attempt of its own.
     failed: Mutex<HashMap<String, std::time::Instant>>,
+    /// What each replica named with generation 0 (one the segment was made without) was
+    /// found to be, by (address, id): see [`Pool::resolve`].
+    absent: Mutex<HashMap<(String, u64), Found>>,
 }
 
 /// How long after a failed connection the pool tries that server again.
@@ -90,7 +93,51 @@ impl Pool {
             options,
             stores: Mutex::new(HashMap::new()),
             failed: Mutex::new(HashMap::new()),
+            absent: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The generation to address replica `name` on `store` (at `addr`) by. A segment made
+    /// while a server was down names its replica there with generation 0; a repair may
+    /// have created it since. Such a name is resolved by asking the server for the id's
+    /// live generation, once found for good, and again no sooner than
+    /// [`RETRY_CONNECT_AFTER`] after it was not: until then the replica answers `Missing`,
+    /// and the quorum does without it.
+    pub async fn resolve(
+        &self,
+        store: &RemoteStore,
+        addr: &str,
+        name: DriveName,
+    ) -> Result<u64, LogDriveError> {
+        if name.generation != 0 {
+            return Ok(name.generation);
+        }
+        let missing = LogDriveError::Missing {
+            id: name.id,
+            generation: 0,
+        };
+        let key = (addr.to_string(), name.id);
+        match lock(&self.absent).get(&key) {
+            Some(Found::Live(generation)) => return Ok(*generation),
+            Some(Found::None(at)) if at.elapsed() < RETRY_CONNECT_AFTER => return Err(missing),
+            _ => {}
+        }
+        let found = match store.generation(name.id).await? {
+            Some(generation) => Found::Live(generation),
+            None => Found::None(std::time::Instant::now()),
+        };
+        lock(&self.absent).insert(key, found);
+        match found {
+            Found::Live(generation) => Ok(generation),
+            Found::None(_) => Err(missing),
+        }
+    }
+
+    /// Records that replica `id` at `addr`, named with generation 0, now lives at
+    /// `generation` (a repair just created it).
+    pub fn created(&self, addr: &str, id: u64, generation: u64) {
+        let key = (addr.to_string(), id);
+        lock(&self.absent).insert(key, Found::Live(generation));
     }
 
     /// The connection to `addr`.
@@ -155,8 +202,8 @@ impl Pool {
     /// first operation, so that opening a loglet never waits on a server that is down.
     fn child(self: &Arc<Self>, addr: &str, name: DriveName) -> Arc<dyn LogDrive> {
         match self.connected(addr) {
-            Some(store) => Arc::new(store.drive(name.id, name.generation)),
-            None => Arc::new(Lazy {
+            Some(store) if name.generation != 0 => Arc::new(store.drive(name.id, name.generation)),
+            _ => Arc::new(Lazy {
                 pool: Arc::clone(self),
                 addr: addr.into(),
                 name,
@@ -205,9 +252,23 @@ pub fn compose(
     Ok((data, seal))
 }
 
-/// A replica on a server not connected to when the loglet was opened: each operation
-/// connects first (and fails, indeterminate, while the server stays unreachable, so that a
-/// quorum counts it as a replica that did not answer).
+/// What a replica named with generation 0 was found to be.
+#[derive(Clone, Copy)]
+enum Found {
+    /// Live at this generation.
+    Live(u64),
+    /// Not there, when asked.
+    None(std::time::Instant),
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A replica reached through the pool on each operation: on a server not connected to when
+/// the loglet was opened, each operation connects first (and fails, indeterminate, while
+/// the server stays unreachable, so that a quorum counts it as a replica that did not
+/// answer); named with generation 0, each resolves it first (`Pool::resolve`).
 struct Lazy {
     pool: Arc<Pool>,
     addr: String,
@@ -225,7 +286,8 @@ impl Lazy {
                 .store(&addr)
                 .await
                 .map_err(LogDriveError::indeterminate)?;
-            op(store.drive(name.id, name.generation)).await
+            let generation = pool.resolve(&store, &addr, name).await?;
+            op(store.drive(name.id, generation)).await
         });
         Box::pin(async move {
             task.await

@@ -272,6 +272,28 @@ impl RemoteStore {
         })
     }
 
+    /// The live generation of LogDrive `id` on the server, `None` when none is live.
+    pub fn generation(&self, id: u64) -> OpFuture<Option<u64>> {
+        use pb::generation_reply::Result as R;
+        let remote = Arc::clone(&self.remote);
+        spawn(async move {
+            let reply = remote
+                .link
+                .call(
+                    "generation",
+                    |mut grpc, request| async move { grpc.generation(request).await },
+                    pb::Id { id },
+                )
+                .await?;
+            match reply.result {
+                Some(R::Generation(0)) => Ok(None),
+                Some(R::Generation(generation)) => Ok(Some(generation)),
+                Some(R::Error(error)) => Err(wire::error_from_pb(error)),
+                None => Err(wire::malformed_reply("generation")),
+            }
+        })
+    }
+
     /// The live LogDrives on the server: (id, generation).
     pub fn list(&self) -> OpFuture<Vec<(u64, u64)>> {
         let remote = Arc::clone(&self.remote);

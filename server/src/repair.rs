@@ -6,9 +6,13 @@
 //! back, from a peer's value, every slot the replica lacks or holds damaged below the stop,
 //! and a replica not sealed at its share of the stop is then sealed there, which drops
 //! anything it held past it. A pass thus reads every slot of every sealed segment once per
-//! replica, as a scrubber does. A replica that cannot be
-//! reached is counted and left for the next pass; one the segment was made without (its
-//! server was down when the segment's LogDrives were created) is counted as absent.
+//! replica, as a scrubber does. A data replica the segment was made without (its server
+//! was down when the segment's LogDrives were created, so the segment names it with
+//! generation 0) is created on its server once that is back, empty, fenced at the next
+//! segment's epoch, and filled and sealed the same way; clients find it by its id
+//! (`Pool::resolve`). A replica that cannot be reached is counted and left for the next
+//! pass. Seal replicas the segment was made without are left absent: once the chain
+//! records the segment's stop, its seal LogDrive is no longer what says where it ends.
 
 use std::sync::Arc;
 
@@ -32,8 +36,11 @@ pub struct Repaired {
     pub unrepairable: u64,
     /// Replicas that could not be reached.
     pub unreachable: u64,
-    /// Replicas the segment was made without (their server was down when it was created):
-    /// the segment runs on its others, and there is nothing to repair.
+    /// Replicas the segment was made without (their server was down when it was created)
+    /// created now, empty, for the scrub to fill.
+    pub created: u64,
+    /// Replicas the segment was made without that are still not there (their server
+    /// answered, and the creation failed).
     pub absent: u64,
 }
 
@@ -71,6 +78,7 @@ async fn repair_group(
     epoch: u64,
     repaired: &mut Repaired,
 ) -> Result<(), LogError> {
+    create_absent(pool, spec, group, length, epoch, repaired).await;
     let children = pool.group(spec, group).await;
     let quorum = QuorumLogDrive::new(
         children.clone(),
@@ -128,6 +136,47 @@ async fn repair_group(
         }
     }
     Ok(())
+}
+
+/// Creates, on servers that answer, the data replicas of `group` the segment was made
+/// without (named with generation 0), of `length` addresses and fenced at `epoch`.
+async fn create_absent(
+    pool: &Arc<Pool>,
+    spec: &LogletSpec,
+    group: usize,
+    length: u64,
+    epoch: u64,
+    repaired: &mut Repaired,
+) {
+    for replica in spec.groups.get(group).into_iter().flatten() {
+        let (addr, id) = (&replica.addr, replica.data.id);
+        if replica.data.generation != 0 {
+            continue;
+        }
+        // A server that does not answer is counted unreachable by the pass.
+        let Ok(store) = pool.store(addr).await else {
+            continue;
+        };
+        let generation = match store.generation(id).await {
+            Ok(Some(generation)) => generation,
+            Ok(None) => match store.create(id, length.max(1)).await {
+                Ok(drive) => {
+                    repaired.created += 1;
+                    drive.generation()
+                }
+                // Another pass made it meanwhile; this one finds it next time.
+                Err(error) => {
+                    tracing::warn!(%addr, id, %error, "creating an absent replica");
+                    continue;
+                }
+            },
+            Err(_) => continue,
+        };
+        pool.created(addr, id, generation);
+        if let Err(error) = store.drive(id, generation).fence(epoch).await {
+            tracing::warn!(%addr, id, %error, "fencing a created replica");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -317,6 +317,31 @@ impl LogDriveService for Service {
         }))
     }
 
+    async fn generation(
+        &self,
+        request: Request<pb::Id>,
+    ) -> Result<Response<pb::GenerationReply>, Status> {
+        use pb::generation_reply::Result as R;
+        // Metadata of a LogDrive the caller names, as its length is.
+        self.authorize(&request, Op::Length)?;
+        let id = request.into_inner().id;
+        let outcome = match self.admit().await {
+            Ok(_slot) => match self.store.get(id) {
+                Ok(live) => Ok(live.generation),
+                Err(LogDriveError::Missing { .. }) => Ok(0),
+                Err(error) => Err(error),
+            },
+            Err(error) => Err(error),
+        };
+        let result = match outcome {
+            Ok(generation) => R::Generation(generation),
+            Err(error) => R::Error(wire::error_to_pb(&error)),
+        };
+        Ok(Response::new(pb::GenerationReply {
+            result: Some(result),
+        }))
+    }
+
     async fn limits(
         &self,
         request: Request<pb::LimitsRequest>,

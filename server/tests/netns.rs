@@ -398,8 +398,8 @@ async fn disturb(round: &mut Round, rng: &mut Rng, acked: &Acked) {
 }
 
 /// After a repair pass (what `sealog-server repair` runs, as an operator), every replica of every
-/// sealed segment, the ones that were killed or cut off while it was written among them,
-/// holds the segment's whole prefix and is sealed at its stop.
+/// sealed segment, the ones that were killed or cut off while it was written among them and
+/// the ones it was made without, holds the segment's whole prefix and is sealed at its stop.
 async fn sealed_prefix_everywhere(client: &LogClient, dir: &Path, seed: u64) {
     let chain = client.chain().await.unwrap();
     let operator = RemoteOptions {
@@ -411,16 +411,18 @@ async fn sealed_prefix_everywhere(client: &LogClient, dir: &Path, seed: u64) {
     let repaired = sealog_server::repair::repair_sealed(&pool, &chain)
         .await
         .unwrap();
-    assert_eq!(repaired.unreachable, 0, "seed {seed}: {repaired:?}");
+    assert_eq!(
+        (repaired.unreachable, repaired.absent),
+        (0, 0),
+        "seed {seed}: {repaired:?}"
+    );
     for segment in chain.segments.iter().filter(|s| s.stop.is_some()) {
         let length = segment.stop.unwrap() - segment.start;
         let spec = LogletSpec::decode(&segment.loglet).unwrap();
         for replica in pool.group(&spec, 0).await {
-            let found = match replica.length().await {
-                // A replica the segment was made without: its server was down then.
-                Err(sealog_logdrive::LogDriveError::Missing { .. }) => continue,
-                found => found.unwrap(),
-            };
+            // Replicas a segment was made without (their server was down then) were
+            // created by the repair.
+            let found = replica.length().await.unwrap();
             assert_eq!(found.sealed, Some(length), "seed {seed}: {found:?}");
             for slot in found.first..length {
                 let held = replica.read(slot).await.unwrap();

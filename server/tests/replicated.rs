@@ -250,6 +250,19 @@ fn corrupt(ring: &std::path::Path, values: &[Bytes], count: usize) -> usize {
     flipped
 }
 
+/// Asserts that a replica's `slot` holds `value` (inside the AtomicLog's record).
+fn assert_holds(slot: u64, found: &ReadOutcome, value: &[u8]) {
+    match found {
+        ReadOutcome::Value(bytes) => {
+            assert!(
+                bytes.windows(value.len()).any(|w| w == value),
+                "slot {slot}"
+            );
+        }
+        other => panic!("slot {slot}: {other:?}"),
+    }
+}
+
 /// Reads every slot below `length` of LogDrive `name` on the server at `addr` straight.
 async fn slots(pki: &Pki, addr: &str, id: u64, generation: u64, length: u64) -> Vec<ReadOutcome> {
     let store = sealog_server::RemoteStore::connect(addr, pki.remote("check", Role::Client))
@@ -329,19 +342,74 @@ async fn a_corrupted_replica_is_served_around_and_repaired_from_its_peers() {
         .unwrap();
     let healed = slots(&pki, &s1_addr, data.id, data.generation, length).await;
     for (address, slot) in healed.iter().enumerate() {
-        match slot {
-            ReadOutcome::Value(bytes) => {
-                let value = &values[address];
-                assert!(
-                    bytes.windows(value.len()).any(|w| w == value),
-                    "slot {address}"
-                );
-            }
-            other => panic!("slot {address} of s1 after the repair: {other:?}"),
-        }
+        assert_holds(address as u64, slot, &values[address]);
     }
     host.stop().await;
     s1.stop().await;
+    for server in servers {
+        server.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_made_without_is_created_and_filled_once_its_server_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki(CertAuthority::new("test CA").unwrap());
+    let Cluster {
+        mut servers,
+        mut sequencers,
+        client,
+    } = cluster(dir.path(), &pki, 1).await;
+    let host = sequencers.remove(0);
+    let values: Vec<Bytes> = (0..30).map(page).collect();
+    for value in &values[..10] {
+        client.append(value.clone()).await.unwrap();
+    }
+
+    // s3 is down while the next segment is made: the segment names its replica there with
+    // generation 0 and runs on the other two.
+    let addr = servers[2].addr();
+    servers.remove(2).stop().await;
+    client.reconfigure().await.unwrap();
+    let made_without = client.chain().await.unwrap().active().clone();
+    let spec = LogletSpec::decode(&made_without.loglet).unwrap();
+    assert_eq!(spec.groups[0][2].data.generation, 0, "{spec:?}");
+    for value in &values[10..] {
+        client.append(value.clone()).await.unwrap();
+    }
+
+    // s3 comes back; sealing the segment and repairing it creates and fills the replica.
+    let tls = pki.pem(Leaf::server("s3", &[]));
+    let s3 = server(dir.path(), "s3", addr, Some(tls)).await;
+    client.reconfigure().await.unwrap();
+    let pool = Arc::new(Pool::new(pki.remote("operator", Role::Operator)));
+    let chain = client.chain().await.unwrap();
+    let repaired = repair_sealed(&pool, &chain).await.unwrap();
+    assert_eq!(
+        (repaired.unreachable, repaired.absent),
+        (0, 0),
+        "{repaired:?}"
+    );
+
+    // A client finds the replica by its id, sealed at the segment's stop, holding every
+    // value the segment took.
+    let segment = chain
+        .segments
+        .iter()
+        .find(|s| s.loglet.id == made_without.loglet.id)
+        .unwrap();
+    let (start, stop) = (segment.start, segment.stop.unwrap());
+    assert_eq!((start, stop), (10, 30));
+    let reader = Arc::new(Pool::new(pki.remote("reader", Role::Client)));
+    let replica = Arc::clone(&reader.group(&spec, 0).await[2]);
+    let found = replica.length().await.unwrap();
+    assert_eq!(found.sealed, Some(stop - start), "{found:?}");
+    for slot in 0..stop - start {
+        let found = replica.read(slot).await.unwrap();
+        assert_holds(slot, &found, &values[(start + slot) as usize]);
+    }
+    host.stop().await;
+    s3.stop().await;
     for server in servers {
         server.stop().await;
     }
