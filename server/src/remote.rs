@@ -4,16 +4,20 @@
 //!
 //! Operations are issued when called, like a local drive's: the call spawns the RPC on the
 //! client runtime (`runtime`), so that the futures can be awaited from any executor or
-//! waited on from a plain thread with `sealog_logdrive::wait`. Many operations
-//! share one HTTP/2 connection. A connection that fails is made again on the next try;
-//! idempotent operations (every LogDrive operation is: the same write, seal, fence or trim
-//! again changes nothing) are retried with backoff until their deadline, while the server
-//! cannot be reached. What a caller gets when the server stays unreachable, or a reply is
-//! cut off, is an indeterminate `Io` naming the server: the operation may have taken effect,
-//! and a quorum above decides.
+//! waited on from a plain thread with `sealog_logdrive::wait`. Many operations share one
+//! HTTP/2 connection. Writes to one server go out in batches (`WriteQueue`): a write
+//! queues, and up to [`WRITE_BATCHES_IN_FLIGHT`] senders each take what is queued into one
+//! `WriteBatch` message, so that a server sees one message per round trip rather than one
+//! per write, and a lone write goes out at once, alone. A connection that fails is made
+//! again on the next try; idempotent operations (every LogDrive operation is: the same
+//! write, seal, fence or trim again changes nothing) are retried with backoff until their
+//! deadline, while the server cannot be reached. What a caller gets when the server stays
+//! unreachable, or a reply is cut off, is an indeterminate `Io` naming the server: the
+//! operation may have taken effect, and a quorum above decides.
 
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -114,6 +118,26 @@ struct Link {
 struct Remote {
     link: Link,
     limits: ServerLimits,
+    writes: WriteQueue,
+}
+
+/// Batches of writes one connection sends at once at most.
+pub const WRITE_BATCHES_IN_FLIGHT: usize = 4;
+
+/// A write's room in a batch beyond its payload (ids, address, epoch, framing): a batch
+/// holds writes up to the server's message limit.
+const WRITE_OVERHEAD_BYTES: u64 = 64;
+
+/// A queued write and where its outcome goes.
+type QueuedWrite = (
+    pb::WriteRequest,
+    tokio::sync::oneshot::Sender<Result<(), LogDriveError>>,
+);
+
+/// The writes to one server not yet sent, and how many senders are taking them.
+#[derive(Default)]
+struct WriteQueue {
+    state: Mutex<(VecDeque<QueuedWrite>, usize)>,
 }
 
 /// A connection to one server's LogDrive service. Clones share it.
@@ -213,7 +237,11 @@ impl RemoteStore {
                 weak_tail_k_max: reply.weak_tail_k_max,
             };
             Ok(RemoteStore {
-                remote: Arc::new(Remote { link, limits }),
+                remote: Arc::new(Remote {
+                    link,
+                    limits,
+                    writes: WriteQueue::default(),
+                }),
             })
         })
     }
@@ -385,6 +413,65 @@ impl Link {
     }
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Takes from `queue` the writes of one batch: at least one, then as many as fit in
+/// `bytes_max`.
+fn take_batch(queue: &mut VecDeque<QueuedWrite>, bytes_max: u64) -> Vec<QueuedWrite> {
+    let mut batch = Vec::new();
+    let mut bytes = 0;
+    while let Some((write, _)) = queue.front() {
+        let size = write.payload.len() as u64 + WRITE_OVERHEAD_BYTES;
+        if !batch.is_empty() && bytes + size > bytes_max {
+            break;
+        }
+        bytes += size;
+        batch.extend(queue.pop_front());
+    }
+    batch
+}
+
+/// A sender of `remote`'s queued writes: sends a batch, answers its writes, and takes the
+/// next, until the queue is empty.
+async fn send_batches(remote: Arc<Remote>) {
+    loop {
+        let batch = {
+            let mut queue = lock(&remote.writes.state);
+            let batch = take_batch(&mut queue.0, remote.limits.payload_size_max_bytes);
+            if batch.is_empty() {
+                queue.1 -= 1;
+                return;
+            }
+            batch
+        };
+        let (writes, senders): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+        let count = writes.len();
+        let sent = remote
+            .link
+            .call(
+                "write",
+                |mut grpc, request| async move { grpc.write_batch(request).await },
+                pb::WriteBatchRequest { writes },
+            )
+            .await;
+        let outcomes: Vec<Result<(), LogDriveError>> = match sent {
+            Ok(reply) if reply.results.len() == count => reply
+                .results
+                .into_iter()
+                .map(|result| wire::unit_from_pb(result, "write"))
+                .collect(),
+            Ok(_) => vec![Err(wire::malformed_reply("write_batch").indeterminate()); count],
+            Err(error) => vec![Err(error); count],
+        };
+        for (sender, outcome) in senders.into_iter().zip(outcomes) {
+            // A caller that stopped waiting has nothing to be told.
+            let _ = sender.send(outcome);
+        }
+    }
+}
+
 /// One LogDrive on a server, named by its id and generation.
 #[derive(Clone)]
 pub struct RemoteLogDrive {
@@ -444,12 +531,28 @@ impl LogDrive for RemoteLogDrive {
             epoch,
             payload,
         };
-        self.op(
-            "write",
-            message,
-            |mut g, r| async move { g.write(r).await },
-            |r| wire::unit_from_pb(r, "write"),
-        )
+        let (sender, outcome) = tokio::sync::oneshot::channel();
+        let start = {
+            let mut queue = lock(&self.remote.writes.state);
+            queue.0.push_back((message, sender));
+            let start = queue.1 < WRITE_BATCHES_IN_FLIGHT;
+            queue.1 += usize::from(start);
+            start
+        };
+        if start {
+            // The sender runs on until the queue is empty; its handle is not needed.
+            drop(crate::runtime::spawn(send_batches(Arc::clone(
+                &self.remote,
+            ))));
+        }
+        Box::pin(async move {
+            outcome.await.unwrap_or_else(|_| {
+                Err(LogDriveError::Io {
+                    reason: "the write's batch was dropped unsent".into(),
+                }
+                .indeterminate())
+            })
+        })
     }
 
     fn read(&self, address: u64) -> OpFuture<ReadOutcome> {

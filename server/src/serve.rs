@@ -109,10 +109,12 @@ pub struct ServerStats {
     pub refused_handshakes: u64,
     /// Requests refused for their caller.
     pub refused_requests: u64,
-    /// Requests refused as `Overloaded`.
+    /// Operations refused as `Overloaded` (each write of a refused batch counts).
     pub overloaded: u64,
-    /// Requests that ran on a LogDrive.
+    /// Operations that ran on a LogDrive (each write of a batch counts).
     pub served: u64,
+    /// Batches of writes admitted (their writes count in `served`).
+    pub write_batches: u64,
 }
 
 /// A server running on the current tokio runtime.
@@ -166,6 +168,7 @@ impl LogServer {
             refused_requests: self.service.refused_requests.load(Ordering::Relaxed),
             overloaded: self.service.overloaded.load(Ordering::Relaxed),
             served: self.service.served.load(Ordering::Relaxed),
+            write_batches: self.service.write_batches.load(Ordering::Relaxed),
         }
     }
 

@@ -38,10 +38,13 @@ pub struct Limits {
 pub struct ServiceStats {
     /// Requests refused for their caller (no certificate, or a role that may not).
     pub refused_requests: AtomicU64,
-    /// Requests refused with `Overloaded`.
+    /// Operations refused with `Overloaded` (each write of a refused batch counts).
     pub overloaded: AtomicU64,
-    /// Requests that ran on a LogDrive (whatever their outcome).
+    /// Requests that ran on a LogDrive (whatever their outcome); each write of a batch
+    /// counts as one.
     pub served: AtomicU64,
+    /// Batches of writes admitted.
+    pub write_batches: AtomicU64,
 }
 
 /// The service over one store.
@@ -183,6 +186,55 @@ impl LogDriveService for Service {
             .run(r.drive, |d| d.drive.write(r.address, r.epoch, r.payload))
             .await?;
         Ok(Response::new(wire::unit_to_pb(outcome)))
+    }
+
+    async fn write_batch(
+        &self,
+        request: Request<pb::WriteBatchRequest>,
+    ) -> Result<Response<pb::WriteBatchReply>, Status> {
+        self.authorize(&request, Op::Write)?;
+        let writes = request.into_inner().writes;
+        if writes.iter().any(|write| write.drive.is_none()) {
+            return Err(Status::invalid_argument(
+                "a write of the batch names no drive",
+            ));
+        }
+        let count = writes.len() as u64;
+        let _slot = match self.admit().await {
+            Ok(slot) => slot,
+            Err(error) => {
+                // `overloaded` counts writes refused: admit counted one.
+                let more = count.saturating_sub(1);
+                self.stats.overloaded.fetch_add(more, Ordering::Relaxed);
+                let results = writes
+                    .iter()
+                    .map(|_| wire::unit_to_pb(Err(error.clone())))
+                    .collect();
+                return Ok(Response::new(pb::WriteBatchReply { results }));
+            }
+        };
+        self.stats.write_batches.fetch_add(1, Ordering::Relaxed);
+        // Every write is issued before any is awaited, so that they share a group commit.
+        let issued: Vec<OpFuture<()>> = writes
+            .into_iter()
+            .map(|write| {
+                let drive = write.drive.unwrap_or_default();
+                match self.drive(&drive) {
+                    Ok(handle) => {
+                        self.stats.served.fetch_add(1, Ordering::Relaxed);
+                        handle
+                            .drive
+                            .write(write.address, write.epoch, write.payload)
+                    }
+                    Err(error) => Box::pin(std::future::ready(Err(error))),
+                }
+            })
+            .collect();
+        let mut results = Vec::with_capacity(issued.len());
+        for write in issued {
+            results.push(wire::unit_to_pb(write.await));
+        }
+        Ok(Response::new(pb::WriteBatchReply { results }))
     }
 
     async fn read(

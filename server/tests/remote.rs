@@ -3,7 +3,8 @@
 //! futures can be waited on from a plain thread; a server's bound on operations in flight
 //! holds with many more clients than slots; an unreachable server is an indeterminate error
 //! naming it, and a server back on its address is found again; a quorum over three servers
-//! writes on while one is down.
+//! writes on while one is down; many writes at once on one connection go out in a few
+//! batches, each write with its own outcome.
 
 mod common;
 
@@ -260,4 +261,54 @@ async fn a_quorum_of_three_servers_writes_on_with_one_down() {
     for server in servers {
         server.stop().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_in_flight_together_go_out_in_batches_with_their_own_outcomes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path(), "a", loopback(), None).await;
+    let store = RemoteStore::connect(&server.addr().to_string(), RemoteOptions::default())
+        .await
+        .unwrap();
+    let drive = store.create(1, 1 << 16).await.unwrap();
+    // Generation 9 is not live: those writes alone answer Missing, in the same batches.
+    let stale = store.drive(1, 9);
+    let mut writes = Vec::new();
+    for address in 0..512u64 {
+        let payload = Bytes::from(vec![address as u8; 1000]);
+        let write = match address % 64 {
+            7 => stale.write(address, 0, payload),
+            _ => drive.write(address, 0, payload),
+        };
+        writes.push((address, write));
+    }
+    for (address, write) in writes {
+        match (address % 64, write.await) {
+            (
+                7,
+                Err(LogDriveError::Missing {
+                    id: 1,
+                    generation: 9,
+                }),
+            ) => {}
+            (7, other) => panic!("write {address} to a stale generation: {other:?}"),
+            (_, outcome) => outcome.unwrap_or_else(|e| panic!("write {address}: {e}")),
+        }
+    }
+    let stats = server.stats();
+    // The create, and the 504 writes to the live generation.
+    assert_eq!(stats.served, 505);
+    assert!(
+        stats.write_batches < 128,
+        "512 writes in flight went out in {} batches",
+        stats.write_batches
+    );
+    for address in 0..512u64 {
+        let expected = match address % 64 {
+            7 => ReadOutcome::Unwritten,
+            _ => ReadOutcome::Value(Bytes::from(vec![address as u8; 1000])),
+        };
+        assert_eq!(drive.read(address).await.unwrap(), expected, "at {address}");
+    }
+    server.stop().await;
 }

@@ -317,7 +317,13 @@ async fn a_corrupted_replica_is_served_around_and_repaired_from_its_peers() {
             .collect()
     };
     let found = slots(&pki, &s1_addr, data.id, data.generation, length).await;
-    assert_eq!(torn(&found), [5, 12, 19]);
+    // The torn slots read Damaged; so may a slot s1 had not written when it stopped, if the
+    // quarantine cannot rule out that a torn record held it.
+    let found = torn(&found);
+    assert!(
+        [5, 12, 19].iter().all(|slot| found.contains(slot)),
+        "{found:?}"
+    );
     for (position, value) in values.iter().enumerate() {
         let read = client.read(position as u64).await.unwrap();
         assert_eq!(read.as_ref(), Some(value), "at {position}");

@@ -302,17 +302,25 @@ impl SimDrive {
 
 impl LogDrive for SimDrive {
     fn write(&self, address: u64, epoch: u64, payload: Bytes) -> OpFuture<()> {
-        let message = pb::WriteRequest {
+        let write = pb::WriteRequest {
             drive: Some(self.name),
             address,
             epoch,
             payload,
         };
+        // As the remote client sends writes: in a batch (here of one), each with its own
+        // outcome.
+        let message = pb::WriteBatchRequest {
+            writes: vec![write],
+        };
         self.call(
             ("write", Some(address)),
             message,
-            |s, r| Box::pin(async move { s.write(r).await }),
-            |r| wire::unit_from_pb(r, "write"),
+            |s, r| Box::pin(async move { s.write_batch(r).await }),
+            |mut r| match (r.results.pop(), r.results.is_empty()) {
+                (Some(result), true) => wire::unit_from_pb(result, "write"),
+                _ => Err(wire::malformed_reply("write_batch").indeterminate()),
+            },
         )
     }
 
