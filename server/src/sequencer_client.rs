@@ -1,10 +1,12 @@
 //! The client side of the sequencer service: [`RemoteSlots`], an AtomicLog's slots from a
-//! sequencer in another process; [`SequencerReconfigurer`], which asks a sequencer to
-//! reconfigure on a client's behalf (a client may not seal or fence); and [`ClientFactory`],
-//! which opens a segment's loglet from its description in the chain. Calls run on the client
-//! library's runtime, so their futures can be awaited from any executor.
+//! sequencer in another process (a client's concurrent appends acquire and complete their
+//! slots in batches, a call for what queued together); [`SequencerReconfigurer`], which asks
+//! a sequencer to reconfigure on a client's behalf (a client may not seal or fence); and
+//! [`ClientFactory`], which opens a segment's loglet from its description in the chain.
+//! Calls run on the client library's runtime, so their futures can be awaited from any
+//! executor.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -75,23 +77,60 @@ pub(crate) fn from_pb(error: Option<SequencerError>) -> LogError {
     }
 }
 
-/// The slots of loglet `loglet` (at `epoch`) from the sequencer at `addr`.
-pub struct RemoteSlots {
+/// Acquire calls one `RemoteSlots` has in flight at most. Completions are not capped: a
+/// completion call answers only once every slot below its highest is complete, so a capped
+/// sender could wait on a completion queued behind it (and time out).
+pub const SLOT_CALLS_IN_FLIGHT: usize = 2;
+
+/// Where an acquire's slot goes.
+type Acquirer = tokio::sync::oneshot::Sender<Result<u64, LogError>>;
+/// A completion and where its outcome goes.
+type Completer = (u64, tokio::sync::oneshot::Sender<Result<(), LogError>>);
+
+/// The acquires and completions waiting to be sent, and the senders taking them.
+#[derive(Default)]
+struct SlotQueues {
+    acquirers: VecDeque<Acquirer>,
+    /// Slots handed out for acquirers that had gone away: the next acquirers take them
+    /// (left unwritten, they would stall every slot after them).
+    spare: VecDeque<u64>,
+    acquire_senders: usize,
+    completers: Vec<Completer>,
+    /// A completion sender is spawned and has not yet taken the queue.
+    complete_sender_pending: bool,
+}
+
+/// What a sender task needs of its `RemoteSlots`.
+#[derive(Clone)]
+struct SlotLink {
     sequencers: Arc<Sequencers>,
     addr: String,
     loglet: pb::LogletRef,
+    queues: Arc<Mutex<SlotQueues>>,
+}
+
+/// The slots of loglet `loglet` (at `epoch`) from the sequencer at `addr`.
+pub struct RemoteSlots {
+    link: SlotLink,
     /// T as last heard.
     tail: AtomicU64,
     refused: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl RemoteSlots {
     /// Slots of `loglet` at `epoch` from the sequencer at `addr`.
     pub fn new(sequencers: Arc<Sequencers>, addr: &str, loglet: u64, epoch: u64) -> RemoteSlots {
         RemoteSlots {
-            sequencers,
-            addr: addr.into(),
-            loglet: pb::LogletRef { loglet, epoch },
+            link: SlotLink {
+                sequencers,
+                addr: addr.into(),
+                loglet: pb::LogletRef { loglet, epoch },
+                queues: Arc::default(),
+            },
             tail: AtomicU64::new(0),
             refused: AtomicBool::new(false),
         }
@@ -104,27 +143,145 @@ impl RemoteSlots {
         Fut: std::future::Future<Output = Result<tonic::Response<pb::SlotReply>, tonic::Status>>
             + Send,
     {
-        let client = self.sequencers.client(&self.addr);
-        let (loglet, deadline) = (self.loglet, self.sequencers.deadline());
+        let client = self.link.sequencers.client(&self.link.addr);
+        let (loglet, deadline) = (self.link.loglet, self.link.sequencers.deadline());
         let task = crate::runtime::spawn(async move {
             let reply = tokio::time::timeout(deadline, send(client?, loglet)).await;
-            match reply {
-                Ok(Ok(reply)) => match reply.into_inner().result {
-                    Some(slot_reply::Result::Slot(slot)) => Ok(slot),
-                    Some(slot_reply::Result::Error(error)) => Err(from_pb(Some(error))),
-                    None => Err(from_pb(None)),
-                },
-                Ok(Err(status)) => {
-                    tracing::debug!(what, %status, "a sequencer call failed");
-                    Err(LogError::SequencerDown)
-                }
-                Err(_) => {
-                    tracing::debug!(what, "a sequencer call timed out");
-                    Err(LogError::SequencerDown)
-                }
+            match answered(what, reply)?.result {
+                Some(slot_reply::Result::Slot(slot)) => Ok(slot),
+                Some(slot_reply::Result::Error(error)) => Err(from_pb(Some(error))),
+                None => Err(from_pb(None)),
             }
         });
         Box::pin(async move { task.await.unwrap_or(Err(LogError::SequencerDown)) })
+    }
+}
+
+/// A call's reply, or its timeout.
+type Call<T> = Result<Result<tonic::Response<T>, tonic::Status>, tokio::time::error::Elapsed>;
+
+/// The message a call answered; a transport failure or a timeout is `SequencerDown`.
+fn answered<T>(what: &str, reply: Call<T>) -> Result<T, LogError> {
+    match reply {
+        Ok(Ok(reply)) => Ok(reply.into_inner()),
+        Ok(Err(status)) => {
+            tracing::debug!(what, %status, "a sequencer call failed");
+            Err(LogError::SequencerDown)
+        }
+        Err(_) => {
+            tracing::debug!(what, "a sequencer call timed out");
+            Err(LogError::SequencerDown)
+        }
+    }
+}
+
+/// The slots a batch call answered, or why it failed.
+fn slots_outcome(what: &str, reply: Call<pb::SlotsReply>) -> Result<Vec<u64>, LogError> {
+    match answered(what, reply)?.result {
+        Some(pb::slots_reply::Result::Slots(slots)) => Ok(slots.slots),
+        Some(pb::slots_reply::Result::Error(error)) => Err(from_pb(Some(error))),
+        None => Err(from_pb(None)),
+    }
+}
+
+impl SlotLink {
+    /// Up to `count` slots in one call.
+    async fn acquire_many(&self, count: u64) -> Result<Vec<u64>, LogError> {
+        let mut client = self.sequencers.client(&self.addr)?;
+        let request = pb::AcquireManyRequest {
+            loglet: Some(self.loglet),
+            count,
+        };
+        let deadline = self.sequencers.deadline();
+        let reply = tokio::time::timeout(deadline, client.acquire_many(request)).await;
+        slots_outcome("acquire", reply)
+    }
+
+    /// Completes `slots` in one call.
+    async fn complete_many(&self, slots: Vec<u64>) -> Result<Vec<u64>, LogError> {
+        let mut client = self.sequencers.client(&self.addr)?;
+        let request = pb::CompleteManyRequest {
+            loglet: Some(self.loglet),
+            slots,
+        };
+        let deadline = self.sequencers.deadline();
+        let reply = tokio::time::timeout(deadline, client.complete_many(request)).await;
+        slots_outcome("complete", reply)
+    }
+
+    /// Takes the queued acquirers (after giving spare slots to the first of them): none
+    /// when nothing is queued, and then this sender stops.
+    fn take_acquirers(&self) -> Vec<Acquirer> {
+        let mut queues = lock(&self.queues);
+        while !queues.spare.is_empty() && !queues.acquirers.is_empty() {
+            let (slot, acquirer) = (queues.spare.pop_front(), queues.acquirers.pop_front());
+            if let (Some(slot), Some(acquirer)) = (slot, acquirer) {
+                if let Err(Ok(slot)) = acquirer.send(Ok(slot)) {
+                    queues.spare.push_front(slot);
+                }
+            }
+        }
+        if queues.acquirers.is_empty() {
+            queues.acquire_senders -= 1;
+        }
+        queues.acquirers.drain(..).collect()
+    }
+
+    /// Sends the queued acquires, a call for all of them at a time, until none is queued.
+    async fn send_acquires(self) {
+        loop {
+            let acquirers = self.take_acquirers();
+            if acquirers.is_empty() {
+                return;
+            }
+            match self.acquire_many(acquirers.len() as u64).await {
+                Ok(slots) => self.hand_out(slots, acquirers),
+                Err(error) => {
+                    for acquirer in acquirers {
+                        let _ = acquirer.send(Err(error.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Gives `slots` to `acquirers` in order (a slot whose acquirer went away goes to the
+    /// next); slots left over are spare, acquirers left over queue again first.
+    fn hand_out(&self, slots: Vec<u64>, acquirers: Vec<Acquirer>) {
+        let mut slots: VecDeque<u64> = slots.into();
+        let mut acquirers: VecDeque<Acquirer> = acquirers.into();
+        while let Some(slot) = slots.pop_front() {
+            let Some(acquirer) = acquirers.pop_front() else {
+                slots.push_front(slot);
+                break;
+            };
+            if let Err(Ok(slot)) = acquirer.send(Ok(slot)) {
+                slots.push_front(slot);
+            }
+        }
+        let mut queues = lock(&self.queues);
+        queues.spare.extend(slots);
+        while let Some(acquirer) = acquirers.pop_back() {
+            queues.acquirers.push_front(acquirer);
+        }
+    }
+
+    /// Sends the completions queued by the time this sender runs in one call (those of
+    /// one write batch's appends arrive together).
+    async fn send_completes(self) {
+        let completers = {
+            let mut queues = lock(&self.queues);
+            queues.complete_sender_pending = false;
+            std::mem::take(&mut queues.completers)
+        };
+        if completers.is_empty() {
+            return;
+        }
+        let (slots, senders): (Vec<u64>, Vec<_>) = completers.into_iter().unzip();
+        let outcome = self.complete_many(slots).await.map(|_| ());
+        for sender in senders {
+            let _ = sender.send(outcome.clone());
+        }
     }
 }
 
@@ -136,21 +293,36 @@ impl Slots for RemoteSlots {
                 written: false,
             })));
         }
-        self.call("acquire", |mut client, loglet| async move {
-            client.acquire(loglet).await
-        })
+        let (sender, slot) = tokio::sync::oneshot::channel();
+        let start = {
+            let mut queues = lock(&self.link.queues);
+            if let Some(spare) = queues.spare.pop_front() {
+                return Box::pin(std::future::ready(Ok(spare)));
+            }
+            queues.acquirers.push_back(sender);
+            let start = queues.acquire_senders < SLOT_CALLS_IN_FLIGHT;
+            queues.acquire_senders += usize::from(start);
+            start
+        };
+        if start {
+            // The sender runs on until nothing is queued; its handle is not needed.
+            drop(crate::runtime::spawn(self.link.clone().send_acquires()));
+        }
+        Box::pin(async move { slot.await.unwrap_or(Err(LogError::SequencerDown)) })
     }
 
     fn complete(&self, slot: u64) -> SlotFuture<'_, ()> {
-        let done = self.call("complete", move |mut client, loglet| async move {
-            let request = pb::CompleteRequest {
-                loglet: Some(loglet),
-                slot,
-            };
-            client.complete(request).await
-        });
+        let (sender, done) = tokio::sync::oneshot::channel();
+        let start = {
+            let mut queues = lock(&self.link.queues);
+            queues.completers.push((slot, sender));
+            !std::mem::replace(&mut queues.complete_sender_pending, true)
+        };
+        if start {
+            drop(crate::runtime::spawn(self.link.clone().send_completes()));
+        }
         Box::pin(async move {
-            done.await?;
+            done.await.unwrap_or(Err(LogError::SequencerDown))?;
             self.tail.fetch_max(slot + 1, Ordering::AcqRel);
             Ok(())
         })

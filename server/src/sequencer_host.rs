@@ -67,12 +67,12 @@ pub struct Host {
     installing: tokio::sync::Mutex<()>,
 }
 
-/// One call counted among those waiting, until dropped.
-struct Counted<'a>(&'a AtomicUsize);
+/// One call's appends counted among those waiting, until dropped.
+struct Counted<'a>(&'a AtomicUsize, usize);
 
 impl Drop for Counted<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.fetch_sub(self.1, Ordering::AcqRel);
     }
 }
 
@@ -155,22 +155,23 @@ impl Host {
         all
     }
 
-    /// Runs `call` as one of the calls waiting here, or refuses it with `Overloaded` when
-    /// `waiting_max` are waiting already.
+    /// Runs `call`, on behalf of `appends` appends, among the appends waiting here; or
+    /// refuses it with `Overloaded` when `waiting_max` are waiting already.
     pub async fn waiting<T>(
         &self,
+        appends: usize,
         call: impl std::future::Future<Output = Result<T, LogError>>,
     ) -> Result<T, LogError> {
         let max = self.config.waiting_max;
-        if self.waiting.fetch_add(1, Ordering::AcqRel) >= max {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        if self.waiting.fetch_add(appends, Ordering::AcqRel) >= max {
+            self.waiting.fetch_sub(appends, Ordering::AcqRel);
             return Err(LogError::Overloaded {
                 waiting_max: max as u64,
             });
         }
         // Counted out however the call ends: a caller that goes away mid-call drops this
         // future, and the count must not keep its place (it would refuse calls for good).
-        let _counted = Counted(&self.waiting);
+        let _counted = Counted(&self.waiting, appends);
         call.await
     }
 
@@ -466,12 +467,12 @@ mod tests {
         let host = host(1);
         let gone = tokio::time::timeout(
             std::time::Duration::from_millis(10),
-            host.waiting(std::future::pending::<Result<(), LogError>>()),
+            host.waiting(1, std::future::pending::<Result<(), LogError>>()),
         )
         .await;
         assert!(gone.is_err(), "the pending call timed out");
         assert_eq!(host.waiting_now(), (0, 1));
-        host.waiting(async { Ok(()) })
+        host.waiting(1, async { Ok(()) })
             .await
             .expect("its place was given back");
     }
@@ -482,7 +483,7 @@ mod tests {
         let holder = {
             let host = Arc::clone(&host);
             tokio::spawn(async move {
-                host.waiting(async {
+                host.waiting(1, async {
                     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                     Ok(())
                 })
@@ -490,7 +491,7 @@ mod tests {
             })
         };
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        let refused = host.waiting(async { Ok(()) }).await.unwrap_err();
+        let refused = host.waiting(1, async { Ok(()) }).await.unwrap_err();
         assert_eq!(refused, LogError::Overloaded { waiting_max: 1 });
         assert!(refused.is_definite());
         holder.await.unwrap().unwrap();

@@ -37,6 +37,21 @@ fn error_to_pb(error: &LogError) -> pb::SequencerError {
     pb::SequencerError { kind: Some(kind) }
 }
 
+/// The loglet a request names, or `InvalidArgument`.
+fn named(loglet: Option<pb::LogletRef>) -> Result<pb::LogletRef, Status> {
+    loglet.ok_or_else(|| Status::invalid_argument("the request names no loglet"))
+}
+
+fn slots(outcome: Result<Vec<u64>, LogError>) -> Response<pb::SlotsReply> {
+    let result = match outcome {
+        Ok(slots) => pb::slots_reply::Result::Slots(pb::Slots { slots }),
+        Err(error) => pb::slots_reply::Result::Error(error_to_pb(&error)),
+    };
+    Response::new(pb::SlotsReply {
+        result: Some(result),
+    })
+}
+
 fn slot(outcome: Result<u64, LogError>) -> Response<pb::SlotReply> {
     let result = match outcome {
         Ok(slot) => slot_reply::Result::Slot(slot),
@@ -63,11 +78,11 @@ impl SequencerRpc for Service {
     ) -> Result<Response<pb::SlotReply>, Status> {
         authorize(&request, Op::Sequence, &self.refused)?;
         let loglet = request.into_inner();
-        let outcome = match self.sequencer(&loglet) {
-            Ok(sequencer) => self.host.waiting(sequencer.acquire()).await,
-            Err(error) => Err(error),
+        let outcome = async {
+            let sequencer = self.sequencer(&loglet)?;
+            self.host.waiting(1, sequencer.acquire()).await
         };
-        Ok(slot(outcome))
+        Ok(slot(outcome.await))
     }
 
     async fn complete(
@@ -76,18 +91,49 @@ impl SequencerRpc for Service {
     ) -> Result<Response<pb::SlotReply>, Status> {
         authorize(&request, Op::Sequence, &self.refused)?;
         let request = request.into_inner();
-        let loglet = request
-            .loglet
-            .ok_or_else(|| Status::invalid_argument("the request names no loglet"))?;
-        let outcome = match self.sequencer(&loglet) {
-            Ok(sequencer) => self
-                .host
-                .waiting(sequencer.complete(request.slot))
-                .await
-                .map(|()| request.slot),
-            Err(error) => Err(error),
+        let loglet = named(request.loglet)?;
+        let outcome = async {
+            let sequencer = self.sequencer(&loglet)?;
+            let completed = sequencer.complete(request.slot);
+            self.host.waiting(1, completed).await.map(|()| request.slot)
         };
-        Ok(slot(outcome))
+        Ok(slot(outcome.await))
+    }
+
+    async fn acquire_many(
+        &self,
+        request: Request<pb::AcquireManyRequest>,
+    ) -> Result<Response<pb::SlotsReply>, Status> {
+        authorize(&request, Op::Sequence, &self.refused)?;
+        let request = request.into_inner();
+        let loglet = named(request.loglet)?;
+        let outcome = async {
+            let sequencer = self.sequencer(&loglet)?;
+            // Never more than the window: the rest could not be handed out now anyway.
+            let count = request.count.clamp(1, sequencer.window());
+            let appends = usize::try_from(count).unwrap_or(usize::MAX);
+            let acquired = sequencer.acquire_many(count);
+            let range = self.host.waiting(appends, acquired).await?;
+            Ok(range.collect())
+        };
+        Ok(slots(outcome.await))
+    }
+
+    async fn complete_many(
+        &self,
+        request: Request<pb::CompleteManyRequest>,
+    ) -> Result<Response<pb::SlotsReply>, Status> {
+        authorize(&request, Op::Sequence, &self.refused)?;
+        let request = request.into_inner();
+        let loglet = named(request.loglet)?;
+        let outcome = async {
+            let sequencer = self.sequencer(&loglet)?;
+            let completed = sequencer.complete_many(&request.slots);
+            let appends = request.slots.len().max(1);
+            self.host.waiting(appends, completed).await?;
+            Ok(request.slots.clone())
+        };
+        Ok(slots(outcome.await))
     }
 
     async fn tail(

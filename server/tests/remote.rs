@@ -149,12 +149,18 @@ async fn more_clients_than_slots_are_served_or_refused_definitely() {
     // server's stream limit), 16 writes each, on 2 slots and 2 waiting: most are refused
     // with Overloaded, which is definite, so those addresses must read unwritten; every
     // acknowledged one reads back.
-    let mut writes = Vec::new();
-    for client in 0..16u64 {
+    // The connections are made first and the writes then sent all together: a client's
+    // writes go out in batches, so a client connecting while the last one's writes ran
+    // could find the server idle again.
+    let mut clients = Vec::new();
+    for _ in 0..16u64 {
         let store = RemoteStore::connect(&addr, RemoteOptions::default())
             .await
             .unwrap();
-        let drive = store.drive(1, drive.generation());
+        clients.push(store.drive(1, drive.generation()));
+    }
+    let mut writes = Vec::new();
+    for (client, drive) in (0..16u64).zip(&clients) {
         for i in 0..16u64 {
             let address = client * 16 + i;
             let payload = Bytes::from(address.to_le_bytes().to_vec());

@@ -420,3 +420,47 @@ async fn a_replica_made_without_is_created_and_filled_once_its_server_is_back() 
         server.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_many_more_than_the_window_take_each_position_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki(CertAuthority::new("test CA").unwrap());
+    let Cluster {
+        servers,
+        sequencers,
+        client,
+    } = cluster(dir.path(), &pki, 1).await;
+    // 300 appends at once on a window of 16: their slots are acquired and completed in
+    // batches, a call for what queued while the last was in flight.
+    let client = Arc::new(client);
+    let mut appends = tokio::task::JoinSet::new();
+    for i in 0..300u64 {
+        let client = Arc::clone(&client);
+        appends.spawn(async move { (i, client.append(page(i)).await) });
+    }
+    let mut positions = BTreeMap::new();
+    while let Some(done) = appends.join_next().await {
+        let (i, position) = done.unwrap();
+        let position = position.unwrap_or_else(|e| panic!("append {i}: {e}"));
+        assert_eq!(
+            positions.insert(position, i),
+            None,
+            "position {position} twice"
+        );
+    }
+    assert_eq!(positions.len(), 300);
+    assert_eq!(
+        positions.keys().copied().collect::<Vec<_>>(),
+        (0..300).collect::<Vec<_>>()
+    );
+    assert_eq!(client.tail().await.unwrap(), 300);
+    for (position, i) in &positions {
+        assert_eq!(client.read(*position).await.unwrap(), Some(page(*i)));
+    }
+    for sequencer in sequencers {
+        sequencer.stop().await;
+    }
+    for server in servers {
+        server.stop().await;
+    }
+}

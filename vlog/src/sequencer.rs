@@ -82,6 +82,13 @@ impl Sequencer {
 
     /// Hands out the next slot, waiting while K slots are in flight.
     pub async fn acquire(&self) -> Result<u64, LogError> {
+        self.acquire_many(1).await.map(|slots| slots.start)
+    }
+
+    /// Hands out up to `count` slots, in order: at least one (waiting while K slots are in
+    /// flight), and as many more as the window has room for then. Several appends' slots in
+    /// one call, for a sequencer in another process.
+    pub async fn acquire_many(&self, count: u64) -> Result<std::ops::Range<u64>, LogError> {
         let mut ticket = None;
         poll_fn(|cx| {
             let mut state = self.lock();
@@ -94,13 +101,14 @@ impl Sequencer {
                     written: false,
                 }));
             }
-            if state.next < state.tail + self.window {
+            let room = (state.tail + self.window).saturating_sub(state.next);
+            if room > 0 {
                 if let Some(ticket) = ticket.take() {
                     state.acquirers.remove(&ticket);
                 }
-                let slot = state.next;
-                state.next += 1;
-                return Poll::Ready(Ok(slot));
+                let first = state.next;
+                state.next += count.clamp(1, room);
+                return Poll::Ready(Ok(first..state.next));
             }
             let id = *ticket.get_or_insert_with(|| {
                 state.next_ticket += 1;
@@ -132,6 +140,19 @@ impl Sequencer {
             Poll::Pending
         })
         .await
+    }
+
+    /// Completes every slot of `slots` (their writes were acknowledged) and waits until
+    /// every slot below the highest of them is completed too: several appends' completions
+    /// in one call.
+    pub async fn complete_many(&self, slots: &[u64]) -> Result<(), LogError> {
+        let Some(&highest) = slots.iter().max() else {
+            return Ok(());
+        };
+        for &slot in slots {
+            self.mark_completed(slot)?;
+        }
+        self.complete(highest).await
     }
 
     /// Marks `slot` completed and moves T past every completed slot: whether T is now past
@@ -223,6 +244,28 @@ mod tests {
 
     use super::*;
     use sealog_logdrive::wait;
+
+    #[test]
+    fn many_slots_at_once_take_what_the_window_has_room_for() {
+        let sequencer = Arc::new(Sequencer::new(10, 4));
+        assert_eq!(wait(sequencer.acquire_many(3)).unwrap(), 10..13);
+        // One slot of room left: a call for five gets it, and does not wait for more.
+        assert_eq!(wait(sequencer.acquire_many(5)).unwrap(), 13..14);
+        // 13 and 11 completed together: the call answers once 10 and 12 are too.
+        let batch = {
+            let sequencer = sequencer.clone();
+            std::thread::spawn(move || wait(sequencer.complete_many(&[13, 11])))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!batch.is_finished());
+        assert_eq!(sequencer.first_incomplete(), 10);
+        wait(sequencer.complete(10)).unwrap();
+        assert_eq!(sequencer.first_incomplete(), 12);
+        wait(sequencer.complete(12)).unwrap();
+        assert_eq!(sequencer.first_incomplete(), 14);
+        batch.join().unwrap().unwrap();
+        assert_eq!(wait(sequencer.acquire_many(0)).unwrap(), 14..15);
+    }
 
     #[test]
     fn the_fifth_acquire_waits_for_the_first_completion() {
