@@ -1,13 +1,18 @@
 //! Read-only access to a ring without a drive: a [`RingSource`] over the ring's files that reads
 //! with O_DIRECT into an aligned buffer (never through the page cache), for `verify`, `dump`
-//! and `inspect`, which hold only a shared lock and write nothing.
+//! and `inspect`, which hold only a shared lock and write nothing, and for an embedder's
+//! read-only replay ([`RingReader::replay_visiting`]).
 
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use sealog_wal::{RingSource, SegmentHeader};
+use sealog_wal::{
+    RecoveryMode, RecoveryReport, ReplayError, ReplayOptions, RingSource, ScanPolicy,
+    SegmentHeader, Visit,
+};
 
+use crate::drive::{DamagedEntry, EntryRef, RecoveryVisitor};
 use crate::error::OpenError;
 use crate::pool::BufferPool;
 use crate::storage::{self, Access, RingFiles};
@@ -37,6 +42,54 @@ impl RingReader {
             source,
         })?;
         Ok(RingReader { files, pool })
+    }
+
+    /// Replays the ring, writing nothing: `visitor` sees every live entry and, with `mode`
+    /// [`RecoveryMode::Quarantine`], every damaged record or range, in LSN order, as it would
+    /// in [`Drive::open_visiting`](crate::Drive::open_visiting). An embedder rebuilds its own
+    /// state this way for an operator's look at a ring (the writable open would write a
+    /// control block and a tail marker, and start whatever the embedder runs on its drive);
+    /// the reader keeps its lock, so a second pass sees the same ring. A strict replay that
+    /// meets corruption is `OpenError::Corrupt`, naming the LSN and where it lies.
+    pub fn replay_visiting(
+        &mut self,
+        mode: RecoveryMode,
+        scan: ScanPolicy,
+        visitor: &mut dyn RecoveryVisitor,
+    ) -> Result<RecoveryReport, OpenError> {
+        let options = ReplayOptions {
+            mode,
+            scan,
+            ..ReplayOptions::default()
+        };
+        let replayed = sealog_wal::replay_visiting(self, &options, &mut |visited| match visited {
+            Visit::Entry(entry) => visitor.visit(&EntryRef {
+                lsn: entry.lsn,
+                kind: entry.kind,
+                header: entry.embedder,
+                payload: entry.payload,
+            }),
+            Visit::Damaged(damaged) => visitor.visit_damaged(&DamagedEntry::from(damaged)),
+        });
+        let path = self.files.path.clone();
+        replayed.map_err(|error| match error {
+            ReplayError::Corruption(_) => OpenError::Corrupt {
+                path,
+                source: error,
+            },
+            _ => OpenError::Ring {
+                path,
+                source: error,
+            },
+        })
+    }
+
+    /// The ring's current control block (its purpose, its sync method).
+    pub fn control(&mut self) -> Result<sealog_wal::ControlBlock, OpenError> {
+        sealog_wal::read_control(self).map_err(|source| OpenError::Ring {
+            path: self.files.path.clone(),
+            source,
+        })
     }
 
     /// The ring's files (geometry, kind, cache settings).

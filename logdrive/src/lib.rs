@@ -14,6 +14,8 @@
 //! - [`clock`]: [`Clock`], the time compositions read and sleep on, and the real one;
 //! - [`mem`]: [`MemLogDrive`], a LogDrive in memory with switches for a replica's faults,
 //!   which the compositions' tests and simulations run on;
+//! - [`view`]: [`StoreView`], a ring's store read-only (replayed under the shared lock,
+//!   nothing written, no reclaimer), for an operator's tools;
 //! - [`store`]: [`LogDriveStore`], many LogDrives on one [`sealog::Drive`]: open, create,
 //!   delete, close;
 //! - `handle`: their [`LocalLogDrive`] handles and the operations on them;
@@ -56,6 +58,7 @@ mod state;
 pub mod store;
 pub mod striped;
 mod sync;
+pub mod view;
 pub mod wait;
 mod waiting;
 
@@ -70,4 +73,5 @@ pub use replay::DamageFound;
 pub use scrubber::{Scrubber, ScrubberFigures};
 pub use store::{LogDriveStore, StoreOpenError, StoreOptions};
 pub use striped::StripedLogDrive;
+pub use view::{DriveSummary, StoreView, ViewError};
 pub use wait::{wait, wait_deadline};
