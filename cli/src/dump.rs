@@ -49,10 +49,10 @@ struct DumpLine {
     payload_hex: String,
 }
 
-fn escape(payload: &[u8]) -> String {
+pub(crate) fn escape(payload: &[u8]) -> String {
     payload.escape_ascii().to_string()
 }
 
-fn hex(payload: &[u8]) -> String {
+pub(crate) fn hex(payload: &[u8]) -> String {
     payload.iter().map(|byte| format!("{byte:02x}")).collect()
 }

@@ -8,7 +8,7 @@ use sealog::SyncChoice;
 use sealog_wal::format::SegmentDefect;
 use sealog_wal::{RecoveryReport, ReplayError, ReplayOptions};
 
-use crate::describe::{kind_json, purpose_sentence};
+use crate::describe::{kind_json, logdrive_count, purpose_sentence};
 use crate::failure::{fail, open_failure, replay_failure, Failure, EXIT_UNUSABLE};
 
 pub(crate) fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
@@ -25,6 +25,7 @@ pub(crate) fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
     let cache = reader.files().cache.clone();
     let mut source = reader;
     let next = sealog_wal::scan(&mut source, &ReplayOptions::default());
+    let logdrives = logdrive_count(path, control.purpose, source);
     let open_to_others = open_to_others(path, kind);
     for (path, mode) in &open_to_others {
         eprintln!(
@@ -46,6 +47,7 @@ pub(crate) fn inspect(path: &Path, json: bool) -> Result<(), Failure> {
         headers,
         next,
         open_to_others,
+        logdrives,
     };
     if json {
         println!("{}", inspected.to_json());
@@ -65,6 +67,8 @@ struct Inspected<'a> {
     next: Result<RecoveryReport, ReplayError>,
     /// The ring's paths that group or other may read or write, with their modes.
     open_to_others: Vec<(PathBuf, u32)>,
+    /// The live LogDrives of a ring that holds a store.
+    logdrives: Option<usize>,
 }
 
 /// The ring's paths (the device; or the directory and every file in it) whose permission bits
@@ -103,6 +107,9 @@ impl Inspected<'_> {
         println!("ring id: {}", control.ring_id);
         println!("format version: {}", sealog_wal::format::FORMAT_VERSION);
         println!("holds: {}", purpose_sentence(control.purpose));
+        if let Some(logdrives) = self.logdrives {
+            println!("logdrives: {logdrives} live");
+        }
         println!(
             "geometry: {} segments of {} bytes, {}-byte blocks, {} bytes in all",
             geometry.segment_count,
@@ -167,6 +174,7 @@ impl Inspected<'_> {
             "ring_id": control.ring_id.to_string(),
             "format_version": sealog_wal::format::FORMAT_VERSION,
             "purpose": control.purpose.name(),
+            "logdrives": self.logdrives,
             "geometry": {
                 "block_size_bytes": geometry.block_size_bytes,
                 "segment_size_bytes": geometry.segment_size_bytes,

@@ -1,16 +1,17 @@
 //! `sealog`, the operator CLI: format a ring, append to it from stdin, dump and verify it,
-//! trim it, inspect it, show its shape (`stat`, which takes no lock). Its contract (arguments,
+//! trim it, inspect it, show its shape (`stat`, which takes no lock), and look at and repair
+//! the LogDrives of a ring that holds a store (`logdrive`). Its contract (arguments,
 //! output, exit codes) is what scripts and tests rely on: 0 success; 2 usage error, a path that
 //! is not a usable ring, or an I/O error; 3 corruption of acknowledged data or an ambiguous
 //! state; 1 any other failure. Errors are one sentence on stderr naming the path; never a panic
 //! or a backtrace.
 //!
 //! A ring in use (`docs/cli.md`): every subcommand but `stat` takes the ring's lock before it
-//! looks at the ring (format, append and trim the exclusive one, dump, verify and inspect the
-//! shared one) and waits up to 5 seconds for another holder to let go; if another process still
-//! holds the ring then, it exits 1 with one sentence on stderr that names the ring's path and
-//! says the ring is in use, and nothing of the ring has been changed (format alike, with or
-//! without `--force`).
+//! looks at the ring (format, append, trim and the `logdrive` edits the exclusive one; dump,
+//! verify, inspect and the read-only `logdrive` subcommands the shared one) and waits up to
+//! 5 seconds for another holder to let go; if another process still holds the ring then, it
+//! exits 1 with one sentence on stderr that names the ring's path and says the ring is in
+//! use, and nothing of the ring has been changed (format alike, with or without `--force`).
 
 #![forbid(unsafe_code)]
 
@@ -22,19 +23,23 @@ mod format;
 mod inspect;
 mod json;
 mod logdrive;
+mod logdrive_check;
+mod logdrive_edit;
+mod logdrive_view;
 mod progress;
 mod read_only;
 mod stat;
 mod trim;
 mod verify;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use sealog::{FormatOptions, Signature};
 
 use crate::append::SyncArg;
+use crate::logdrive_edit::Control;
 
 #[derive(Parser)]
 #[command(name = "sealog", version, about = "Operate sealog rings")]
@@ -127,6 +132,136 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Look at the LogDrives of a ring that holds a LogDrive store.
+    #[command(subcommand)]
+    Logdrive(LogdriveCommand),
+}
+
+/// `sealog logdrive`: the read-only subcommands take the shared lock and write nothing.
+#[derive(Subcommand)]
+enum LogdriveCommand {
+    /// Every LogDrive: id, generation, capacity, N, T, holes, seal, fence, trim point,
+    /// records and bytes.
+    Ls {
+        path: PathBuf,
+        #[command(flatten)]
+        look: LookArgs,
+    },
+    /// One LogDrive in full: its damaged addresses and the oldest record it holds.
+    Show {
+        path: PathBuf,
+        id: u64,
+        #[command(flatten)]
+        look: LookArgs,
+    },
+    /// What reads of ADDRESS (to --to, inclusive) answer.
+    Read {
+        path: PathBuf,
+        id: u64,
+        address: u64,
+        /// The last address to read.
+        #[arg(long)]
+        to: Option<u64>,
+        #[command(flatten)]
+        look: LookArgs,
+    },
+    /// weakTail(K): N and the unwritten addresses in [N - K, N).
+    WeakTail {
+        path: PathBuf,
+        id: u64,
+        k: u64,
+        #[command(flatten)]
+        look: LookArgs,
+    },
+    /// Read every live record with its CRC, in quarantine, and list the damage by LogDrive
+    /// and address; exit 3 when anything is damaged.
+    Check {
+        path: PathBuf,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create LogDrive ID with addresses below --capacity.
+    Create {
+        path: PathBuf,
+        id: u64,
+        #[arg(long)]
+        capacity: u64,
+        #[command(flatten)]
+        edit: EditArgs,
+    },
+    /// Delete LogDrive ID and everything it holds.
+    Delete {
+        path: PathBuf,
+        id: u64,
+        #[command(flatten)]
+        edit: EditArgs,
+    },
+    /// Seal LogDrive ID at LENGTH: what it holds there and beyond is dropped.
+    Seal {
+        path: PathBuf,
+        id: u64,
+        length: u64,
+        /// The sealer's epoch; by default the LogDrive's fence.
+        #[arg(long)]
+        epoch: Option<u64>,
+        #[command(flatten)]
+        edit: EditArgs,
+    },
+    /// Fence LogDrive ID at EPOCH: writes stamped lower are refused from now on.
+    Fence {
+        path: PathBuf,
+        id: u64,
+        epoch: u64,
+        #[command(flatten)]
+        edit: EditArgs,
+    },
+    /// Trim LogDrive ID below UPTO.
+    Trim {
+        path: PathBuf,
+        id: u64,
+        upto: u64,
+        #[command(flatten)]
+        edit: EditArgs,
+    },
+    /// The reclaimer's figures; with --run, after a run of its work now.
+    Reclaim {
+        path: PathBuf,
+        #[arg(long)]
+        run: bool,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(clap::Args)]
+struct EditArgs {
+    /// Do it, though it drops data (delete, seal, trim).
+    #[arg(long)]
+    yes: bool,
+    /// One JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct LookArgs {
+    /// Step over damaged records and list them, rather than refuse the ring (exit 3).
+    #[arg(long)]
+    quarantine: bool,
+    /// JSON (`read`: one object a line).
+    #[arg(long)]
+    json: bool,
+}
+
+impl LookArgs {
+    fn look(&self) -> logdrive_view::Look {
+        logdrive_view::Look {
+            quarantine: self.quarantine,
+            json: self.json,
+        }
+    }
 }
 
 /// Parses `4096`, `64K`, `8M`, `1G` (powers of 1024).
@@ -171,6 +306,59 @@ fn parse_signature(text: &str) -> Result<Signature, String> {
     })
 }
 
+fn logdrive_command(command: LogdriveCommand) -> Result<(), failure::Failure> {
+    match command {
+        LogdriveCommand::Ls { path, look } => logdrive_view::ls(&path, look.look()),
+        LogdriveCommand::Show { path, id, look } => logdrive_view::show(&path, id, look.look()),
+        LogdriveCommand::Read {
+            path,
+            id,
+            address,
+            to,
+            look,
+        } => logdrive_view::read(&path, id, (address, to), look.look()),
+        LogdriveCommand::WeakTail { path, id, k, look } => {
+            logdrive_view::weak_tail(&path, id, k, look.look())
+        }
+        LogdriveCommand::Check { path, json } => logdrive_check::check(&path, json),
+        LogdriveCommand::Reclaim { path, run, json } => logdrive_edit::reclaim(&path, run, json),
+        LogdriveCommand::Create {
+            path,
+            id,
+            capacity,
+            edit,
+        } => logdrive_edit::create(&path, id, capacity, edit.json),
+        LogdriveCommand::Delete { path, id, edit } => {
+            logdrive_edit::delete(&path, id, edit.yes, edit.json)
+        }
+        LogdriveCommand::Seal {
+            path,
+            id,
+            length,
+            epoch,
+            edit,
+        } => edit.control(&path, id, Control::Seal { length, epoch }),
+        LogdriveCommand::Fence {
+            path,
+            id,
+            epoch,
+            edit,
+        } => edit.control(&path, id, Control::Fence { epoch }),
+        LogdriveCommand::Trim {
+            path,
+            id,
+            upto,
+            edit,
+        } => edit.control(&path, id, Control::Trim { upto }),
+    }
+}
+
+impl EditArgs {
+    fn control(&self, path: &Path, id: u64, control: Control) -> Result<(), failure::Failure> {
+        logdrive_edit::control(path, id, control, (self.yes, self.json))
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -205,6 +393,7 @@ fn main() -> ExitCode {
         Command::Trim { path, upto } => trim::trim(&path, upto),
         Command::Inspect { path, json } => inspect::inspect(&path, json),
         Command::Stat { path, json } => stat::stat(&path, json),
+        Command::Logdrive(command) => logdrive_command(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

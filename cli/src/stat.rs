@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::describe::{kind_json, purpose_sentence};
+use crate::describe::{kind_json, logdrive_count, purpose_sentence};
 use crate::failure::{open_failure, replay_failure, Failure};
 use crate::json::{json_or_null, print_json};
 
@@ -27,6 +27,7 @@ struct StatJson {
     control_sequence: u64,
     incarnation: u32,
     purpose: &'static str,
+    logdrives: Option<usize>,
     scan_bytes_read: u64,
     consistent: bool,
     snapshot: &'static str,
@@ -59,6 +60,7 @@ pub(crate) fn stat(path: &Path, json: bool) -> Result<(), Failure> {
         control_sequence: stat.control_sequence,
         incarnation: stat.incarnation,
         purpose: stat.purpose.name(),
+        logdrives: count_logdrives(path, stat.purpose),
         scan_bytes_read: stat.bytes_read,
         consistent: false,
         snapshot: STAT_SNAPSHOT,
@@ -69,6 +71,9 @@ pub(crate) fn stat(path: &Path, json: bool) -> Result<(), Failure> {
     }
     println!("path: {} (ring {})", shown.path, shown.ring_id);
     println!("holds: {}", purpose_sentence(stat.purpose));
+    if let Some(logdrives) = shown.logdrives {
+        println!("logdrives: {logdrives} live");
+    }
     println!(
         "LSNs: first live {}, trim {}, last {}, next {}",
         shown.first_live_lsn,
@@ -98,4 +103,12 @@ pub(crate) fn stat(path: &Path, json: bool) -> Result<(), Failure> {
         }
     );
     Ok(())
+}
+
+/// The LogDrives of a ring that holds a store, read without the lock as the rest of `stat`
+/// is (a writer's records since may be missing).
+fn count_logdrives(path: &Path, purpose: sealog::RingPurpose) -> Option<usize> {
+    let files = sealog::storage::open_unlocked(path).ok()?;
+    let reader = sealog::reader::RingReader::from_files(files).ok()?;
+    logdrive_count(path, purpose, reader)
 }

@@ -3,7 +3,9 @@
 
 #![allow(dead_code)] // Each test file uses what it needs of these.
 
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// Runs `sealog` with `args` (stdin empty) and returns what it printed and how it ended.
@@ -35,4 +37,49 @@ pub fn sealog_stdin(args: &[&str], stdin: &[u8]) -> Output {
 /// Output bytes as text (lossily: payloads need not be UTF-8).
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `sealog logdrive ARGS`.
+pub fn logdrive(args: &[&str]) -> Output {
+    let mut all = vec!["logdrive"];
+    all.extend_from_slice(args);
+    sealog(&all)
+}
+
+/// `sealog logdrive ARGS`' one JSON object, having exited 0.
+pub fn logdrive_json(args: &[&str]) -> serde_json::Value {
+    let output = logdrive(args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        text(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+/// A 16 MiB ring formatted for a LogDrive store at `directory/ring`.
+pub fn logdrive_ring(directory: &Path) -> PathBuf {
+    let ring = directory.join("ring");
+    let path = ring.to_str().expect("a UTF-8 path");
+    let formatted = sealog(&["format", path, "--size", "16M", "--logdrive"]);
+    assert_eq!(
+        formatted.status.code(),
+        Some(0),
+        "{}",
+        text(&formatted.stderr)
+    );
+    ring
+}
+
+/// Every file of a directory ring and its bytes.
+pub fn ring_bytes(ring: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    std::fs::read_dir(ring)
+        .expect("reads the ring's directory")
+        .map(|entry| entry.expect("an entry").path())
+        .map(|path| {
+            let bytes = std::fs::read(&path).expect("reads a ring file");
+            (path, bytes)
+        })
+        .collect()
 }
