@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "sealog.h"
 
 #define APPENDS_PER_WAY 1000u
@@ -34,29 +35,6 @@
 #define GROUP_FIRST_LSN (TICKET_FIRST_LSN + APPENDS_PER_WAY)
 #define GROUP_ENTRIES 3u
 #define LAST_LSN (GROUP_FIRST_LSN + GROUP_ENTRIES - 1)
-
-/* Calls a sealog function that must succeed; on failure prints where, the code and the
- * message, and exits 1. */
-#define CHECK(call)                                                                         \
-    do {                                                                                    \
-        int status_ = (call);                                                               \
-        if (status_ != SEALOG_OK) {                                                         \
-            fprintf(stderr, "pipeline.c:%d: %s returned %s: %s\n", __LINE__, #call,         \
-                    sealog_status_name(status_), sealog_last_error_message());              \
-            exit(1);                                                                        \
-        }                                                                                   \
-    } while (0)
-
-/* A condition that must hold. */
-#define EXPECT(condition, ...)                                                              \
-    do {                                                                                    \
-        if (!(condition)) {                                                                 \
-            fprintf(stderr, "pipeline.c:%d: %s does not hold: ", __LINE__, #condition);     \
-            fprintf(stderr, __VA_ARGS__);                                                   \
-            fprintf(stderr, "\n");                                                          \
-            exit(1);                                                                        \
-        }                                                                                   \
-    } while (0)
 
 /* The payload of the entry with this LSN: a label, then bytes that depend on the LSN, of a
  * length that varies from entry to entry (the ring is fresh, so LSNs start at 1). */

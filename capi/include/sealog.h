@@ -89,6 +89,26 @@
 // `sealog_format_options.overwrite_signatures`: an MBR partition table.
 #define SEALOG_SIGNATURE_MBR (1 << 7)
 
+// `sealog_store_options.recovery`: fail the open when acknowledged data is damaged.
+#define SEALOG_STORE_RECOVERY_STRICT 0
+
+// `sealog_store_options.recovery`: open with damaged records in quarantine: their
+// addresses read `SEALOG_LOGDRIVE_DAMAGED` (never unwritten) until a write of the same
+// value repairs them, and the open's report counts them.
+#define SEALOG_STORE_RECOVERY_QUARANTINE 1
+
+// `sealog_logdrive_value.outcome`: the address holds `payload`.
+#define SEALOG_LOGDRIVE_VALUE 0
+
+// `sealog_logdrive_value.outcome`: nothing is written there.
+#define SEALOG_LOGDRIVE_UNWRITTEN 1
+
+// `sealog_logdrive_value.outcome`: below the trim point (`first` is the trim point).
+#define SEALOG_LOGDRIVE_TRIMMED 2
+
+// `sealog_logdrive_value.outcome`: written, and its record damaged (never unwritten).
+#define SEALOG_LOGDRIVE_DAMAGED 3
+
 // What a call did. Every function of the library returns one of these as an `int`
 // (`SEALOG_OK` is 0); the message of the last failure on a thread is
 // `sealog_last_error_message()`. The numbers are stable: new codes are only ever added.
@@ -144,6 +164,33 @@ typedef enum sealog_status {
   // together over the ring's batch limit (a group shares one batch); nothing was appended.
   // Split it, or format the ring with a larger `batch_size_max_bytes`.
   SEALOG_GROUP_TOO_LARGE = 19,
+  // A LogDrive write: the address already holds different bytes; the first value stays
+  // (`sealog_logdrive_error.address`).
+  SEALOG_CONFLICT = 20,
+  // The LogDrive is sealed (`sealog_logdrive_error.length`): a write at or past that
+  // length, or a seal at another.
+  SEALOG_SEALED = 21,
+  // The LogDrive is fenced at a higher epoch than the caller's
+  // (`sealog_logdrive_error.epoch` is the fence).
+  SEALOG_FENCED = 22,
+  // An address, seal length or trim point outside what the LogDrive allows
+  // (`sealog_logdrive_error.address`, `.valid_start`, `.valid_end`).
+  SEALOG_OUT_OF_RANGE = 23,
+  // A weak-tail window over what the store answers (`sealog_logdrive_error.k`, `.k_max`).
+  SEALOG_INVALID_WINDOW = 24,
+  // No live LogDrive of that id (and generation) (`sealog_logdrive_error.id`,
+  // `.generation`).
+  SEALOG_MISSING = 25,
+  // A LogDrive of that id exists already (`sealog_logdrive_error.id`).
+  SEALOG_EXISTS = 26,
+  // The store stopped (closed, or a control record could not be made durable): the
+  // operation may or may not have taken effect; reopen to find out.
+  SEALOG_STOPPED = 27,
+  // A server refused the operation before doing it: too many in flight
+  // (`sealog_logdrive_error.in_flight_max`); nothing was done.
+  SEALOG_OVERLOADED = 28,
+  // A server refused the caller (credentials or role); nothing was done.
+  SEALOG_DENIED = 29,
 } sealog_status;
 
 // An open drive (`sealog_open` to `sealog_close`): the engine's drive and the thread that
@@ -152,6 +199,16 @@ typedef struct sealog_drive sealog_drive;
 
 // An iterator over the live log (`sealog_iter_from` to `sealog_iter_free`).
 typedef struct sealog_iter sealog_iter;
+
+// One LogDrive of a store (`sealog_store_create`, `sealog_store_get` to
+// `sealog_logdrive_free`).
+typedef struct sealog_logdrive sealog_logdrive;
+
+// A pending write (`sealog_logdrive_write_async`): poll or wait on it, then free it.
+typedef struct sealog_logdrive_ticket sealog_logdrive_ticket;
+
+// An open LogDrive store (`sealog_store_open` to `sealog_store_close`).
+typedef struct sealog_store sealog_store;
 
 // A pending append (`sealog_append_async`, `sealog_append_entry_async`,
 // `sealog_append_group_async`): poll or wait on it, then free it. A group's ticket yields
@@ -291,6 +348,87 @@ typedef struct sealog_new_entry {
   size_t payload_len_bytes;
 } sealog_new_entry;
 
+// Called once per `sealog_logdrive_write_cb` that returned `SEALOG_OK`, on the store's
+// completion thread, with the caller's `user_data`, the write's status and its address.
+// Inside it, `sealog_last_error_message()` and `sealog_logdrive_last_error()` describe a
+// failure. It must return normally (no longjmp, no C++ exception).
+typedef void (*sealog_logdrive_callback)(void *user_data, int status, uint64_t address);
+
+// What `sealog_logdrive_read` found at an address.
+typedef struct sealog_logdrive_value {
+  // In: `sizeof(sealog_logdrive_value)` as the caller was compiled. Out: the bytes filled.
+  uint32_t struct_size_bytes;
+  // `SEALOG_LOGDRIVE_VALUE`, `_UNWRITTEN`, `_TRIMMED` or `_DAMAGED`.
+  uint32_t outcome;
+  // With `SEALOG_LOGDRIVE_TRIMMED`, the trim point (the first address not trimmed).
+  uint64_t first;
+  // With `SEALOG_LOGDRIVE_VALUE`, the value, allocated by the library (NULL when
+  // empty): free it with `sealog_buffer_free(payload, payload_len_bytes)`.
+  uint8_t *payload;
+  // The value's length in bytes.
+  size_t payload_len_bytes;
+} sealog_logdrive_value;
+
+// A LogDrive's lengths and settings (`sealog_logdrive_length`).
+typedef struct sealog_logdrive_lengths {
+  // In: `sizeof(sealog_logdrive_lengths)` as the caller was compiled. Out: the bytes
+  // filled.
+  uint32_t struct_size_bytes;
+  // 1 when sealed (`sealed_length` holds the length).
+  uint32_t sealed;
+  // N: one past the highest written address.
+  uint64_t n;
+  // T: the first unwritten address at or past the trim point.
+  uint64_t t;
+  // The sealed length (0 unless `sealed`).
+  uint64_t sealed_length;
+  // The fence epoch (0 before any fence).
+  uint64_t fence;
+  // The trim point: the first address not trimmed.
+  uint64_t first;
+} sealog_logdrive_lengths;
+
+// The details of the last LogDrive error on this thread (`sealog_logdrive_last_error`):
+// which fields hold something depends on `status`, as each `SEALOG_*` code says.
+typedef struct sealog_logdrive_error {
+  // In: `sizeof(sealog_logdrive_error)` as the caller was compiled. Out: the bytes filled.
+  uint32_t struct_size_bytes;
+  // The cause's status (`SEALOG_OK` when the thread's last call met no LogDrive error).
+  int32_t status;
+  // 1 when nothing was written (definite); 0 when the operation may or may not have
+  // taken effect (indeterminate: a stopped store, an I/O error, a quorum that does not
+  // know). Retrying an indeterminate write of the same value is safe: a LogDrive address
+  // is written once.
+  uint32_t definite;
+  // Zero.
+  uint32_t reserved_zero;
+  // `SEALOG_CONFLICT` and `SEALOG_OUT_OF_RANGE`: the address (or length, or trim point).
+  uint64_t address;
+  // `SEALOG_SEALED`: the sealed length.
+  uint64_t length;
+  // `SEALOG_FENCED`: the fence epoch.
+  uint64_t epoch;
+  // `SEALOG_OUT_OF_RANGE`: the range allowed, `[valid_start, valid_end)`.
+  // `SEALOG_DAMAGED` from a weak tail: the addresses in doubt.
+  uint64_t valid_start;
+  // See `valid_start`.
+  uint64_t valid_end;
+  // `SEALOG_INVALID_WINDOW`: the window asked for.
+  uint64_t k;
+  // `SEALOG_INVALID_WINDOW`: the largest window answered.
+  uint64_t k_max;
+  // `SEALOG_MISSING` and `SEALOG_EXISTS`: the LogDrive's id.
+  uint64_t id;
+  // `SEALOG_MISSING`: the generation asked for (0 when none).
+  uint64_t generation;
+  // `SEALOG_TOO_LARGE`: the payload's length.
+  uint64_t len_bytes;
+  // `SEALOG_TOO_LARGE`: the ring's limit.
+  uint64_t max_bytes;
+  // `SEALOG_OVERLOADED`: the server's bound on operations in flight.
+  uint64_t in_flight_max;
+} sealog_logdrive_error;
+
 // One entry of the log, as `sealog_read` and `sealog_iter_next` hand it out. Fill
 // `struct_size_bytes` with `sealog_entry_init` before the first use.
 //
@@ -349,6 +487,31 @@ typedef struct sealog_entry_view {
 // this ring (there is no drive handle yet: the open waits for the visitor), must not block
 // for long (the open waits), and must return normally (no longjmp, no C++ exception).
 typedef void (*sealog_recovery_visitor)(void *user_data, const struct sealog_entry_view *entry);
+
+// How `sealog_store_open` opens a LogDrive store. Fill it with
+// `sealog_store_options_init`, then change what you need.
+typedef struct sealog_store_options {
+  // `sizeof(sealog_store_options)` as the caller was compiled (set by the init function).
+  uint32_t struct_size_bytes;
+  // `SEALOG_STORE_RECOVERY_STRICT` (the default) or `SEALOG_STORE_RECOVERY_QUARANTINE`.
+  uint32_t recovery;
+} sealog_store_options;
+
+// What `sealog_store_open` found on the ring.
+typedef struct sealog_store_report {
+  // In: `sizeof(sealog_store_report)` as the caller was compiled. Out: the bytes filled.
+  uint32_t struct_size_bytes;
+  // Zero.
+  uint32_t reserved_zero;
+  // The live LogDrives.
+  uint64_t logdrives;
+  // Damaged records or LSN ranges a quarantined open stepped over (0 when strict).
+  uint64_t damaged_records;
+  // Addresses that read damaged, over every LogDrive.
+  uint64_t damaged_addresses;
+  // Entries that took no effect on any live LogDrive.
+  uint64_t skipped_records;
+} sealog_store_report;
 
 #ifdef __cplusplus
 extern "C" {
@@ -651,6 +814,158 @@ int sealog_append_group_cb(const struct sealog_drive *drive, const struct sealog
 // points to a writable `sealog_ticket *`.
 int sealog_append_group_async(const struct sealog_drive *drive, const struct sealog_new_entry *entries, size_t count, struct sealog_ticket **ticket_out);
 
+// Writes `value` at `address` on behalf of a writer of `epoch`, durably, and blocks until
+// it is: an address is written once (the same bytes again succeed; others are
+// `SEALOG_CONFLICT`). `SEALOG_FENCED` when the LogDrive is fenced above `epoch`,
+// `SEALOG_SEALED` at or past its sealed length, `SEALOG_OUT_OF_RANGE` past its capacity or
+// below its trim point, `SEALOG_TOO_LARGE` over the ring's record limit, `SEALOG_MISSING`
+// once deleted, `SEALOG_STOPPED` once the store closed (may have taken effect); the fields
+// are `sealog_logdrive_last_error`'s.
+//
+// Thread safety: any thread, concurrently with any call but the store's close.
+//
+// # Safety
+// `logdrive` is NULL or a live handle; `value` is NULL (for an empty value) or points to
+// `value_len_bytes` readable bytes.
+int sealog_logdrive_write(const struct sealog_logdrive *logdrive, uint64_t address, uint64_t epoch, const uint8_t *value, size_t value_len_bytes);
+
+// Writes without waiting: returns once the write is queued (or refused at once: then the
+// callback never runs), and `callback(user_data, status, address)` runs once it is durable
+// or failed, exactly when this returned `SEALOG_OK`. Callbacks run on the store's
+// completion thread, one at a time, in the order the writes were queued, never on the
+// drive thread nor the caller's; a callback must not block for long and must never close
+// the store, and may call anything else. Keep a bounded window of writes in flight.
+//
+// Thread safety: any thread, concurrently with any call but the store's close; also from a
+// callback.
+//
+// # Safety
+// As `sealog_logdrive_write`; `callback` is NULL or a function that may be called once
+// with `user_data` from another thread, until `sealog_store_close` returns.
+int sealog_logdrive_write_cb(const struct sealog_logdrive *logdrive, uint64_t address, uint64_t epoch, const uint8_t *value, size_t value_len_bytes, sealog_logdrive_callback callback, void *user_data);
+
+// Writes without waiting: `*ticket_out` says when the write is durable
+// (`sealog_logdrive_ticket_poll`, `sealog_logdrive_ticket_wait`); free it with
+// `sealog_logdrive_ticket_free`. A write refused at once (a bad argument) gives no ticket;
+// the LogDrive's own refusals come from the ticket.
+//
+// Thread safety: any thread, concurrently with any call but the store's close. The ticket
+// is used by one thread at a time.
+//
+// # Safety
+// As `sealog_logdrive_write`; `ticket_out` is NULL or points to a writable
+// `sealog_logdrive_ticket *`.
+int sealog_logdrive_write_async(const struct sealog_logdrive *logdrive, uint64_t address, uint64_t epoch, const uint8_t *value, size_t value_len_bytes, struct sealog_logdrive_ticket **ticket_out);
+
+// The ticket's write, without blocking: `SEALOG_OK` once durable, `SEALOG_PENDING` while
+// it is not yet, or why it failed. The ticket keeps its outcome.
+//
+// Thread safety: the ticket's owner.
+//
+// # Safety
+// `ticket` is NULL or a ticket from `sealog_logdrive_write_async` not yet freed.
+int sealog_logdrive_ticket_poll(const struct sealog_logdrive_ticket *ticket);
+
+// Blocks until the ticket's write is durable (`SEALOG_OK`) or failed, or `timeout_us`
+// microseconds pass (`SEALOG_TIMED_OUT`; the write goes on; `SEALOG_TIMEOUT_NONE_US`: no
+// limit).
+//
+// Thread safety: the ticket's owner.
+//
+// # Safety
+// `ticket` is NULL or a ticket from `sealog_logdrive_write_async` not yet freed.
+int sealog_logdrive_ticket_wait(const struct sealog_logdrive_ticket *ticket, uint64_t timeout_us);
+
+// Frees a ticket (NULL: nothing); the write goes on if it is still pending.
+//
+// Thread safety: the ticket's owner, once.
+//
+// # Safety
+// `ticket` is NULL or a ticket from `sealog_logdrive_write_async` not yet freed, not used
+// after.
+int sealog_logdrive_ticket_free(struct sealog_logdrive_ticket *ticket);
+
+// Reads `address`: `*value_out` says what is there (`outcome`: `SEALOG_LOGDRIVE_VALUE`
+// with the value, which the caller frees with `sealog_buffer_free(payload,
+// payload_len_bytes)`; `_UNWRITTEN`; `_TRIMMED` with the trim point in `first`;
+// `_DAMAGED`, never unwritten). `SEALOG_OUT_OF_RANGE` at or past the capacity.
+//
+// Thread safety: any thread, concurrently with any call but the store's close.
+//
+// # Safety
+// `logdrive` is NULL or a live handle; `value_out` is NULL or points to a
+// `sealog_logdrive_value` whose `struct_size_bytes` is set.
+int sealog_logdrive_read(const struct sealog_logdrive *logdrive, uint64_t address, struct sealog_logdrive_value *value_out);
+
+// The window scan: `*n_out` is N (one past the highest written address), the unwritten
+// addresses in [N - k, N) go into `holes` (the first `holes_capacity` of them, in order;
+// `*holes_count_out` is how many there are, which may be more: at most `k`), and
+// `*holes_below_window_out` is 1 when an address below that window is unwritten too.
+// `SEALOG_INVALID_WINDOW` for a `k` over the store's bound; `SEALOG_DAMAGED` when a
+// quarantined open left addresses a lost record may have held (the error's `valid_start`
+// and `valid_end`).
+//
+// Thread safety: any thread, concurrently with any call but the store's close.
+//
+// # Safety
+// `logdrive` is NULL or a live handle; `holes` is NULL (with `holes_capacity` 0) or points
+// to `holes_capacity` writable `uint64_t`; each out-pointer is NULL or writable.
+int sealog_logdrive_weak_tail(const struct sealog_logdrive *logdrive, uint64_t k, uint64_t *n_out, uint64_t *holes, size_t holes_capacity, size_t *holes_count_out, int *holes_below_window_out);
+
+// Seals at `length` on behalf of a sealer of `epoch`, durably: writes at or past it are
+// `SEALOG_SEALED` from now on, and what was held there is dropped. The same length again
+// succeeds; another is `SEALOG_SEALED` (the error's `length`); an epoch below the fence is
+// `SEALOG_FENCED`.
+//
+// Thread safety: any thread, concurrently with any call but the store's close.
+//
+// # Safety
+// `logdrive` is NULL or a live handle.
+int sealog_logdrive_seal(const struct sealog_logdrive *logdrive, uint64_t length, uint64_t epoch);
+
+// Fences at `epoch`, durably and for good: writes stamped lower are `SEALOG_FENCED` from
+// now on (a new writer fences out the one before it). The same epoch again succeeds; a
+// lower one is `SEALOG_FENCED` (the error's `epoch` is the fence).
+//
+// Thread safety: any thread, concurrently with any call but the store's close.
+//
+// # Safety
+// `logdrive` is NULL or a live handle.
+int sealog_logdrive_fence(const struct sealog_logdrive *logdrive, uint64_t epoch);
+
+// Trims every address below `upto`, durably (allowed at or below N and the sealed length;
+// else `SEALOG_OUT_OF_RANGE`): they read `SEALOG_LOGDRIVE_TRIMMED`, and their space comes
+// back to the ring as the reclaimer passes them.
+//
+// Thread safety: any thread, concurrently with any call but the store's close.
+//
+// # Safety
+// `logdrive` is NULL or a live handle.
+int sealog_logdrive_trim(const struct sealog_logdrive *logdrive, uint64_t upto);
+
+// The LogDrive's lengths and settings, as durable: N, T, the seal, the fence and the trim
+// point.
+//
+// Thread safety: any thread, concurrently with any call but the store's close.
+//
+// # Safety
+// `logdrive` is NULL or a live handle; `lengths_out` is NULL or points to a
+// `sealog_logdrive_lengths` whose `struct_size_bytes` is set.
+int sealog_logdrive_length(const struct sealog_logdrive *logdrive, struct sealog_logdrive_lengths *lengths_out);
+
+// The fields of the LogDrive error the thread's last call into the library failed with
+// (`status` `SEALOG_OK` when it met none): the cause's status, whether it was definite
+// (nothing written) or may have taken effect, and the address, length, epoch, range, id or
+// limit it names. Inside a write callback, that write's. This call itself changes neither
+// the last error nor its message.
+//
+// Thread safety: any thread; each thread has its own.
+//
+// # Safety
+// `error_out` is NULL or points to a `sealog_logdrive_error` whose `struct_size_bytes` is
+// set.
+int sealog_logdrive_last_error(struct sealog_logdrive_error *error_out);
+
 // Sets `entry->struct_size_bytes` to the size of the FIRST version of `sealog_entry` (no
 // `kind` meaning, no `header`): the symbol programs built against that version call. The
 // header defines `sealog_entry_init(entry)` as a macro over `sealog_entry_init_sized(entry,
@@ -769,6 +1084,111 @@ int sealog_iter_free(struct sealog_iter *iter);
 // that may be called, as above, from another thread with `user_data` until this call
 // returns.
 int sealog_open_visiting(const char *path, const struct sealog_drive_options *options, sealog_recovery_visitor visitor, void *user_data, struct sealog_drive **drive_out);
+
+// Fills `options` (as `sealog_format_options_init` does) with the shape the store's planner
+// gives a ring of `size_bytes` for a LogDrive store (what `sealog format --logdrive` makes):
+// segments of an eighth of the ring (256 KiB to 64 MiB), batches and a window that keep the
+// store's reserves. `SEALOG_INVALID_ARGUMENT`, naming the smallest ring that works, when
+// `size_bytes` is too small for one. Format with `sealog_format`, then open with
+// `sealog_store_open`.
+//
+// Thread safety: any thread.
+//
+// # Safety
+// `options` is NULL or points to a writable `sealog_format_options`.
+int sealog_store_format_options_init(struct sealog_format_options *options, uint64_t size_bytes);
+
+// Fills `options` with the defaults (strict recovery; sets `struct_size_bytes`).
+//
+// Thread safety: any thread.
+//
+// # Safety
+// `options` is NULL or points to a writable `sealog_store_options`.
+int sealog_store_options_init(struct sealog_store_options *options);
+
+// Opens the LogDrive store on the ring at `path` (`sealog format --logdrive` makes one; a
+// plain ring becomes one at its first open), rebuilding every LogDrive; `*store_out` is its
+// handle and, when `report_out` is not NULL, `*report_out` what it holds (with
+// `SEALOG_STORE_RECOVERY_QUARANTINE`, the damaged records it stepped over: their addresses
+// read `SEALOG_LOGDRIVE_DAMAGED` until a peer's value repairs them). `options` NULL: the
+// defaults. Errors as `sealog_open`'s (`SEALOG_CORRUPT` for damage met strictly,
+// `SEALOG_IN_USE`, `SEALOG_NOT_A_RING`, ...); `SEALOG_INVALID_ARGUMENT` for a ring too
+// small for a store's reserves. Starts the store's reclaimer and its completion thread.
+//
+// Thread safety: any thread.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string; `options` is NULL or a filled
+// `sealog_store_options`; `store_out` is NULL or points to a writable `sealog_store *`;
+// `report_out` is NULL or points to a `sealog_store_report` whose `struct_size_bytes` is set.
+int sealog_store_open(const char *path, const struct sealog_store_options *options, struct sealog_store **store_out, struct sealog_store_report *report_out);
+
+// Closes the store and frees its handle (NULL: nothing): every operation on its LogDrives
+// answers `SEALOG_STOPPED` from now on, what was queued is made durable, and every write
+// callback still queued runs (exactly once) before this returns. LogDrive handles are
+// still freed with `sealog_logdrive_free`. `SEALOG_INVALID_ARGUMENT` when called from a
+// write callback (close joins that thread); the store stays open then.
+//
+// Thread safety: once, after every other call on the store and its LogDrives returned.
+//
+// # Safety
+// `store` is NULL or a handle from `sealog_store_open` not yet closed, not used after.
+int sealog_store_close(struct sealog_store *store);
+
+// Creates LogDrive `id` with addresses below `capacity`, durably, with the store's next
+// generation; `*logdrive_out` is its handle. `SEALOG_EXISTS` while one of that id lives.
+//
+// Thread safety: any thread, concurrently with any call but close.
+//
+// # Safety
+// `store` is NULL or an open handle; `logdrive_out` is NULL or points to a writable
+// `sealog_logdrive *`.
+int sealog_store_create(const struct sealog_store *store, uint64_t id, uint64_t capacity, struct sealog_logdrive **logdrive_out);
+
+// The live LogDrive `id`: `*logdrive_out` is a new handle on it (`SEALOG_MISSING` when
+// there is none). Two handles on one LogDrive are two writers (each with its own epoch).
+//
+// Thread safety: any thread, concurrently with any call but close.
+//
+// # Safety
+// `store` is NULL or an open handle; `logdrive_out` is NULL or points to a writable
+// `sealog_logdrive *`.
+int sealog_store_get(const struct sealog_store *store, uint64_t id, struct sealog_logdrive **logdrive_out);
+
+// Deletes LogDrive `id`, durably: its handles answer `SEALOG_MISSING` from now on.
+//
+// Thread safety: any thread, concurrently with any call but close.
+//
+// # Safety
+// `store` is NULL or an open handle.
+int sealog_store_delete(const struct sealog_store *store, uint64_t id);
+
+// The live LogDrives' ids, in order: the first `capacity` of them into `ids`, and their
+// number into `*count_out` (which may exceed `capacity`: call again with more room).
+//
+// Thread safety: any thread, concurrently with any call but close.
+//
+// # Safety
+// `store` is NULL or an open handle; `ids` is NULL (with `capacity` 0) or points to
+// `capacity` writable `uint64_t`; `count_out` is NULL or points to a writable `size_t`.
+int sealog_store_list(const struct sealog_store *store, uint64_t *ids, size_t capacity, size_t *count_out);
+
+// Frees a LogDrive handle (NULL: nothing). Writes it queued go on; their callbacks run.
+//
+// Thread safety: once, after every other call on this handle returned.
+//
+// # Safety
+// `logdrive` is NULL or a handle not yet freed, not used after.
+int sealog_logdrive_free(struct sealog_logdrive *logdrive);
+
+// The LogDrive's id and generation (either out-pointer may be NULL).
+//
+// Thread safety: any thread.
+//
+// # Safety
+// `logdrive` is NULL or a live handle; `id_out` and `generation_out` are NULL or point to
+// writable `uint64_t`.
+int sealog_logdrive_identity(const struct sealog_logdrive *logdrive, uint64_t *id_out, uint64_t *generation_out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,10 +1,14 @@
-//! The completion thread of a drive: runs the callbacks of `sealog_append_cb`, so that no
-//! caller's code ever runs on the drive thread (where it would stall every append) and none
-//! runs on a caller's thread by surprise.
+//! The completion thread of a drive (or of a LogDrive store): runs the callbacks of
+//! `sealog_append_cb` (and of `sealog_logdrive_write_cb`), so that no caller's code ever
+//! runs on the drive thread (where it would stall every append) and none runs on a caller's
+//! thread by surprise.
 //!
 //! Appends are queued here in submission order, with their tickets. The drive acknowledges in
 //! LSN order, which is submission order, so the thread waits on each ticket in turn and calls
-//! its callback: callbacks run one at a time, in LSN order, on this one thread. A callback
+//! its callback: callbacks run one at a time, in LSN order, on this one thread. A LogDrive
+//! store's writes are queued the same way; one that waited for room in the ring may finish
+//! after a later one, whose callback then waits its turn (callbacks stay in submission
+//! order). A callback
 //! that blocks delays every later one (but never the drive). `finish` is called after the
 //! drive closed, when every ticket has its outcome (durable, or `CLOSED`): the thread runs
 //! what is queued and stops, so every accepted callback runs exactly once.
@@ -15,26 +19,49 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 use sealog::{AppendOutcome, Ticket};
+use sealog_logdrive::{LogDriveError, PendingWrite};
 
-/// What a completed append hands its caller (the C callback, wrapped).
-pub type Callback = Box<dyn FnOnce(AppendOutcome) + Send>;
+/// Something queued whose outcome the completion thread waits for.
+pub trait Awaited: Send + 'static {
+    /// What it ends with.
+    type Outcome;
+    /// Blocks until it ends.
+    fn outcome(self) -> Self::Outcome;
+}
+
+impl Awaited for Ticket {
+    type Outcome = AppendOutcome;
+    fn outcome(self) -> AppendOutcome {
+        self.wait()
+    }
+}
+
+impl Awaited for PendingWrite {
+    type Outcome = Result<(), LogDriveError>;
+    fn outcome(self) -> Result<(), LogDriveError> {
+        self.wait()
+    }
+}
+
+/// What a completed append (or write) hands its caller (the C callback, wrapped).
+pub type Callback<O = AppendOutcome> = Box<dyn FnOnce(O) + Send>;
 
 /// An append waiting for its outcome, and what to call with it.
-struct Pending {
-    ticket: Ticket,
-    callback: Callback,
+struct Pending<P: Awaited> {
+    awaited: P,
+    callback: Callback<P::Outcome>,
 }
 
 /// A drive's completion thread and the queue that feeds it.
-pub struct Completions {
+pub struct Completions<P: Awaited = Ticket> {
     /// `None` once `finish` began: nothing more is queued.
-    sender: Mutex<Option<Sender<Pending>>>,
+    sender: Mutex<Option<Sender<Pending<P>>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl Completions {
+impl<P: Awaited> Completions<P> {
     /// Starts the thread, named after the drive's path.
-    pub fn start(name: &str) -> std::io::Result<Completions> {
+    pub fn start(name: &str) -> std::io::Result<Completions<P>> {
         let (sender, receiver) = channel();
         let thread = std::thread::Builder::new()
             .name(format!("sealog-callbacks {name}"))
@@ -47,11 +74,15 @@ impl Completions {
 
     /// Queues an append's callback behind every earlier one. Once `finish` has begun the
     /// callback is handed back: it will never run, and the caller says so.
-    pub fn push(&self, ticket: Ticket, callback: Callback) -> Result<(), Callback> {
+    pub fn push(
+        &self,
+        awaited: P,
+        callback: Callback<P::Outcome>,
+    ) -> Result<(), Callback<P::Outcome>> {
         let sender = lock(&self.sender);
         match sender.as_ref() {
             Some(sender) => sender
-                .send(Pending { ticket, callback })
+                .send(Pending { awaited, callback })
                 .map_err(|returned| returned.0.callback),
             None => Err(callback),
         }
@@ -76,16 +107,16 @@ impl Completions {
     }
 }
 
-impl Drop for Completions {
+impl<P: Awaited> Drop for Completions<P> {
     fn drop(&mut self) {
         self.finish();
     }
 }
 
 /// The thread: each ticket in turn, its callback once it completes.
-fn run(receiver: Receiver<Pending>) {
+fn run<P: Awaited>(receiver: Receiver<Pending<P>>) {
     while let Ok(pending) = receiver.recv() {
-        let outcome = pending.ticket.wait();
+        let outcome = pending.awaited.outcome();
         // A panic in a callback's Rust wrapper must not stop the callbacks queued behind it
         // (the C callback itself cannot unwind: it is extern "C").
         let _ = catch_unwind(AssertUnwindSafe(|| (pending.callback)(outcome)));

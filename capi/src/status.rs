@@ -15,6 +15,8 @@ pub struct Failure {
     pub status: sealog_status,
     /// The message left as the thread's last error.
     pub message: String,
+    /// A LogDrive operation's error, whose fields `sealog_logdrive_last_error` hands out.
+    pub logdrive: Option<sealog_logdrive::LogDriveError>,
 }
 
 impl Failure {
@@ -23,6 +25,7 @@ impl Failure {
         Failure {
             status,
             message: message.into(),
+            logdrive: None,
         }
     }
 
@@ -144,7 +147,7 @@ impl From<FormatError> for Failure {
 /// The name of a status code as the header spells it, for messages and `sealog_status_name`.
 pub fn status_name(code: i32) -> &'static std::ffi::CStr {
     use sealog_status::*;
-    const NAMES: [(sealog_status, &std::ffi::CStr); 20] = [
+    const NAMES: [(sealog_status, &std::ffi::CStr); 30] = [
         (SEALOG_OK, c"SEALOG_OK"),
         (SEALOG_PENDING, c"SEALOG_PENDING"),
         (SEALOG_END, c"SEALOG_END"),
@@ -165,6 +168,16 @@ pub fn status_name(code: i32) -> &'static std::ffi::CStr {
         (SEALOG_PANIC, c"SEALOG_PANIC"),
         (SEALOG_EMPTY_GROUP, c"SEALOG_EMPTY_GROUP"),
         (SEALOG_GROUP_TOO_LARGE, c"SEALOG_GROUP_TOO_LARGE"),
+        (SEALOG_CONFLICT, c"SEALOG_CONFLICT"),
+        (SEALOG_SEALED, c"SEALOG_SEALED"),
+        (SEALOG_FENCED, c"SEALOG_FENCED"),
+        (SEALOG_OUT_OF_RANGE, c"SEALOG_OUT_OF_RANGE"),
+        (SEALOG_INVALID_WINDOW, c"SEALOG_INVALID_WINDOW"),
+        (SEALOG_MISSING, c"SEALOG_MISSING"),
+        (SEALOG_EXISTS, c"SEALOG_EXISTS"),
+        (SEALOG_STOPPED, c"SEALOG_STOPPED"),
+        (SEALOG_OVERLOADED, c"SEALOG_OVERLOADED"),
+        (SEALOG_DENIED, c"SEALOG_DENIED"),
     ];
     NAMES
         .iter()
@@ -178,11 +191,14 @@ mod tests {
 
     #[test]
     fn every_status_has_its_own_name() {
-        for code in 0..=19 {
+        let mut names = std::collections::BTreeSet::new();
+        for code in 0..=29 {
             let name = status_name(code).to_str().expect("ASCII");
             assert!(name.starts_with("SEALOG_") && name != "SEALOG_UNKNOWN_STATUS");
+            assert!(names.insert(name), "{name} twice");
         }
-        assert_eq!(status_name(20), c"SEALOG_UNKNOWN_STATUS");
+        assert_eq!(status_name(30), c"SEALOG_UNKNOWN_STATUS");
+        assert_eq!(status_name(22), c"SEALOG_FENCED");
         assert_eq!(status_name(19), c"SEALOG_GROUP_TOO_LARGE");
         assert_eq!(status_name(-1), c"SEALOG_UNKNOWN_STATUS");
         assert_eq!(status_name(3), c"SEALOG_TRIMMED");

@@ -68,6 +68,33 @@ pub enum sealog_status {
     /// together over the ring's batch limit (a group shares one batch); nothing was appended.
     /// Split it, or format the ring with a larger `batch_size_max_bytes`.
     SEALOG_GROUP_TOO_LARGE = 19,
+    /// A LogDrive write: the address already holds different bytes; the first value stays
+    /// (`sealog_logdrive_error.address`).
+    SEALOG_CONFLICT = 20,
+    /// The LogDrive is sealed (`sealog_logdrive_error.length`): a write at or past that
+    /// length, or a seal at another.
+    SEALOG_SEALED = 21,
+    /// The LogDrive is fenced at a higher epoch than the caller's
+    /// (`sealog_logdrive_error.epoch` is the fence).
+    SEALOG_FENCED = 22,
+    /// An address, seal length or trim point outside what the LogDrive allows
+    /// (`sealog_logdrive_error.address`, `.valid_start`, `.valid_end`).
+    SEALOG_OUT_OF_RANGE = 23,
+    /// A weak-tail window over what the store answers (`sealog_logdrive_error.k`, `.k_max`).
+    SEALOG_INVALID_WINDOW = 24,
+    /// No live LogDrive of that id (and generation) (`sealog_logdrive_error.id`,
+    /// `.generation`).
+    SEALOG_MISSING = 25,
+    /// A LogDrive of that id exists already (`sealog_logdrive_error.id`).
+    SEALOG_EXISTS = 26,
+    /// The store stopped (closed, or a control record could not be made durable): the
+    /// operation may or may not have taken effect; reopen to find out.
+    SEALOG_STOPPED = 27,
+    /// A server refused the operation before doing it: too many in flight
+    /// (`sealog_logdrive_error.in_flight_max`); nothing was done.
+    SEALOG_OVERLOADED = 28,
+    /// A server refused the caller (credentials or role); nothing was done.
+    SEALOG_DENIED = 29,
 }
 
 /// `sealog_drive_options.durability`: what the ring recorded when it was formatted.
@@ -319,4 +346,130 @@ pub struct sealog_shape {
     pub payload_size_max_bytes: u32,
     /// The ring's block size in bytes.
     pub block_size_bytes: u32,
+}
+
+/// `sealog_store_options.recovery`: fail the open when acknowledged data is damaged.
+pub const SEALOG_STORE_RECOVERY_STRICT: u32 = 0;
+/// `sealog_store_options.recovery`: open with damaged records in quarantine: their
+/// addresses read `SEALOG_LOGDRIVE_DAMAGED` (never unwritten) until a write of the same
+/// value repairs them, and the open's report counts them.
+pub const SEALOG_STORE_RECOVERY_QUARANTINE: u32 = 1;
+
+/// How `sealog_store_open` opens a LogDrive store. Fill it with
+/// `sealog_store_options_init`, then change what you need.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_store_options {
+    /// `sizeof(sealog_store_options)` as the caller was compiled (set by the init function).
+    pub struct_size_bytes: u32,
+    /// `SEALOG_STORE_RECOVERY_STRICT` (the default) or `SEALOG_STORE_RECOVERY_QUARANTINE`.
+    pub recovery: u32,
+}
+
+/// What `sealog_store_open` found on the ring.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_store_report {
+    /// In: `sizeof(sealog_store_report)` as the caller was compiled. Out: the bytes filled.
+    pub struct_size_bytes: u32,
+    /// Zero.
+    pub reserved_zero: u32,
+    /// The live LogDrives.
+    pub logdrives: u64,
+    /// Damaged records or LSN ranges a quarantined open stepped over (0 when strict).
+    pub damaged_records: u64,
+    /// Addresses that read damaged, over every LogDrive.
+    pub damaged_addresses: u64,
+    /// Entries that took no effect on any live LogDrive.
+    pub skipped_records: u64,
+}
+
+/// `sealog_logdrive_value.outcome`: the address holds `payload`.
+pub const SEALOG_LOGDRIVE_VALUE: u32 = 0;
+/// `sealog_logdrive_value.outcome`: nothing is written there.
+pub const SEALOG_LOGDRIVE_UNWRITTEN: u32 = 1;
+/// `sealog_logdrive_value.outcome`: below the trim point (`first` is the trim point).
+pub const SEALOG_LOGDRIVE_TRIMMED: u32 = 2;
+/// `sealog_logdrive_value.outcome`: written, and its record damaged (never unwritten).
+pub const SEALOG_LOGDRIVE_DAMAGED: u32 = 3;
+
+/// What `sealog_logdrive_read` found at an address.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_logdrive_value {
+    /// In: `sizeof(sealog_logdrive_value)` as the caller was compiled. Out: the bytes filled.
+    pub struct_size_bytes: u32,
+    /// `SEALOG_LOGDRIVE_VALUE`, `_UNWRITTEN`, `_TRIMMED` or `_DAMAGED`.
+    pub outcome: u32,
+    /// With `SEALOG_LOGDRIVE_TRIMMED`, the trim point (the first address not trimmed).
+    pub first: u64,
+    /// With `SEALOG_LOGDRIVE_VALUE`, the value, allocated by the library (NULL when
+    /// empty): free it with `sealog_buffer_free(payload, payload_len_bytes)`.
+    pub payload: *mut u8,
+    /// The value's length in bytes.
+    pub payload_len_bytes: usize,
+}
+
+/// A LogDrive's lengths and settings (`sealog_logdrive_length`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_logdrive_lengths {
+    /// In: `sizeof(sealog_logdrive_lengths)` as the caller was compiled. Out: the bytes
+    /// filled.
+    pub struct_size_bytes: u32,
+    /// 1 when sealed (`sealed_length` holds the length).
+    pub sealed: u32,
+    /// N: one past the highest written address.
+    pub n: u64,
+    /// T: the first unwritten address at or past the trim point.
+    pub t: u64,
+    /// The sealed length (0 unless `sealed`).
+    pub sealed_length: u64,
+    /// The fence epoch (0 before any fence).
+    pub fence: u64,
+    /// The trim point: the first address not trimmed.
+    pub first: u64,
+}
+
+/// The details of the last LogDrive error on this thread (`sealog_logdrive_last_error`):
+/// which fields hold something depends on `status`, as each `SEALOG_*` code says.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct sealog_logdrive_error {
+    /// In: `sizeof(sealog_logdrive_error)` as the caller was compiled. Out: the bytes filled.
+    pub struct_size_bytes: u32,
+    /// The cause's status (`SEALOG_OK` when the thread's last call met no LogDrive error).
+    pub status: i32,
+    /// 1 when nothing was written (definite); 0 when the operation may or may not have
+    /// taken effect (indeterminate: a stopped store, an I/O error, a quorum that does not
+    /// know). Retrying an indeterminate write of the same value is safe: a LogDrive address
+    /// is written once.
+    pub definite: u32,
+    /// Zero.
+    pub reserved_zero: u32,
+    /// `SEALOG_CONFLICT` and `SEALOG_OUT_OF_RANGE`: the address (or length, or trim point).
+    pub address: u64,
+    /// `SEALOG_SEALED`: the sealed length.
+    pub length: u64,
+    /// `SEALOG_FENCED`: the fence epoch.
+    pub epoch: u64,
+    /// `SEALOG_OUT_OF_RANGE`: the range allowed, `[valid_start, valid_end)`.
+    /// `SEALOG_DAMAGED` from a weak tail: the addresses in doubt.
+    pub valid_start: u64,
+    /// See `valid_start`.
+    pub valid_end: u64,
+    /// `SEALOG_INVALID_WINDOW`: the window asked for.
+    pub k: u64,
+    /// `SEALOG_INVALID_WINDOW`: the largest window answered.
+    pub k_max: u64,
+    /// `SEALOG_MISSING` and `SEALOG_EXISTS`: the LogDrive's id.
+    pub id: u64,
+    /// `SEALOG_MISSING`: the generation asked for (0 when none).
+    pub generation: u64,
+    /// `SEALOG_TOO_LARGE`: the payload's length.
+    pub len_bytes: u64,
+    /// `SEALOG_TOO_LARGE`: the ring's limit.
+    pub max_bytes: u64,
+    /// `SEALOG_OVERLOADED`: the server's bound on operations in flight.
+    pub in_flight_max: u64,
 }

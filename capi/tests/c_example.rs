@@ -1,7 +1,9 @@
-//! The C example (`capi/examples/pipeline.c`) compiled with the system C compiler (`$CC`, else
-//! `cc`) against the checked-in header and the static library cargo built for this profile
-//! (`libsealog_capi.a`, beside this test's executable in `target/<profile>/deps`), then run on
-//! a ring in a temporary directory: it must exit 0, and its output is printed. Without a C
+//! The C examples (`capi/examples/pipeline.c`, the engine's appends; `capi/examples/bookie.c`,
+//! the LogDrive store as a bookie uses it) compiled with the system C compiler (`$CC`, else
+//! `cc`), every warning an error, against the checked-in header and the static library cargo
+//! built for this profile (`libsealog_capi.a`, beside this test's executable in
+//! `target/<profile>/deps`), then run on a ring in a temporary directory: each must exit 0,
+//! and its output is printed. Without a C
 //! compiler the test fails under CI (`CI=true`) and is skipped, loudly, elsewhere.
 
 use std::path::{Path, PathBuf};
@@ -61,15 +63,17 @@ fn c_compiler() -> Option<String> {
     }
 }
 
-#[test]
-fn the_c_pipeline_example_runs() {
+/// Compiles `capi/examples/NAME.c` with every warning an error, runs it on a temporary
+/// directory, prints its output and checks that it ends with `NAME: ok`.
+fn build_and_run(name: &str) {
     let Some(compiler) = c_compiler() else {
         return;
     };
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let library = static_library(crate_dir.parent().expect("capi/ sits in the workspace"));
     let scratch = tempfile::tempdir().expect("a temporary directory");
-    let program = scratch.path().join("pipeline");
+    let program = scratch.path().join(name);
+    let source = crate_dir.join(format!("examples/{name}.c"));
     let compiled = Command::new(&compiler)
         .args([
             "-std=c99",
@@ -81,7 +85,7 @@ fn the_c_pipeline_example_runs() {
             "-I",
         ])
         .arg(crate_dir.join("include"))
-        .arg(crate_dir.join("examples/pipeline.c"))
+        .arg(&source)
         .arg(&library)
         .args(["-lpthread", "-ldl", "-lm", "-o"])
         .arg(&program)
@@ -89,7 +93,7 @@ fn the_c_pipeline_example_runs() {
         .expect("the C compiler runs");
     assert!(
         compiled.status.success(),
-        "{compiler} failed on capi/examples/pipeline.c ({}):\n{}{}",
+        "{compiler} failed on capi/examples/{name}.c ({}):\n{}{}",
         compiled.status,
         String::from_utf8_lossy(&compiled.stdout),
         String::from_utf8_lossy(&compiled.stderr)
@@ -100,14 +104,24 @@ fn the_c_pipeline_example_runs() {
         .expect("the example runs");
     let stdout = String::from_utf8_lossy(&ran.stdout);
     let stderr = String::from_utf8_lossy(&ran.stderr);
-    println!("capi/examples/pipeline.c, built with {compiler}:\n{stdout}{stderr}");
+    println!("capi/examples/{name}.c, built with {compiler}:\n{stdout}{stderr}");
     assert!(
         ran.status.success(),
-        "the C example failed ({})",
+        "the C example {name}.c failed ({})",
         ran.status
     );
     assert!(
-        stdout.contains("pipeline: ok"),
-        "the C example did not finish"
+        stdout.contains(&format!("{name}: ok")),
+        "the C example {name}.c did not finish"
     );
+}
+
+#[test]
+fn the_c_pipeline_example_runs() {
+    build_and_run("pipeline");
+}
+
+#[test]
+fn the_c_bookie_example_runs() {
+    build_and_run("bookie");
 }

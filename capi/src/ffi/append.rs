@@ -44,7 +44,7 @@ pub struct sealog_ticket {
 ///
 /// # Safety
 /// `payload` is NULL or points to `payload_len_bytes` readable bytes.
-unsafe fn payload_arg<'a>(
+pub(crate) unsafe fn payload_arg<'a>(
     payload: *const u8,
     payload_len_bytes: usize,
 ) -> Result<&'a [u8], Failure> {

@@ -59,6 +59,7 @@ pub(crate) fn guard(name: &str, body: impl FnOnce() -> Result<(), Failure>) -> c
         ),
     };
     last_error::set(&format!("{name}: {}", failure.message));
+    last_error::set_logdrive(failure.logdrive);
     failure.status as c_int
 }
 

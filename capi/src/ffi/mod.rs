@@ -11,7 +11,11 @@
 //! - [`append`]: blocking appends, appends with a completion callback, tickets; entries with
 //!   a kind and an embedder header; all-or-nothing groups;
 //! - [`read`]: point reads, the buffers they return, iterators;
-//! - [`recovery`]: an open that hands every recovered entry to the caller's visitor.
+//! - [`recovery`]: an open that hands every recovered entry to the caller's visitor;
+//! - [`store`]: LogDrive stores: open (strict or in quarantine, with a report), create,
+//!   find, list, delete, close; [`logdrive`]: writes to one LogDrive, blocking, with a
+//!   callback or a ticket; [`logdrive_ops`]: its reads, weak tail, seal, fence, trim,
+//!   lengths, and the fields of the last LogDrive error.
 
 // The handles and the callback type carry the names C sees.
 #![allow(non_camel_case_types)]
@@ -20,8 +24,13 @@ pub mod append;
 pub mod args;
 #[cfg(test)]
 mod entry_tests;
+pub mod logdrive;
+pub mod logdrive_ops;
+#[cfg(test)]
+mod logdrive_tests;
 pub mod read;
 pub mod recovery;
+pub mod store;
 #[cfg(test)]
 mod tests;
 
