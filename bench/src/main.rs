@@ -158,6 +158,11 @@ struct Args {
     /// (the replicated log of sealog-server over gRPC, TLS on and off, one and two groups).
     #[arg(long = "section", value_enum)]
     sections: Vec<Section>,
+    /// Keep the run's rings (its temporary directory, whose path is printed) rather than
+    /// remove them: to look at what a run wrote (`sealog logdrive ls` on the LogDrive
+    /// section's ring, `sealog inspect` on the others). Directory rings only.
+    #[arg(long)]
+    keep_rings: bool,
 }
 
 /// Parses PAYLOADxWRITERSxIN_FLIGHT.
@@ -200,6 +205,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// The run's temporary directory: removed at the end, or kept (`--keep-rings`) with its
+/// path printed.
+enum Scratch {
+    Removed(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
+impl Scratch {
+    fn new(directory: tempfile::TempDir, keep: bool) -> Scratch {
+        if keep {
+            let path = directory.keep();
+            println!("keeping the run's rings in {}", path.display());
+            Scratch::Kept(path)
+        } else {
+            Scratch::Removed(directory)
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Scratch::Removed(directory) => directory.path(),
+            Scratch::Kept(path) => path,
+        }
+    }
+}
+
 /// The durability mode `--durability` names (`None`: `auto`, the ring's choice).
 fn durability_of(name: &str) -> Result<Option<Durability>, String> {
     match name {
@@ -218,6 +249,7 @@ fn run(args: &Args) -> Result<(), String> {
     let base = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let scratch =
         tempfile::tempdir_in(&base).map_err(|error| format!("{}: {error}", base.display()))?;
+    let scratch = Scratch::new(scratch, args.keep_rings);
     let context = run_context(args, durability, scratch.path())?;
     let sections = Sections::of(&args.sections);
     let figures = measure(&context, sections)?;
@@ -252,6 +284,7 @@ fn run_context<'a>(
         durability,
         drive_options: drive_options(args, durability),
         scratch,
+        keep_rings: args.keep_rings,
         seconds,
         duration: Duration::from_secs_f64(seconds),
         warmup: Duration::from_secs_f64(seconds / 5.0),

@@ -27,6 +27,8 @@ pub struct RunContext<'a> {
     pub drive_options: DriveOptions,
     /// The run's scratch directory (removed at the end).
     pub scratch: &'a Path,
+    /// Leave the rings in place (`--keep-rings`).
+    pub keep_rings: bool,
     /// Seconds measured per cell.
     pub seconds: f64,
     /// The same, as a duration.
@@ -50,7 +52,7 @@ impl RunContext<'_> {
 
     /// Removes a directory ring when done with it (never a device).
     pub fn remove_ring(&self, ring: &Path) {
-        if self.device.is_none() {
+        if self.device.is_none() && !self.keep_rings {
             let _ = std::fs::remove_dir_all(ring);
         }
     }

@@ -204,12 +204,52 @@ fn bad_ids_addresses_windows_and_rings_are_refused_with_the_contracts_codes() {
         nowhere.to_str().unwrap(),
     );
 
-    // A ring a store holds: the read-only subcommands wait for its lock, then give up.
+    // A ring a store holds: every subcommand waits for its lock, then gives up with 1 (all
+    // at once, so the waits overlap), and nothing was changed.
     let store = LogDriveStore::open(&ring, sealog::DriveOptions::default()).expect("opens");
-    let in_use = refused(&["ls", path], 1, path);
-    assert!(in_use.contains("in use"), "{in_use}");
+    let every: [&[&str]; 11] = [
+        &["ls", path],
+        &["show", path, "1"],
+        &["read", path, "1", "0"],
+        &["weak-tail", path, "1", "4"],
+        &["check", path],
+        &["create", path, "9", "--capacity", "10"],
+        &["delete", path, "2", "--yes"],
+        &["seal", path, "1", "10", "--yes"],
+        &["fence", path, "1", "5"],
+        &["trim", path, "1", "1", "--yes"],
+        &["reclaim", path],
+    ];
+    let running: Vec<_> = every
+        .iter()
+        .map(|args| {
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_sealog"))
+                .arg("logdrive")
+                .args(*args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("runs sealog");
+            (args, child)
+        })
+        .collect();
+    for (args, child) in running {
+        let output = child.wait_with_output().expect("sealog ends");
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("in use") && stderr.contains(path),
+            "{args:?}: {stderr}"
+        );
+    }
     store.close();
-    assert_eq!(logdrive(&["ls", path]).status.code(), Some(0));
+    let ls = json(&["ls", path, "--json"]);
+    assert_eq!(
+        ls["logdrives"].as_array().unwrap().len(),
+        2,
+        "nothing was changed: {ls}"
+    );
+    assert_eq!(ls["logdrives"][0]["fence_epoch"], 0, "{ls}");
 }
 
 /// Flips a byte of the only copy of `needle` in the ring's files.
