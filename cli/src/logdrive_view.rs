@@ -46,6 +46,9 @@ pub(crate) fn view_failure(path: &Path, error: ViewError, quarantine: bool) -> F
         ),
         ViewError::Open(error) => open_failure(error),
         ViewError::NotAStore { .. } => fail(EXIT_UNUSABLE, error),
+        ViewError::TooManyAddresses { .. } => {
+            fail(EXIT_UNUSABLE, format!("{}: {error}", path.display()))
+        }
         ViewError::LogDrive(error) => drive_failure(path, error),
     }
 }

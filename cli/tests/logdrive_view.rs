@@ -176,6 +176,12 @@ fn bad_ids_addresses_windows_and_rings_are_refused_with_the_contracts_codes() {
     assert!(out_of_range.contains("1000"), "{out_of_range}");
     refused(&["read", path, "1", "998", "--to", "1000"], 2, path);
     refused(&["read", path, "1", "5", "--to", "4"], 2, path);
+    let huge = refused(
+        &["read", path, "1", "0", "--to", "18446744073709551614"],
+        2,
+        path,
+    );
+    assert!(huge.contains("addresses"), "{huge}");
     refused(&["weak-tail", path, "1", "100000000"], 2, path);
 
     let plain = directory.path().join("plain");

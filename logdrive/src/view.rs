@@ -39,7 +39,19 @@ pub enum ViewError {
     /// `Damaged`), as a live store would.
     #[error(transparent)]
     LogDrive(#[from] LogDriveError),
+    /// A read of more addresses than one call answers (each is looked up, and its value
+    /// held, before any is handed back).
+    #[error("a read of {count} addresses is over the {max} one read answers")]
+    TooManyAddresses {
+        /// The addresses asked for.
+        count: u64,
+        /// The most one read answers.
+        max: u64,
+    },
 }
+
+/// The most addresses one [`StoreView::read`] answers.
+pub const READ_ADDRESSES_MAX: u64 = 1 << 20;
 
 /// One LogDrive as the ring holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,6 +210,11 @@ impl StoreView {
         id: u64,
         addresses: Range<u64>,
     ) -> Result<Vec<(u64, ReadOutcome)>, ViewError> {
+        let count = addresses.end.saturating_sub(addresses.start);
+        if count > READ_ADDRESSES_MAX {
+            let max = READ_ADDRESSES_MAX;
+            return Err(ViewError::TooManyAddresses { count, max });
+        }
         let state = self.drive(id)?;
         let lookups = addresses
             .map(|address| state.lookup(address).map(|lookup| (address, lookup)))
