@@ -91,9 +91,13 @@ pub struct Plan<'a> {
     pub warmup: Duration,
     /// Each read run's measured time, and each weak_tail case's.
     pub read_window: Duration,
+    /// Leave the last LogDrives (the weak_tail ones and the read one) on the ring at the
+    /// end rather than delete them (`--keep-rings`: an operator's specimen).
+    pub keep_logdrives: bool,
 }
 
-/// Runs the section on a ring formatted for it; leaves the ring empty.
+/// Runs the section on a ring formatted for it; leaves the ring empty (but for the last
+/// LogDrives with `keep_logdrives`).
 pub fn logdrive_section(plan: &Plan<'_>) -> Result<LogDriveFigures, String> {
     let started = Instant::now();
     progress("logdrive: formatting the section's ring");
@@ -434,7 +438,11 @@ fn reads_and_weak_tail(plan: &Plan<'_>) -> Result<(Vec<ReadRow>, Vec<WeakTailRow
     let cold = 0..READ_ADDRESSES;
     let rows = read_rounds(plan, &store, &reader, &lsns, ReadPhase::Cold, cold);
     drop(reader);
-    empty_store_and_close(&store)?;
+    if plan.keep_logdrives {
+        store.close();
+    } else {
+        empty_store_and_close(&store)?;
+    }
     reads.extend(rows?);
     Ok((reads, weak_tail))
 }

@@ -31,6 +31,7 @@ pub fn logdrive_section(
         run,
         warmup: run / 5,
         read_window: run / 4,
+        keep_logdrives: context.keep_rings,
     };
     let mut figures = logdrive::logdrive_section(&plan)?;
     context.remove_ring(&ring);

@@ -12,7 +12,7 @@ use sealog_logdrive::DamageFound;
 
 use crate::failure::{fail, Failure, EXIT_CORRUPT};
 use crate::json::print_json;
-use crate::logdrive_view::{list_or_none, open_view};
+use crate::logdrive_view::open_view;
 
 /// One LogDrive with damage in `check --json`.
 #[derive(serde::Serialize)]
@@ -120,13 +120,17 @@ fn print_check(path: &Path, checked: &CheckJson) {
             .iter()
             .map(|[start, end]| format!("{start}..{end}"))
             .collect();
-        println!(
-            "LogDrive {} (generation {}): damaged at {}; may have held {}",
-            drive.id,
-            drive.generation,
-            list_or_none(&addresses),
-            list_or_none(&suspects)
-        );
+        let mut line = format!("LogDrive {} (generation {}):", drive.id, drive.generation);
+        if !addresses.is_empty() {
+            line.push_str(&format!(" damaged at {}", addresses.join(", ")));
+        }
+        if !suspects.is_empty() {
+            line.push_str(&format!(
+                " addresses a record that lost its header may have held: {}",
+                suspects.join(", ")
+            ));
+        }
+        println!("{line}");
     }
     for found in &checked.damage {
         let held = match (found.id, found.address) {
