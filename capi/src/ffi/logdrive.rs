@@ -23,11 +23,11 @@ use crate::types::*;
 /// # Safety
 /// `logdrive` is NULL or a live handle; `value` is NULL (for an empty value) or points to
 /// `value_len_bytes` readable bytes.
-unsafe fn submit(
+unsafe fn submit<'a>(
     logdrive: *const sealog_logdrive,
     (address, epoch): (u64, u64),
     (value, value_len_bytes): (*const u8, usize),
-) -> Result<(&'static sealog_logdrive, PendingWrite), Failure> {
+) -> Result<(&'a sealog_logdrive, PendingWrite), Failure> {
     // SAFETY: the caller's contract.
     let handle = unsafe { logdrive_arg(logdrive) }?;
     // SAFETY: the caller's contract; the value is copied before the call returns.
