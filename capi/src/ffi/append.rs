@@ -14,7 +14,8 @@ use std::sync::Arc;
 use sealog::{AppendOutcome, Drive, NewEntry, Ticket};
 
 use super::args::{
-    drive_arg, guard, null, out_arg, read_sized_claimed, sealog_drive, timeout, write_optional,
+    drive_arg, guard, leave, null, out_arg, read_sized_claimed, sealog_drive, timeout,
+    write_optional,
 };
 use crate::completion::Callback;
 use crate::entries;
@@ -274,10 +275,7 @@ fn completion(
         last_error::clear();
         let (status, lsn) = match outcome_status(&drive, outcome) {
             Ok(lsn) => (sealog_status::SEALOG_OK as c_int, lsn),
-            Err(failure) => {
-                last_error::set(&format!("{name}: {}", failure.message));
-                (failure.status as c_int, 0)
-            }
+            Err(failure) => (leave(name, failure), 0),
         };
         // SAFETY: the contract of `sealog_append_cb` (and of the other `_cb` calls): the
         // function may be called once, from this thread, with the caller's `user_data`, until

@@ -58,6 +58,13 @@ pub(crate) fn guard(name: &str, body: impl FnOnce() -> Result<(), Failure>) -> c
             ),
         ),
     };
+    leave(name, failure)
+}
+
+/// Leaves `failure` (after the name of the call it belongs to) as the thread's last error,
+/// its message and its LogDrive error's fields, and returns its status: how a call ends, and
+/// how a completion callback learns of its append's or write's failure.
+pub(crate) fn leave(name: &str, failure: Failure) -> c_int {
     last_error::set(&format!("{name}: {}", failure.message));
     last_error::set_logdrive(failure.logdrive);
     failure.status as c_int

@@ -11,7 +11,7 @@ use ::sealog_logdrive::{LogDriveError, PendingWrite};
 use bytes::Bytes;
 
 use super::append::payload_arg;
-use super::args::{guard, null, out_arg, timeout};
+use super::args::{guard, leave, null, out_arg, timeout};
 use super::store::{logdrive_arg, sealog_logdrive};
 use crate::last_error;
 use crate::logdrive_status::logdrive_failure;
@@ -103,12 +103,7 @@ pub unsafe extern "C" fn sealog_logdrive_write_cb(
             last_error::clear();
             let status = match outcome {
                 Ok(()) => sealog_status::SEALOG_OK as c_int,
-                Err(error) => {
-                    let failure = logdrive_failure(error);
-                    last_error::set(&format!("sealog_logdrive_write_cb: {}", failure.message));
-                    last_error::set_logdrive(failure.logdrive);
-                    failure.status as c_int
-                }
+                Err(error) => leave("sealog_logdrive_write_cb", logdrive_failure(error)),
             };
             // SAFETY: the contract of `sealog_logdrive_write_cb`: called once, from this
             // thread, with the caller's `user_data`, before the store's close returns.
